@@ -1,0 +1,71 @@
+# lium-stacks: `make demo` and `make test` are the two commands a fresh clone needs.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+VENV := .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+N ?= 500
+
+export CHECKPOINT_DISABLE := 1
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+
+.PHONY: help setup demo test lint typecheck unit wheel chaos bench proto docs check-terraform
+
+help:
+	@echo "make demo   - set up, deploy the quickstart GPU stack on the embedded Lium emulator, destroy, leak-check"
+	@echo "make test   - set up, then lint, type-check, run the test suite and build the wheel"
+	@echo "make chaos N=500 - the long chaos soak (see docs/reliability.md)"
+	@echo "make bench  - the benchmarks (see docs/benchmarks.md)"
+
+check-terraform:
+	@command -v terraform >/dev/null 2>&1 || { echo "terraform not found on PATH: install Terraform 1.11+ (https://developer.hashicorp.com/terraform/install) and re-run"; exit 1; }
+
+# Idempotent: each step only runs when its inputs changed or its output is missing.
+setup: check-terraform $(VENV)/.installed node_modules/.installed /usr/sbin/sshd
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+/usr/sbin/sshd:
+	@if [ "$$(id -u)" = 0 ]; then \
+	  echo "installing Debian's openssh-server (pods of the emulator run a real sshd)"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null; \
+	else \
+	  echo "openssh-server is missing and this is not root: run 'sudo apt-get install openssh-server'"; exit 1; \
+	fi
+
+demo: setup
+	$(PY) -m lium_provider.demo
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: setup
+	$(VENV)/bin/mypy provider emulator constructs
+
+unit: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+wheel: setup
+	rm -rf dist && $(PY) -m build --wheel --no-isolation --outdir dist . >/dev/null && ls dist/*.whl
+
+test: lint typecheck unit wheel
+
+chaos: setup
+	LIUM_CHAOS_SCENARIOS=$(N) $(PY) -m pytest tests/chaos $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) bench/run_all.py
+
+proto: setup
+	bash provider/tfbridge/proto/regenerate.sh

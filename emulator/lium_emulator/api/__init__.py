@@ -1,0 +1,1 @@
+"""The HTTP routes: the Lium API under ``/api`` and the emulator's own ``/_emulator`` routes."""

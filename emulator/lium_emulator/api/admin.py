@@ -1,0 +1,78 @@
+"""The emulator's own routes (not part of Lium's API): health, fault plan, inspection, accounts, and the
+runner stand-in download that pods use. Everything but health and the download needs
+``X-Emulator-Admin``."""
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import Response
+
+from lium_emulator.api.deps import AdminDep, RuntimeDep
+from lium_emulator.api.models import AccountCreateRequest, AccountUpdateRequest
+from lium_emulator.entities import ACTIVE_STATUSES
+from lium_emulator.errors import ApiError
+from lium_emulator.faults import FaultPlan
+from lium_emulator.inspection import resources_report
+from lium_emulator.runner_standin import runner_standin_script
+from lium_emulator.timeutil import utcnow
+
+RUNNER_PATH = "/runner/{version}/dstack-runner-linux-amd64"
+
+router = APIRouter(prefix="/_emulator")
+runner_router = APIRouter()
+
+
+@router.get("/health")
+async def health(runtime: RuntimeDep) -> dict[str, Any]:
+    """Liveness, and how many pods are active."""
+    active = sum(1 for p in runtime.state.pods.values() if p.status in ACTIVE_STATUSES)
+    return {"status": "ok", "active_pods": active}
+
+
+@router.get("/faults", dependencies=[AdminDep])
+async def get_faults(runtime: RuntimeDep) -> dict[str, Any]:
+    """The fault plan with per-rule match and fire counters."""
+    return runtime.faults.snapshot()
+
+
+@router.put("/faults", dependencies=[AdminDep])
+async def put_faults(plan: FaultPlan, runtime: RuntimeDep) -> dict[str, Any]:
+    """Replace the fault plan (counters and RNG restart from the plan's seed)."""
+    runtime.faults.replace(plan)
+    return runtime.faults.snapshot()
+
+
+@router.get("/resources", dependencies=[AdminDep])
+async def get_resources(runtime: RuntimeDep) -> dict[str, Any]:
+    """Everything every account has or had (see ``inspection.py``)."""
+    return resources_report(runtime)
+
+
+@router.post("/accounts", dependencies=[AdminDep])
+async def create_account(body: AccountCreateRequest, runtime: RuntimeDep) -> dict[str, Any]:
+    """Add an account for another API key (idempotent: an existing key keeps its account)."""
+    credit = body.balance if body.balance is not None else runtime.config.balance_usd
+    account = runtime.state.ensure_account(body.api_key, credit)
+    return {
+        "user_id": account.user_id,
+        "api_key_id": account.api_key_id,
+        "balance": runtime.state.balance(account, utcnow()),
+    }
+
+
+@router.patch("/accounts/{user_id}", dependencies=[AdminDep])
+async def update_account(user_id: str, body: AccountUpdateRequest, runtime: RuntimeDep) -> dict[str, Any]:
+    """Set an account's balance (e.g. to provoke ``insufficient_balance``)."""
+    account = runtime.state.accounts.get(user_id)
+    if account is None:
+        raise ApiError(404, "account_not_found", "Account not found.")
+    now = utcnow()
+    account.credit_usd += body.balance - runtime.state.balance(account, now)
+    runtime.state.save(account)
+    return {"user_id": account.user_id, "balance": runtime.state.balance(account, now)}
+
+
+@runner_router.get(RUNNER_PATH)
+async def download_runner(version: str) -> Response:
+    """The runner stand-in, for any version (pods download it from 127.0.0.1:<emulator port>)."""
+    return Response(runner_standin_script(), media_type="application/octet-stream")

@@ -1,0 +1,53 @@
+"""Request dependencies shared by the routes: the runtime, the caller's account, the admin check."""
+
+import hmac
+from typing import Annotated, cast
+
+from fastapi import Depends, Request
+
+from lium_emulator.entities import Account
+from lium_emulator.errors import ApiError
+from lium_emulator.faults import FaultDecision
+from lium_emulator.runtime import Runtime
+
+
+def runtime_of(request: Request) -> Runtime:
+    """The emulator behind this app."""
+    return cast(Runtime, request.app.state.runtime)
+
+
+RuntimeDep = Annotated[Runtime, Depends(runtime_of)]
+
+
+def current_account(request: Request, runtime: RuntimeDep) -> Account:
+    """The account of the ``X-API-KEY`` header (any case); 401 when missing or unknown."""
+    api_key = request.headers.get("x-api-key", "")
+    account = runtime.state.account_for_key(api_key) if api_key else None
+    if account is None:
+        raise ApiError(401, "invalid_api_key", "Invalid API key")
+    return account
+
+
+AccountDep = Annotated[Account, Depends(current_account)]
+
+
+def require_admin(request: Request, runtime: RuntimeDep) -> None:
+    """401 unless ``X-Emulator-Admin`` carries the admin key."""
+    given = request.headers.get("x-emulator-admin", "")
+    if not hmac.compare_digest(given.encode(), runtime.config.admin_key.encode()):
+        raise ApiError(401, "invalid_admin_key", "Invalid or missing X-Emulator-Admin key")
+
+
+AdminDep = Depends(require_admin)
+
+
+def fault_decision(request: Request) -> FaultDecision | None:
+    """The fault plan's decision for this request (None outside /api)."""
+    decision = request.scope.get("state", {}).get("fault")
+    return decision if isinstance(decision, FaultDecision) else None
+
+
+def request_id(request: Request) -> str:
+    """The id the edge gave this request (also in the X-Request-Id header)."""
+    value = request.scope.get("state", {}).get("request_id", "")
+    return str(value)

@@ -1,0 +1,137 @@
+"""Request bodies of the Lium API routes; a body that does not fit answers 422 (see ``app.py``).
+
+Unknown fields are ignored, as a FastAPI server does by default, so newer clients keep working.
+"""
+
+import re
+from typing import Annotated, Literal
+from uuid import UUID
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+Port = Annotated[int, Field(ge=1, le=65535)]
+_VOLUME_NAME = re.compile(r"^[A-Za-z0-9\-_. ,()!?/]{1,100}$")
+
+
+def _absolute_paths(paths: list[str]) -> list[str]:
+    if any(not path.startswith("/") for path in paths):
+        raise ValueError("volume paths must be absolute")
+    return paths
+
+
+def _unique_ports(ports: list[int]) -> list[int]:
+    if len(set(ports)) != len(ports):
+        raise ValueError("internal ports must be unique")
+    return ports
+
+
+def _volume_name(name: str) -> str:
+    if not _VOLUME_NAME.match(name):
+        raise ValueError("use at most 100 letters, digits, spaces and - _ . , ( ) ! ? /")
+    return name
+
+
+class Body(BaseModel):
+    """Base of request bodies."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class RentRequest(Body):
+    """``POST /executors/{id}/rent`` (contract §9)."""
+
+    pod_name: str = Field(min_length=1, max_length=255)
+    template_id: UUID
+    user_public_key: str | list[str] = Field(default_factory=list)
+    gpu_count: int | None = None
+    initial_port_count: int | None = Field(default=None, ge=0, le=200)
+    volume_id: UUID | None = None
+    enable_volume_encryption: bool = False
+    enable_jupyter: bool = False
+    enable_backups: bool = True
+    termination_hours: int | None = None
+
+    def authorized_keys(self) -> list[str]:
+        """The public keys to authorise for root, from a single string or a list."""
+        keys = [self.user_public_key] if isinstance(self.user_public_key, str) else self.user_public_key
+        return [key.strip() for key in keys if key.strip()]
+
+
+class DeletePodRequest(Body):
+    """Optional body of ``DELETE /pods/{id}``: feedback about the node."""
+
+    feedback_text: str | None = None
+    rating: int | None = Field(default=None, ge=1, le=5)
+    reason: str | None = None
+
+
+class TemplateRequest(Body):
+    """``POST /templates`` and ``PUT /templates/{id}`` (contract §11)."""
+
+    name: str = Field(min_length=1, max_length=255)
+    description: str | None = None
+    readme: str | None = None
+    docker_image: str = Field(min_length=1, max_length=512)
+    docker_image_tag: str = Field(default="", max_length=128)
+    docker_image_digest: str = Field(default="", max_length=128)
+    docker_image_size: int | None = Field(default=None, ge=0)
+    category: Literal["DOCKER", "PYTORCH", "NVIDIA", "TENSOR_FLOW", "OPEN_AI", "UBUNTU"] = "DOCKER"
+    volumes: Annotated[list[str], AfterValidator(_absolute_paths)] = Field(
+        default_factory=lambda: ["/workspace"]
+    )
+    environment: dict[str, str] = Field(default_factory=dict)
+    entrypoint: str = ""
+    startup_commands: str = ""
+    internal_ports: Annotated[list[Port], AfterValidator(_unique_ports)] = Field(default_factory=lambda: [22])
+    is_private: bool = False
+    one_time_template: bool = False
+    is_temporary: bool = False
+    container_start_immediately: bool = True
+    docker_credential_id: UUID | None = None
+    supports_docker: bool = False
+    supports_volume_encryption: bool = False
+
+
+class DockerCredentialRequest(Body):
+    """``POST /docker-credentials/`` and ``PUT /docker-credentials/{id}`` (contract §12)."""
+
+    docker_username: str = Field(min_length=1, max_length=255)
+    docker_password: str = Field(min_length=1, max_length=4096)
+
+
+class VolumeCreateRequest(Body):
+    """``POST /volumes`` (contract §13)."""
+
+    name: Annotated[str, AfterValidator(_volume_name)]
+    description: str | None = Field(default=None, max_length=1000)
+
+
+class VolumeUpdateRequest(Body):
+    """``PUT /volumes/{id}``."""
+
+    name: Annotated[str, AfterValidator(_volume_name)] | None = None
+    description: str | None = Field(default=None, max_length=1000)
+
+
+class SshKeyRequest(Body):
+    """``POST /ssh-keys`` and ``PUT /ssh-keys/{id}`` (contract §14)."""
+
+    name: str = Field(min_length=1, max_length=255)
+    public_key: str = Field(min_length=1, max_length=16384)
+
+
+class AccountCreateRequest(BaseModel):
+    """``POST /_emulator/accounts``: add an account for another API key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    api_key: str = Field(min_length=8, max_length=512)
+    balance: float | None = None
+
+
+class AccountUpdateRequest(BaseModel):
+    """``PATCH /_emulator/accounts/{user_id}``: set the account's balance."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    balance: float

@@ -1,0 +1,219 @@
+"""``POST /executors/{id}/rent`` (contract §9), with ``Idempotency-Key`` handling (§3).
+
+Order of checks: API key (401) and body (422), then the balance (403) — these answer every request
+freshly — then the idempotency key, then the node, count, template and volume checks, whose refusals
+are stored under the key and replayed.
+"""
+
+import asyncio
+import uuid
+from datetime import datetime
+from typing import Annotated, Any
+from uuid import UUID
+
+from fastapi import APIRouter, Header, Request
+from fastapi.responses import JSONResponse
+
+from lium_emulator.api.deps import AccountDep, RuntimeDep, fault_decision, request_id
+from lium_emulator.api.models import RentRequest
+from lium_emulator.catalog import Node, pod_share
+from lium_emulator.entities import Account, Pod, PodFaults, Template
+from lium_emulator.errors import ApiError
+from lium_emulator.faults import FaultDecision
+from lium_emulator.idempotency import request_fingerprint
+from lium_emulator.runtime import Runtime
+from lium_emulator.timeutil import utcnow
+
+router = APIRouter()
+
+MIN_PREPAID_MINUTES = 15
+
+
+@router.post("/executors/{executor_id}/rent")
+async def rent_executor(
+    executor_id: UUID,
+    body: RentRequest,
+    request: Request,
+    runtime: RuntimeDep,
+    account: AccountDep,
+    idempotency_key: Annotated[
+        str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255)
+    ] = None,
+) -> JSONResponse:
+    """Rent GPUs of a node: the pod appears at once as PENDING; answers ``{"success": true, "pod_id"}``."""
+    node = runtime.state.catalog.get(str(executor_id))
+    now = utcnow()
+    _check_balance(runtime, account, node, body, now)
+    decision = fault_decision(request)
+    if idempotency_key is None or not runtime.config.idempotency_enabled:
+        # The header is still noted on the pod, so inspection shows double rents of one key.
+        await _hold_latency(decision)
+        pod_id = _rent(runtime, account, node, str(executor_id), body, idempotency_key, decision)
+        return JSONResponse(rent_response_body(pod_id))
+
+    ledger = runtime.ledger
+    fingerprint = request_fingerprint(str(executor_id), await request.json())
+    replay = ledger.lookup(account.user_id, idempotency_key, fingerprint, now)
+    if replay is not None:
+        return JSONResponse(
+            replay.body, status_code=replay.status_code or 200, headers={"Idempotent-Replayed": "true"}
+        )
+    record = ledger.reserve(account.user_id, idempotency_key, fingerprint, now)
+    try:
+        await _hold_latency(decision)
+        try:
+            pod_id = _rent(runtime, account, node, str(executor_id), body, idempotency_key, decision)
+            status, answer = 200, rent_response_body(pod_id)
+        except ApiError as refusal:
+            if refusal.status >= 500:
+                raise
+            status, answer = refusal.status, refusal.body(request_id(request))
+    except BaseException:
+        ledger.abandon(record)
+        raise
+    if decision is not None and decision.outcome_lost:
+        ledger.abandon(record)
+    else:
+        ledger.complete(record, status, answer)
+    return JSONResponse(answer, status_code=status)
+
+
+async def _hold_latency(decision: FaultDecision | None) -> None:
+    """Injected latency is spent here, while the key is in flight (see faults ``latency``)."""
+    if decision is not None and decision.latency_seconds > 0:
+        decision.latency_consumed = True
+        await asyncio.sleep(decision.latency_seconds)
+
+
+def _check_balance(
+    runtime: Runtime, account: Account, node: Node | None, body: RentRequest, now: datetime
+) -> None:
+    """403 ``insufficient_balance`` unless the balance covers 15 minutes of the order."""
+    if node is None:
+        return
+    gpus = body.gpu_count if body.gpu_count is not None and body.gpu_count > 0 else node.gpu_count
+    hourly = node.price_per_gpu_hour * gpus
+    required = hourly * MIN_PREPAID_MINUTES / 60
+    balance = runtime.state.balance(account, now)
+    if balance < required:
+        raise ApiError(
+            403,
+            "insufficient_balance",
+            f"Insufficient balance. This node costs ${hourly:.2f}/hour, so renting it requires at least "
+            f"${required:.2f} ({MIN_PREPAID_MINUTES} minutes of runtime). Your balance is ${balance:.2f}.",
+            hint="Top up the balance and try again.",
+        )
+
+
+def _gpu_count(runtime: Runtime, node: Node, requested: int | None) -> int:
+    """The validated number of GPUs to rent (None = every free GPU)."""
+    available = runtime.state.available_gpus(node)
+    if available == 0:
+        raise ApiError(400, "node_unavailable", "Node is not available.")
+    if requested is None:
+        if available < node.min_rentable_gpu_count:
+            raise ApiError(400, "node_unavailable", "Node is not available.")
+        return available
+    if not node.splittable and requested != node.gpu_count:
+        raise ApiError(400, "gpu_split_not_allowed", "Provider doesn't allow GPU splitting")
+    if not node.min_rentable_gpu_count <= requested <= available:
+        raise ApiError(
+            400,
+            "gpu_count_invalid",
+            f"gpu_count must be between {node.min_rentable_gpu_count} and {available} on this node.",
+        )
+    return requested
+
+
+def _template(runtime: Runtime, account: Account, template_id: UUID) -> Template:
+    template = runtime.state.templates.get(str(template_id))
+    if template is None or template.user_id not in (None, account.user_id):
+        raise ApiError(404, "template_not_found", "Template not found.")
+    if template.status == "VERIFY_FAILED":
+        raise ApiError(400, "template_invalid", "The template failed verification.")
+    credential_id = template.docker_credential_id
+    if credential_id is not None and credential_id not in runtime.state.credentials:
+        raise ApiError(400, "template_invalid", "The template's docker credential no longer exists.")
+    return template
+
+
+def _volume_id(runtime: Runtime, account: Account, volume_id: UUID | None) -> str | None:
+    if volume_id is None:
+        return None
+    volume = runtime.state.volumes.get(str(volume_id))
+    if volume is None or volume.user_id != account.user_id:
+        raise ApiError(404, "volume_not_found", "Volume not found.")
+    holder = runtime.state.volume_holder(volume.id)
+    if holder is not None:
+        raise ApiError(
+            409, "volume_in_use", "The volume is attached to another pod.", extra={"pod_id": holder.id}
+        )
+    return volume.id
+
+
+def _rent(
+    runtime: Runtime,
+    account: Account,
+    node: Node | None,
+    executor_id: str,
+    body: RentRequest,
+    idempotency_key: str | None,
+    decision: FaultDecision | None,
+) -> str:
+    """Validate the order and create the PENDING pod; raises the refusal otherwise. No awaits inside:
+    the checks and the commit are atomic with respect to other requests."""
+    if node is None:
+        raise ApiError(404, "node_not_found", "Node not found.")
+    if body.termination_hours is not None and not 1 <= body.termination_hours <= 720:
+        raise ApiError(400, "ttl_invalid", "termination_hours must be between 1 and 720.")
+    if decision is not None and decision.rent_refusal is not None:
+        raise decision.rent_refusal
+    gpu_count = _gpu_count(runtime, node, body.gpu_count)
+    template = _template(runtime, account, body.template_id)
+    volume_id = _volume_id(runtime, account, body.volume_id)
+    share = pod_share(node, gpu_count)
+    now = utcnow()
+    pod = Pod(
+        id=str(uuid.uuid4()),
+        user_id=account.user_id,
+        api_key_id=account.api_key_id,
+        pod_name=body.pod_name,
+        executor_id=executor_id,
+        status="PENDING",
+        gpu_name=node.machine_name,
+        cpu_name=node.cpu_name,
+        gpu_count=gpu_count,
+        price=round(node.price_per_gpu_hour * gpu_count, 6),
+        cpu_count=share.cpu_count,
+        memory_gib=share.memory_gib,
+        local_volume_gb=share.local_volume_gb,
+        storage_quota_gb=share.storage_quota_gb,
+        template=template.model_copy(deep=True),
+        volume_id=volume_id,
+        authorized_keys=body.authorized_keys(),
+        initial_port_count=body.initial_port_count,
+        enable_volume_encryption=body.enable_volume_encryption,
+        enable_jupyter=body.enable_jupyter,
+        enable_backups=body.enable_backups,
+        termination_hours=body.termination_hours,
+        idempotency_key=idempotency_key,
+        faults=decision.pod_faults.model_copy() if decision is not None else PodFaults(),
+        created_at=now,
+        updated_at=now,
+    )
+    state = runtime.state
+    state.pods[pod.id] = pod
+    state.save(pod)
+    state.record_event(
+        account.user_id, "pod-rent.requested", pod=pod, actor=account, detail=f"executor {executor_id}"
+    )
+    state.record_event(
+        account.user_id, "pod-lifecycle.status", pod=pod, to_status="PENDING", reason="user_initiated"
+    )
+    runtime.lifecycle.begin_create(pod)
+    return pod.id
+
+
+def rent_response_body(pod_id: str) -> dict[str, Any]:
+    """The 200 answer of a rent."""
+    return {"success": True, "pod_id": pod_id}

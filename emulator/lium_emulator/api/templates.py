@@ -1,0 +1,105 @@
+"""Template routes (contract §11). Public templates (``user_id`` null) are readable by every account
+and read-only."""
+
+import uuid
+from typing import Any
+from uuid import UUID
+
+from fastapi import APIRouter
+
+from lium_emulator.api.deps import AccountDep, RuntimeDep
+from lium_emulator.api.models import TemplateRequest
+from lium_emulator.entities import Account, Template
+from lium_emulator.errors import ApiError
+from lium_emulator.runtime import Runtime
+from lium_emulator.template_catalog import split_image_reference
+from lium_emulator.timeutil import utcnow
+from lium_emulator.views import template_object
+
+router = APIRouter()
+
+
+def _fields(runtime: Runtime, account: Account, body: TemplateRequest) -> dict[str, Any]:
+    """The stored fields of a template request: full image references split, credential checked."""
+    fields = body.model_dump()
+    if body.docker_image_tag == "":
+        image, tag, digest = split_image_reference(body.docker_image)
+        fields.update(
+            docker_image=image, docker_image_tag=tag, docker_image_digest=body.docker_image_digest or digest
+        )
+    if body.docker_credential_id is not None:
+        credential = runtime.state.credentials.get(str(body.docker_credential_id))
+        if credential is None or credential.user_id != account.user_id:
+            raise ApiError(404, "docker_credential_not_found", "Docker credential not found.")
+        fields["docker_credential_id"] = credential.id
+    return fields
+
+
+def _visible_template(runtime: Runtime, account: Account, template_id: UUID) -> Template:
+    template = runtime.state.templates.get(str(template_id))
+    if template is None or template.user_id not in (None, account.user_id):
+        raise ApiError(404, "template_not_found", "Template not found.")
+    return template
+
+
+def _own_template(runtime: Runtime, account: Account, template_id: UUID) -> Template:
+    template = _visible_template(runtime, account, template_id)
+    if template.user_id is None:
+        raise ApiError(403, "template_read_only", "Public templates cannot be changed.")
+    return template
+
+
+@router.get("/templates")
+async def list_templates(runtime: RuntimeDep, account: AccountDep) -> list[dict[str, Any]]:
+    """Public templates and the caller's own."""
+    return [
+        template_object(t) for t in runtime.state.templates.values() if t.user_id in (None, account.user_id)
+    ]
+
+
+@router.post("/templates")
+async def create_template(body: TemplateRequest, runtime: RuntimeDep, account: AccountDep) -> dict[str, Any]:
+    """Create a template; it is usable for rent at once."""
+    now = utcnow()
+    template = Template(
+        id=str(uuid.uuid4()),
+        user_id=account.user_id,
+        status="CREATED",
+        created_at=now,
+        updated_at=now,
+        **_fields(runtime, account, body),
+    )
+    runtime.state.templates[template.id] = template
+    runtime.state.save(template)
+    runtime.state.record_event(account.user_id, "template-create.success", actor=account, detail=template.id)
+    return template_object(template)
+
+
+@router.get("/templates/{template_id}")
+async def get_template(template_id: UUID, runtime: RuntimeDep, account: AccountDep) -> dict[str, Any]:
+    """One template; 422 for a non-UUID id, 404 for an unknown one."""
+    return template_object(_visible_template(runtime, account, template_id))
+
+
+@router.put("/templates/{template_id}")
+async def update_template(
+    template_id: UUID, body: TemplateRequest, runtime: RuntimeDep, account: AccountDep
+) -> dict[str, Any]:
+    """Replace a template (full body). Live pods keep the template they were rented with."""
+    template = _own_template(runtime, account, template_id)
+    updated = template.model_copy(
+        update={**_fields(runtime, account, body), "status": "UPDATED", "updated_at": utcnow()}
+    )
+    runtime.state.templates[template.id] = updated
+    runtime.state.save(updated)
+    return template_object(updated)
+
+
+@router.delete("/templates/{template_id}")
+async def delete_template(template_id: UUID, runtime: RuntimeDep, account: AccountDep) -> dict[str, Any]:
+    """Delete a template (live pods that use it are not affected)."""
+    template = _own_template(runtime, account, template_id)
+    del runtime.state.templates[template.id]
+    runtime.state.forget(template)
+    runtime.state.record_event(account.user_id, "template-delete.success", actor=account, detail=template.id)
+    return {"success": True}

@@ -1,0 +1,112 @@
+"""The emulated fleet: GPU nodes loaded from a JSON catalog, and what a pod gets on them.
+
+The default catalog ships as ``lium_emulator/data/nodes.json``; ``--nodes FILE`` replaces it. A node's
+static description lives here; how many of its GPUs are free is derived from the live pods (see
+``state.EmulatorState.gpus_in_use``), so it is always consistent, also after a restart.
+"""
+
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+KIB_PER_GIB = 1024 * 1024
+
+
+class Node(BaseModel):
+    """One rentable host ("executor"), as described in the catalog file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+    gpu_model: str = Field(min_length=1)
+    machine_name: str = Field(min_length=1)
+    gpu_count: int = Field(ge=1)
+    min_rentable_gpu_count: int = Field(ge=1)
+    price_per_gpu_hour: float = Field(gt=0)
+    gpu_memory_gb: float = Field(gt=0)
+    cpu_count: int = Field(ge=1)
+    cpu_name: str
+    ram_gb: float = Field(gt=0, description="true host RAM in GiB; the feed rounds it")
+    disk_gb: float = Field(gt=0)
+    disk_free_gb: float = Field(gt=0, description="true free disk in GB; the feed rounds it")
+    network_download_mbps: float = Field(ge=0)
+    network_upload_mbps: float = Field(ge=0)
+    tier: Literal["secure", "spot"]
+    country: str
+    country_code: str
+    region: str
+    city: str
+
+    @model_validator(mode="after")
+    def _min_within_count(self) -> "Node":
+        if self.min_rentable_gpu_count > self.gpu_count:
+            raise ValueError("min_rentable_gpu_count exceeds gpu_count")
+        return self
+
+    @property
+    def splittable(self) -> bool:
+        """Whether orders smaller than the whole node are accepted."""
+        return self.min_rentable_gpu_count < self.gpu_count
+
+    @property
+    def host_ram_reserve_gib(self) -> float:
+        """RAM the host keeps for itself: ``max(4 GiB, 1 % of host RAM)`` (contract §7)."""
+        return max(4.0, self.ram_gb * 0.01)
+
+
+@dataclass(frozen=True)
+class PodShare:
+    """The resources a pod of ``gpu_count`` GPUs gets on a node (contract §7)."""
+
+    gpu_count: int
+    cpu_count: int
+    memory_gib: int
+    local_volume_gb: int
+    storage_quota_gb: int
+
+
+def pod_share(node: Node, gpu_count: int) -> PodShare:
+    """CPU, memory and disk of an order of ``gpu_count`` GPUs: each a proportional share, rounded down.
+
+    CPU is ``floor(cpu * n / G)``; memory ``floor((ram - reserve) * n / G)`` GiB, at least 1; the free
+    disk share is split into a local volume (2/3) and the container storage quota (1/3).
+    """
+    share = gpu_count / node.gpu_count
+    disk_share = node.disk_free_gb * share
+    return PodShare(
+        gpu_count=gpu_count,
+        cpu_count=max(1, math.floor(node.cpu_count * share)),
+        memory_gib=max(1, math.floor((node.ram_gb - node.host_ram_reserve_gib) * share)),
+        local_volume_gb=math.floor(disk_share * 2 / 3),
+        storage_quota_gb=math.floor(disk_share / 3),
+    )
+
+
+class Catalog:
+    """The nodes of the fleet, by id, in catalog order."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        ids = [node.id for node in nodes]
+        if len(set(ids)) != len(ids):
+            raise ValueError("node ids in the catalog must be unique")
+        self.nodes: dict[str, Node] = {node.id: node for node in nodes}
+
+    @classmethod
+    def load(cls, path: Path | None) -> "Catalog":
+        """Read ``path`` (a JSON list of nodes, or ``{"nodes": [...]}``), or the packaged default."""
+        if path is None:
+            text = resources.files("lium_emulator").joinpath("data/nodes.json").read_text()
+        else:
+            text = path.read_text()
+        data = json.loads(text)
+        items = data["nodes"] if isinstance(data, dict) else data
+        return cls([Node.model_validate(item) for item in items])
+
+    def get(self, node_id: str) -> Node | None:
+        """The node with ``node_id``, or None."""
+        return self.nodes.get(node_id)

@@ -1,0 +1,119 @@
+"""``lium-emulator``: ``serve`` runs a local Lium; ``resources`` prints what it holds (docs/emulator.md)."""
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+import httpx
+
+from lium_emulator.config import DEFAULT_ADMIN_KEY, DEFAULT_API_KEY, DEFAULT_FEATURES, EmulatorConfig
+
+
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lium-emulator", description="A local, Lium-compatible GPU cloud.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="serve the Lium API at http://HOST:PORT/api")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8787, help="0 picks a free port")
+    serve.add_argument(
+        "--api-key",
+        action="append",
+        dest="api_keys",
+        metavar="KEY",
+        help=f"an accepted API key, one account each (repeatable; default {DEFAULT_API_KEY!r})",
+    )
+    serve.add_argument(
+        "--admin-key", default=DEFAULT_ADMIN_KEY, help="value of X-Emulator-Admin for /_emulator routes"
+    )
+    serve.add_argument(
+        "--state-dir", type=Path, help="keep state in SQLite here across restarts (default: memory)"
+    )
+    serve.add_argument("--nodes", type=Path, help="node catalog JSON (default: the packaged catalog)")
+    serve.add_argument("--faults", type=Path, help="fault plan JSON")
+    serve.add_argument(
+        "--features",
+        default=",".join(DEFAULT_FEATURES),
+        help="comma-separated features advertised on /version ('' for none)",
+    )
+    serve.add_argument("--balance", type=float, default=1000.0, help="starting balance of each account, USD")
+    serve.add_argument("--pending-seconds", type=_non_negative, default=2.0)
+    serve.add_argument("--ssh-delay-seconds", type=_non_negative, default=1.0)
+    serve.add_argument("--deleting-seconds", type=_non_negative, default=1.0)
+    serve.add_argument(
+        "--failed-seconds",
+        type=_non_negative,
+        default=180.0,
+        help="how long CREATION_FAILED rows stay listed",
+    )
+
+    resources = commands.add_parser("resources", help="print every account's resources as JSON")
+    resources.add_argument("--url", required=True, help="the emulator's URL, e.g. http://127.0.0.1:8787/api")
+    resources.add_argument("--admin-key", default=DEFAULT_ADMIN_KEY)
+    return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from lium_emulator.server import serve  # imported here: `resources` must not need the server stack
+
+    config = EmulatorConfig(
+        host=args.host,
+        port=args.port,
+        api_keys=tuple(args.api_keys or (DEFAULT_API_KEY,)),
+        admin_key=args.admin_key,
+        state_dir=args.state_dir,
+        nodes_file=args.nodes,
+        faults_file=args.faults,
+        features=tuple(name.strip() for name in args.features.split(",") if name.strip()),
+        balance_usd=args.balance,
+        pending_seconds=args.pending_seconds,
+        ssh_delay_seconds=args.ssh_delay_seconds,
+        deleting_seconds=args.deleting_seconds,
+        failed_row_seconds=args.failed_seconds,
+    )
+    return serve(config)
+
+
+def emulator_root(url: str) -> str:
+    """``http://host:port`` from the emulator's URL, with or without the ``/api`` suffix."""
+    root = url.rstrip("/")
+    return root[: -len("/api")] if root.endswith("/api") else root
+
+
+def _resources(args: argparse.Namespace) -> int:
+    try:
+        response = httpx.get(
+            f"{emulator_root(args.url)}/_emulator/resources",
+            headers={"X-Emulator-Admin": args.admin_key},
+            timeout=30,
+        )
+    except httpx.HTTPError as error:
+        print(f"cannot reach the emulator: {type(error).__name__}", file=sys.stderr)
+        return 1
+    if response.status_code != 200:
+        print(f"the emulator answered HTTP {response.status_code}", file=sys.stderr)
+        return 1
+    print(json.dumps(response.json(), indent=2))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``lium-emulator`` console script."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "serve":
+        return _serve(args)
+    return _resources(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

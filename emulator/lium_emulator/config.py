@@ -1,0 +1,32 @@
+"""Settings of one emulator process (what ``lium-emulator serve`` accepts)."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_API_KEY = "lium-emulator-key"
+DEFAULT_ADMIN_KEY = "lium-emulator-admin"
+DEFAULT_FEATURES = ("rent_idempotency",)
+
+
+@dataclass(frozen=True)
+class EmulatorConfig:
+    """Everything that shapes the emulator's behaviour; timings are in seconds."""
+
+    host: str = "127.0.0.1"
+    port: int = 8787
+    api_keys: tuple[str, ...] = (DEFAULT_API_KEY,)
+    admin_key: str = DEFAULT_ADMIN_KEY
+    state_dir: Path | None = None
+    nodes_file: Path | None = None
+    faults_file: Path | None = None
+    features: tuple[str, ...] = DEFAULT_FEATURES
+    balance_usd: float = 1000.0  # starting balance of every account
+    pending_seconds: float = 2.0  # PENDING before the sandbox starts
+    ssh_delay_seconds: float = 1.0  # RUNNING until sshd answers and ssh_connect_cmd is published
+    deleting_seconds: float = 1.0  # DELETING before the sandbox is stopped
+    failed_row_seconds: float = 180.0  # how long a CREATION_FAILED row stays listed
+
+    @property
+    def idempotency_enabled(self) -> bool:
+        """Whether ``Idempotency-Key`` is honoured (feature ``rent_idempotency``)."""
+        return "rent_idempotency" in self.features

@@ -1,0 +1,181 @@
+"""The emulator's stored records: accounts, pods, templates, credentials, volumes, SSH keys, events,
+idempotency records.
+
+They are pydantic models so that the SQLite store (``store.py``) can keep each one as a JSON document
+and read it back unchanged. What clients see is rendered from them in ``views.py``.
+"""
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PodStatus = Literal["PENDING", "RUNNING", "CREATION_FAILED", "BROKEN", "DELETING", "DELETED"]
+
+# Statuses in which a pod holds its GPUs and its network volume.
+ACTIVE_STATUSES: frozenset[str] = frozenset({"PENDING", "RUNNING", "DELETING", "BROKEN"})
+# Statuses in which a pod row is listed and readable; DELETED rows only remain for inspection.
+VISIBLE_STATUSES: frozenset[str] = frozenset({"PENDING", "RUNNING", "CREATION_FAILED", "BROKEN", "DELETING"})
+
+
+class Record(BaseModel):
+    """Base of every stored record: mutable, and strict about unknown fields on reload."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class Account(Record):
+    """One API key = one account (own user id, balance and resources)."""
+
+    user_id: str
+    api_key_id: str
+    api_key_name: str
+    key_sha256: str  # the key itself is never stored
+    email: str
+    credit_usd: float  # starting balance; the balance is credit minus billed usage
+    created_at: datetime
+
+
+class Template(Record):
+    """A pod template (contract §11); ``user_id`` None marks a public, platform template."""
+
+    id: str
+    user_id: str | None
+    name: str
+    description: str | None = None
+    readme: str | None = None
+    docker_image: str
+    docker_image_tag: str
+    docker_image_digest: str = ""
+    docker_image_size: int | None = None
+    category: str = "DOCKER"
+    volumes: list[str] = Field(default_factory=lambda: ["/workspace"])
+    environment: dict[str, str] = Field(default_factory=dict)
+    entrypoint: str = ""
+    startup_commands: str = ""
+    internal_ports: list[int] = Field(default_factory=lambda: [22])
+    is_private: bool = False
+    one_time_template: bool = False
+    is_temporary: bool = False
+    container_start_immediately: bool = True
+    docker_credential_id: str | None = None
+    supports_docker: bool = False
+    supports_volume_encryption: bool = False
+    status: str = "CREATED"
+    verification_logs: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class DockerCredential(Record):
+    """A private-registry login; only a SHA-256 of the password is kept."""
+
+    id: str
+    user_id: str
+    username: str
+    password_sha256: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class Volume(Record):
+    """A network volume: a directory on the host, mounted at /mnt of the pod it is attached to."""
+
+    id: str
+    user_id: str
+    name: str
+    description: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class SshKey(Record):
+    """An account-level SSH public key (contract §14); not added to pods automatically."""
+
+    id: str
+    user_id: str
+    name: str
+    public_key: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class PodFaults(Record):
+    """Faults the fault plan attached to a pod when it was rented (see ``faults.py``)."""
+
+    stuck_pending_rule: str | None = None
+    creation_failed: str | None = None
+    ssh_late_seconds: float = 0.0
+    slow_deleting_seconds: float = 0.0
+
+
+class Pod(Record):
+    """A rented pod, from rent to DELETED (rows are kept after deletion for inspection)."""
+
+    id: str
+    user_id: str
+    api_key_id: str
+    pod_name: str
+    executor_id: str
+    status: PodStatus
+    gpu_name: str
+    cpu_name: str
+    gpu_count: int
+    price: float  # USD per hour
+    cpu_count: int
+    memory_gib: int
+    local_volume_gb: int
+    storage_quota_gb: int
+    template: Template  # the template as it was at rent time
+    volume_id: str | None
+    authorized_keys: list[str]
+    initial_port_count: int | None
+    enable_volume_encryption: bool
+    enable_jupyter: bool
+    enable_backups: bool
+    termination_hours: int | None
+    idempotency_key: str | None
+    faults: PodFaults = Field(default_factory=PodFaults)
+    ports_mapping: dict[int, int] | None = None
+    ssh_ready: bool = False
+    created_at: datetime
+    updated_at: datetime
+    running_at: datetime | None = None
+    billing_stopped_at: datetime | None = None
+    failed_at: datetime | None = None
+    deleting_at: datetime | None = None
+    deleted_at: datetime | None = None
+    removal_scheduled_at: datetime | None = None
+    failure_reason: str | None = None
+    failure_detail: str | None = None
+    delete_reason: str | None = None
+
+
+class Event(Record):
+    """One entry of an account's event log (contract §6)."""
+
+    id: str
+    user_id: str
+    created_at: datetime
+    event_type: str
+    sub_event_type: str
+    pod_id: str | None = None
+    pod_name: str | None = None
+    actor: dict[str, Any] | None = None
+    from_status: str | None = None
+    to_status: str | None = None
+    reason: str | None = None
+    detail: str | None = None
+    error: str | None = None
+
+
+class IdempotencyRecord(Record):
+    """What became of one ``Idempotency-Key`` of one account (contract §3)."""
+
+    user_id: str
+    key: str
+    request_sha256: str
+    state: Literal["in_flight", "pending", "completed"]
+    created_at: datetime
+    status_code: int | None = None
+    body: dict[str, Any] | None = None

@@ -1,0 +1,115 @@
+"""``GET /_emulator/resources``: everything every account has or had, for tests and leak checks."""
+
+from datetime import datetime
+from typing import Any
+
+from lium_emulator.entities import Account, Pod
+from lium_emulator.runtime import Runtime
+from lium_emulator.state import EmulatorState, billed_seconds
+from lium_emulator.timeutil import iso, utcnow
+from lium_emulator.views import (
+    credential_object,
+    ssh_connect_cmd,
+    ssh_key_object,
+    template_object,
+    volume_object,
+)
+
+
+def resources_report(runtime: Runtime) -> dict[str, Any]:
+    """Every account's pods (deleted ones too), templates, credentials (no passwords), volumes, SSH keys,
+    billed pod-seconds and idempotency keys with their rent counts; plus the nodes' free GPUs."""
+    state = runtime.state
+    now = utcnow()
+    return {
+        "generated_at": iso(now),
+        "accounts": [_account_report(runtime, account, now) for account in state.accounts.values()],
+        "nodes": [
+            {
+                "id": node.id,
+                "gpu_model": node.gpu_model,
+                "gpu_count": node.gpu_count,
+                "available_gpu_count": state.available_gpus(node),
+            }
+            for node in state.catalog.nodes.values()
+        ],
+        "stale_sandboxes_cleaned": list(runtime.stale_pods),
+    }
+
+
+def _account_report(runtime: Runtime, account: Account, now: datetime) -> dict[str, Any]:
+    state = runtime.state
+    user_id = account.user_id
+    pods = state.owned_pods(user_id)
+    return {
+        "user_id": user_id,
+        "email": account.email,
+        "api_key_id": account.api_key_id,
+        "api_key_name": account.api_key_name,
+        "credit_usd": account.credit_usd,
+        "balance_usd": state.balance(account, now),
+        "billed_pod_seconds": round(sum(billed_seconds(p, now) for p in pods), 3),
+        "pods": [_pod_report(p, now) for p in pods],
+        "templates": [template_object(t) for t in state.templates.values() if t.user_id == user_id],
+        "docker_credentials": [
+            credential_object(c) for c in state.credentials.values() if c.user_id == user_id
+        ],
+        "volumes": [
+            volume_object(v, runtime.lifecycle.volume_dir(v.id), state.volume_holder(v.id))
+            for v in state.volumes.values()
+            if v.user_id == user_id
+        ],
+        "ssh_keys": [ssh_key_object(k) for k in state.ssh_keys.values() if k.user_id == user_id],
+        "idempotency_keys": _idempotency_report(state, user_id, pods),
+    }
+
+
+def _pod_report(pod: Pod, now: datetime) -> dict[str, Any]:
+    return {
+        "id": pod.id,
+        "pod_name": pod.pod_name,
+        "executor_id": pod.executor_id,
+        "status": pod.status,
+        "gpu_count": pod.gpu_count,
+        "price": pod.price,
+        "cpu_count": pod.cpu_count,
+        "memory_gib": pod.memory_gib,
+        "storage_quota_gb": pod.storage_quota_gb,
+        "local_volume_gb": pod.local_volume_gb,
+        "template_id": pod.template.id,
+        "volume_id": pod.volume_id,
+        "ports_mapping": {str(k): v for k, v in pod.ports_mapping.items()} if pod.ports_mapping else None,
+        "ssh_connect_cmd": ssh_connect_cmd(pod),
+        "idempotency_key": pod.idempotency_key,
+        "created_at": iso(pod.created_at),
+        "running_at": iso(pod.running_at),
+        "failed_at": iso(pod.failed_at),
+        "deleting_at": iso(pod.deleting_at),
+        "deleted_at": iso(pod.deleted_at),
+        "billed_seconds": round(billed_seconds(pod, now), 3),
+        "failure_reason": pod.failure_reason,
+        "failure_detail": pod.failure_detail,
+        "faults": pod.faults.model_dump(mode="json"),
+    }
+
+
+def _idempotency_report(state: EmulatorState, user_id: str, pods: list[Pod]) -> list[dict[str, Any]]:
+    """Per key: the record's state (``ignored`` when the feature was off) and how many pods it rented."""
+    rent_counts: dict[str, int] = {}
+    for pod in pods:
+        if pod.idempotency_key is not None:
+            rent_counts[pod.idempotency_key] = rent_counts.get(pod.idempotency_key, 0) + 1
+    records = {key: record for (owner, key), record in state.idempotency.items() if owner == user_id}
+    report = []
+    for key in sorted(set(records) | set(rent_counts)):
+        record = records.get(key)
+        report.append(
+            {
+                "key": key,
+                "state": record.state if record else "ignored",
+                "status_code": record.status_code if record else None,
+                "created_at": iso(record.created_at) if record else None,
+                "rent_count": rent_counts.get(key, 0),
+            }
+        )
+    return report

@@ -1,0 +1,358 @@
+"""Pod lifecycle (contract §10.4): PENDING → RUNNING | CREATION_FAILED, then DELETING → DELETED.
+
+Each pod is driven by asyncio tasks on the event loop; the blocking sandbox calls (start, stop) run in
+a dedicated thread pool. Timings come from ``EmulatorConfig``; faults attached to the pod at rent
+time (``PodFaults``) stretch or break the steps. ``recover`` resumes pods after a restart.
+"""
+
+import asyncio
+import logging
+import shutil
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lium_emulator.config import EmulatorConfig
+from lium_emulator.entities import Account, Pod
+from lium_emulator.faults import FaultEngine
+from lium_emulator.images import ImageConfig, resolve_image
+from lium_emulator.sandbox import PodSpec, SandboxError, SandboxManager
+from lium_emulator.state import EmulatorState, sha256_hex
+from lium_emulator.timeutil import utcnow
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_STUCK_POLL_SECONDS = 0.1
+
+
+class PodLifecycle:
+    """Starts, fails, deletes and recovers pods; owns the sandboxes and pod directories."""
+
+    def __init__(
+        self,
+        state: EmulatorState,
+        config: EmulatorConfig,
+        faults: FaultEngine,
+        sandboxes: SandboxManager,
+        data_dir: Path,
+    ) -> None:
+        self._state = state
+        self._config = config
+        self._faults = faults
+        self._sandboxes = sandboxes
+        self._data_dir = data_dir
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="sandbox")
+        self._creating: dict[str, asyncio.Task[None]] = {}
+        self._wake: dict[str, asyncio.Event] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # --- directories ---------------------------------------------------------------------------
+
+    def volume_dir(self, volume_id: str) -> Path:
+        """Host directory holding a network volume's files."""
+        return self._data_dir / "volumes" / volume_id
+
+    def local_volume_dir(self, pod_id: str) -> Path:
+        """Host directory backing a pod's local volume (template ``volumes[0]``, else /root)."""
+        return self._data_dir / "pods" / pod_id / "local-volume"
+
+    # --- entry points ----------------------------------------------------------------------------
+
+    def begin_create(self, pod: Pod) -> None:
+        """Drive a new PENDING pod towards RUNNING."""
+        self._wake[pod.id] = asyncio.Event()
+        self._creating[pod.id] = self._spawn(self._create(pod))
+
+    def begin_delete(
+        self, pod: Pod, *, actor: Account | None, reason: str, extra_seconds: float = 0.0
+    ) -> None:
+        """Move ``pod`` to DELETING now and to DELETED after the deleting time."""
+        previous = pod.status
+        now = utcnow()
+        pod.status = "DELETING"
+        pod.delete_reason = reason
+        pod.deleting_at = pod.updated_at = now
+        if pod.running_at is not None and pod.billing_stopped_at is None:
+            pod.billing_stopped_at = now
+        self._state.save(pod)
+        if actor is not None:
+            self._state.record_event(pod.user_id, "pod-delete.success", pod=pod, actor=actor, reason=reason)
+        self._status_event(pod, previous, "DELETING", reason)
+        if previous == "PENDING":
+            self._wake[pod.id].set()
+            self._state.record_event(
+                pod.user_id,
+                "pod-create.failed",
+                pod=pod,
+                reason=reason,
+                detail="creation cancelled: the pod was deleted while pending",
+            )
+        self._spawn(self._delete(pod, extra_seconds))
+
+    def recover(self) -> None:
+        """Resume every pod after a (re)start; the old sandboxes were already cleaned up."""
+        now = utcnow()
+        for pod in list(self._state.pods.values()):
+            if pod.status == "PENDING":
+                self.begin_create(pod)
+            elif pod.status == "RUNNING":
+                self._spawn(self._restart(pod))
+            elif pod.status == "DELETING":
+                self._spawn(self._delete(pod, 0.0))
+            elif pod.status == "CREATION_FAILED" and pod.failed_at is not None:
+                left = self._config.failed_row_seconds - (now - pod.failed_at).total_seconds()
+                self._spawn(self._expire_failed(pod, max(0.0, left)))
+
+    async def shutdown(self) -> None:
+        """Cancel every pending step and tear down every sandbox."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.to_thread(self._stop_everything)
+
+    def _stop_everything(self) -> None:
+        # Starts still running in the pool must finish first, or their sandboxes would outlive stop_all.
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._sandboxes.stop_all()
+
+    # --- steps -------------------------------------------------------------------------------------
+
+    async def _create(self, pod: Pod) -> None:
+        try:
+            await self._hold_pending(pod)
+            if pod.status != "PENDING":
+                return
+            image, failure = self._resolve(pod)
+            if image is None:
+                self._fail(pod, *failure)
+                return
+            try:
+                ports = await self._in_pool(self._sandboxes.start, self._spec(pod, image))
+            except SandboxError as error:
+                if pod.status == "PENDING":
+                    self._fail(pod, "sandbox_error", str(error))
+                return
+            if pod.status != "PENDING":
+                return  # deleted while starting: the delete step stops the sandbox
+            self._mark_running(pod, ports)
+        finally:
+            self._creating.pop(pod.id, None)
+
+    async def _hold_pending(self, pod: Pod) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._config.pending_seconds
+        wake = self._wake[pod.id]
+        while pod.status == "PENDING":
+            remaining = deadline - loop.time()
+            rule = pod.faults.stuck_pending_rule
+            stuck = rule is not None and self._faults.has_rule(rule, "stuck_pending")
+            if remaining <= 0 and not stuck:
+                return
+            try:
+                await asyncio.wait_for(wake.wait(), remaining if remaining > 0 else _STUCK_POLL_SECONDS)
+            except TimeoutError:
+                continue
+
+    def _resolve(self, pod: Pod) -> tuple[ImageConfig | None, tuple[str, str]]:
+        """The pod's image, or why the pod cannot be created (reason code, detail)."""
+        if pod.faults.creation_failed is not None:
+            return None, ("fault_injected", pod.faults.creation_failed)
+        template = pod.template
+        image = resolve_image(template.docker_image, template.docker_image_tag)
+        reference = f"{template.docker_image}:{template.docker_image_tag or 'latest'}"
+        if image is None:
+            return None, ("image_pull_failed", f"image {reference} not found in the registry")
+        if image.private:
+            credential = self._state.credentials.get(template.docker_credential_id or "")
+            if credential is None or credential.user_id != pod.user_id:
+                return None, (
+                    "image_pull_failed",
+                    f"image {reference} is private and the template has no docker credential",
+                )
+            if credential.username != image.registry_username or credential.password_sha256 != sha256_hex(
+                image.registry_password or ""
+            ):
+                return None, (
+                    "image_pull_failed",
+                    f"the registry rejected the docker credential for image {reference}",
+                )
+        return image, ("", "")
+
+    def _spec(self, pod: Pod, image: ImageConfig) -> PodSpec:
+        template = pod.template
+        local_dir = self.local_volume_dir(pod.id)
+        local_dir.mkdir(parents=True, exist_ok=True)
+        volume_dir = self.volume_dir(pod.volume_id) if pod.volume_id else None
+        if volume_dir is not None:
+            volume_dir.mkdir(parents=True, exist_ok=True)
+        return PodSpec(
+            pod_id=pod.id,
+            hostname=pod.id.replace("-", "")[:12],
+            image=image,
+            entrypoint=template.entrypoint or None,
+            startup_commands=template.startup_commands,
+            environment=dict(template.environment),
+            authorized_keys=list(pod.authorized_keys),
+            internal_ports=pod_internal_ports(template.internal_ports),
+            local_volume_path=local_volume_path(template.volumes),
+            local_volume_dir=local_dir,
+            volume_dir=volume_dir,
+            ssh_delay_seconds=self._config.ssh_delay_seconds + pod.faults.ssh_late_seconds,
+            cpu_count=pod.cpu_count,
+            memory_gib=pod.memory_gib,
+            disk_quota_gb=pod.storage_quota_gb,
+        )
+
+    def _mark_running(self, pod: Pod, ports: dict[int, int]) -> None:
+        now = utcnow()
+        pod.status = "RUNNING"
+        pod.running_at = pod.updated_at = now
+        pod.ports_mapping = dict(ports)
+        if pod.termination_hours is not None:
+            pod.removal_scheduled_at = now + timedelta(hours=pod.termination_hours)
+        self._state.save(pod)
+        self._state.record_event(pod.user_id, "pod-create.success", pod=pod)
+        self._status_event(pod, "PENDING", "RUNNING", None)
+        self._after_running(pod)
+
+    def _after_running(self, pod: Pod) -> None:
+        self._spawn(self._publish_ssh(pod))
+        if pod.removal_scheduled_at is not None:
+            self._spawn(self._scheduled_removal(pod))
+
+    async def _publish_ssh(self, pod: Pod) -> None:
+        # sshd answers ssh_delay_seconds after start (plus any ssh_late fault, which the row does not wait for).
+        await asyncio.sleep(self._config.ssh_delay_seconds)
+        if pod.status == "RUNNING":
+            pod.ssh_ready = True
+            pod.updated_at = utcnow()
+            self._state.save(pod)
+
+    async def _scheduled_removal(self, pod: Pod) -> None:
+        assert pod.removal_scheduled_at is not None
+        await asyncio.sleep(max(0.0, (pod.removal_scheduled_at - utcnow()).total_seconds()))
+        if pod.status == "RUNNING":
+            self.begin_delete(pod, actor=None, reason="scheduled_termination")
+
+    def _fail(self, pod: Pod, reason: str, detail: str) -> None:
+        now = utcnow()
+        pod.status = "CREATION_FAILED"
+        pod.failed_at = pod.updated_at = now
+        pod.failure_reason, pod.failure_detail = reason, detail
+        self._state.save(pod)
+        self._state.record_event(
+            pod.user_id, "pod-create.failed", pod=pod, reason=reason, detail=detail, error=detail
+        )
+        self._status_event(pod, "PENDING", "CREATION_FAILED", reason, detail)
+        self._spawn(self._expire_failed(pod, self._config.failed_row_seconds))
+
+    async def _expire_failed(self, pod: Pod, delay: float) -> None:
+        await asyncio.sleep(delay)
+        if pod.status != "CREATION_FAILED":
+            return
+        await self._stop_sandbox(pod)
+        if pod.status == "CREATION_FAILED":
+            self._state.record_event(
+                pod.user_id, "worker-pod-delete.success", pod=pod, reason="creation_failed"
+            )
+            await self._finish_deleted(pod, "CREATION_FAILED", "creation_failed")
+
+    async def _delete(self, pod: Pod, extra_seconds: float) -> None:
+        await asyncio.sleep(self._config.deleting_seconds + pod.faults.slow_deleting_seconds + extra_seconds)
+        creating = self._creating.get(pod.id)
+        if creating is not None:
+            await asyncio.wait([creating])
+        await self._stop_sandbox(pod)
+        await self._finish_deleted(pod, "DELETING", pod.delete_reason)
+
+    async def _stop_sandbox(self, pod: Pod) -> None:
+        try:
+            await self._in_pool(self._sandboxes.stop, pod.id)
+        except Exception:
+            # The row still reaches DELETED; the sandbox manager reports what it could not clean up.
+            logger.exception("stopping the sandbox of pod %s failed", pod.id)
+
+    async def _finish_deleted(self, pod: Pod, previous: str, reason: str | None) -> None:
+        now = utcnow()
+        pod.status = "DELETED"
+        pod.deleted_at = pod.updated_at = now
+        pod.ssh_ready = False
+        self._state.save(pod)
+        self._status_event(pod, previous, "DELETED", reason)
+        self._wake.pop(pod.id, None)
+        await asyncio.to_thread(shutil.rmtree, self.local_volume_dir(pod.id).parent, True)
+        template = self._state.templates.get(pod.template.id)
+        if template is not None and template.one_time_template:
+            del self._state.templates[template.id]
+            self._state.forget(template)
+
+    async def _restart(self, pod: Pod) -> None:
+        """Bring a pod that was RUNNING before a restart back as a fresh sandbox."""
+        pod.ports_mapping, pod.ssh_ready = None, False
+        self._state.save(pod)
+        image, failure = self._resolve(pod)
+        detail = failure[1]
+        if image is not None:
+            try:
+                ports = await self._in_pool(self._sandboxes.start, self._spec(pod, image))
+            except SandboxError as error:
+                detail = str(error)
+            else:
+                pod.ports_mapping = dict(ports)
+                pod.updated_at = utcnow()
+                self._state.save(pod)
+                self._state.record_event(
+                    pod.user_id,
+                    "pod-host-reboot-recovery.recovered",
+                    pod=pod,
+                    detail="restarted after an emulator restart",
+                )
+                self._after_running(pod)
+                return
+        pod.status = "BROKEN"
+        pod.billing_stopped_at = pod.updated_at = utcnow()
+        self._state.save(pod)
+        self._status_event(pod, "RUNNING", "BROKEN", "executor_offline", detail)
+
+    # --- helpers -----------------------------------------------------------------------------------
+
+    def _status_event(
+        self, pod: Pod, from_status: str | None, to_status: str, reason: str | None, detail: str | None = None
+    ) -> None:
+        self._state.record_event(
+            pod.user_id,
+            "pod-lifecycle.status",
+            pod=pod,
+            from_status=from_status,
+            to_status=to_status,
+            reason=reason,
+            detail=detail,
+        )
+
+    def _spawn(self, step: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(step)
+        self._tasks.add(task)
+        task.add_done_callback(self._step_done)
+        return task
+
+    def _step_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("a pod lifecycle step failed", exc_info=task.exception())
+
+    async def _in_pool(self, function: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, function, *args)
+
+
+def pod_internal_ports(template_ports: list[int]) -> list[int]:
+    """The container ports a pod exposes: the template's, with SSH (22) always first."""
+    return [22, *(port for port in template_ports if port != 22)]
+
+
+def local_volume_path(template_volumes: list[str]) -> str:
+    """Where the pod's local volume is mounted: the template's first volume, else /root."""
+    return template_volumes[0] if template_volumes else "/root"

@@ -1,0 +1,48 @@
+"""Sockets that live in another network namespace (a pod's), created from the host process.
+
+A socket belongs to the network namespace its creating thread was in at ``socket()`` time and keeps
+working from any thread afterwards. So the calling thread joins the pod's namespace with ``setns(2)``
+just for the ``socket()`` call and returns to its own namespace right after. Python 3.11 has no
+``os.setns``, hence ctypes. Needs CAP_SYS_ADMIN (the emulator's sandboxes run as root).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import socket
+
+CLONE_NEWNET = 0x40000000
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _setns(fd: int) -> None:
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"setns(CLONE_NEWNET): {os.strerror(errno)}")
+
+
+def open_netns(pid: int) -> int:
+    """An fd on the network namespace of process ``pid`` (holding it keeps the namespace alive)."""
+    return os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+
+
+def socket_in_netns(
+    netns_fd: int, family: int = socket.AF_INET, kind: int = socket.SOCK_STREAM
+) -> socket.socket:
+    """A new socket in the namespace ``netns_fd`` refers to; the calling thread's namespace is unchanged."""
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        _setns(netns_fd)
+        try:
+            return socket.socket(family, kind)
+        finally:
+            # Cannot fail in practice (we just left that namespace with the same privileges); if it
+            # did, this thread's later sockets would land in the pod, so make it loud.
+            try:
+                _setns(own)
+            except OSError as e:
+                raise RuntimeError(f"cannot return to the host network namespace: {e}") from e
+    finally:
+        os.close(own)

@@ -1,0 +1,92 @@
+"""Assembles one emulator: state, fault engine, sandboxes and pod lifecycle, from an ``EmulatorConfig``."""
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from lium_emulator.catalog import Catalog
+from lium_emulator.config import EmulatorConfig
+from lium_emulator.faults import FaultEngine, FaultPlan
+from lium_emulator.idempotency import IdempotencyLedger
+from lium_emulator.images import image_catalog
+from lium_emulator.lifecycle import PodLifecycle
+from lium_emulator.sandbox import SandboxManager
+from lium_emulator.state import EmulatorState
+from lium_emulator.store import Store
+from lium_emulator.template_catalog import public_templates
+
+STATE_FILE = "state.sqlite3"
+
+
+@dataclass
+class Runtime:
+    """Everything a request handler needs, reachable as ``app.state.runtime``."""
+
+    config: EmulatorConfig
+    port: int
+    state: EmulatorState
+    faults: FaultEngine
+    ledger: IdempotencyLedger
+    lifecycle: PodLifecycle
+    work_dir: Path
+    started_at: datetime
+    stale_pods: list[str]
+
+    @property
+    def base_url(self) -> str:
+        """The emulator's root URL as clients on this host reach it."""
+        host = "127.0.0.1" if self.config.host in ("0.0.0.0", "", "::") else self.config.host
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}"
+
+    def close(self) -> None:
+        """Release the store; remove the scratch directory when there is no state directory."""
+        self.state.store.close()
+        if self.config.state_dir is None:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+def load_fault_plan(path: Path | None) -> FaultPlan:
+    """The plan in ``path`` (JSON), or an empty plan."""
+    if path is None:
+        return FaultPlan()
+    return FaultPlan.model_validate(json.loads(path.read_text()))
+
+
+def build_runtime(config: EmulatorConfig, port: int) -> Runtime:
+    """Load or create the state, clean up sandboxes a previous run left behind, wire everything up.
+
+    ``port`` is the port the HTTP server listens on; pods reach the emulator at 127.0.0.1:``port``.
+    """
+    catalog = Catalog.load(config.nodes_file)
+    plan = load_fault_plan(config.faults_file)
+    if config.state_dir is not None:
+        work_dir = config.state_dir
+        work_dir.mkdir(parents=True, exist_ok=True)
+        store = Store(work_dir / STATE_FILE)
+    else:
+        work_dir = Path(tempfile.mkdtemp(prefix="lium-emulator-"))
+        store = Store(None)
+    state = EmulatorState(store, catalog)
+    for api_key in config.api_keys:
+        state.ensure_account(api_key, config.balance_usd)
+    for template in public_templates(image_catalog()):
+        state.templates[template.id] = template
+    sandbox_root = work_dir / "sandboxes"
+    stale_pods = SandboxManager.cleanup_stale(sandbox_root)
+    sandboxes = SandboxManager(sandbox_root, emulator_port=port)
+    faults = FaultEngine(plan)
+    return Runtime(
+        config=config,
+        port=port,
+        state=state,
+        faults=faults,
+        ledger=IdempotencyLedger(state),
+        lifecycle=PodLifecycle(state, config, faults, sandboxes, work_dir),
+        work_dir=work_dir,
+        started_at=datetime.now(UTC),
+        stale_pods=stale_pods,
+    )

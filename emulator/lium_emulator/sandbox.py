@@ -1,0 +1,560 @@
+"""Pods as real Linux sandboxes: own PID, mount, UTS, IPC and network namespaces, a real OpenSSH sshd.
+
+What a pod is (see ``sandbox_init.py`` for the filesystem it gets): ``unshare`` starts the init
+program as PID 1 of a new PID namespace; it builds a tmpfs root around the host's read-only ``/usr``,
+an overlay of ``/etc``, the template's local volume (``local_volume_dir`` at ``local_volume_path``)
+and the ``/mnt`` volume, ``pivot_root``s and ``execve``s the image entrypoint with the image
+environment and WORKDIR, like ``docker run``. ``ssh_delay_seconds`` after :meth:`SandboxManager.start`
+returns, ``/usr/sbin/sshd -D`` is started inside the pod's namespaces with ``nsenter`` (a fresh host key
+per pod; root logins with the spec's keys only). The template's internal ports are published on free
+host loopback ports, and ``127.0.0.1:<emulator_port>`` inside the pod reaches the emulator (see
+``portforward.py``). ``cpu_count``, ``memory_gib`` and ``disk_quota_gb`` are informational, except that
+the RAM-backed root filesystem is capped at ``min(disk_quota_gb, 4)`` GiB.
+
+Root only: namespaces, mounts and ``setns`` into a pod's network namespace need real root. Without
+it :meth:`SandboxManager.start` raises :class:`SandboxError` saying so — a user-namespace variant
+could not ``setns`` into pods from the host process, so it would need a relay inside every pod.
+
+Teardown SIGKILLs the pod's PID 1, which makes the kernel kill everything in its PID namespace;
+all mounts lived only in the pod's mount namespace, so nothing is left on the host. Pods must not
+die with the (worker) thread that started them, so no PDEATHSIG is tied to the caller; instead
+every pod records its pids under ``root_dir`` and :meth:`SandboxManager.cleanup_stale` kills what a
+crashed emulator left behind.
+
+Layout: ``<root_dir>/pods/<pod_id>/`` holds ``plan.json`` (0600: includes the pod's host keys),
+``pids.json``, ``console.log`` (PID 1's stdout/stderr), ``sshd.log`` and the empty mount points.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
+from lium_emulator import sandbox_init
+from lium_emulator.images import ImageConfig
+from lium_emulator.netns_socket import open_netns
+from lium_emulator.portforward import PortForwarder
+
+SSHD = "/usr/sbin/sshd"
+HOST_PYTHON = "/usr/bin/python3"
+DEFAULT_PATH = sandbox_init.DEFAULT_PATH
+_INIT_SCRIPT = Path(sandbox_init.__file__).resolve()
+_START_TIMEOUT_SECONDS = 20.0
+_EXIT_TIMEOUT_SECONDS = 10.0
+_MAX_ROOTFS_GIB = 4
+_POD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+# Children get no part of the emulator's environment (it may hold API keys).
+_CLEAN_ENV = {"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"}
+# A volume over these would hide what the pod needs to boot and run sshd.
+_RESERVED_TOP_LEVEL = frozenset(
+    {"usr", "etc", "proc", "sys", "dev", "run", "bin", "sbin", "lib", "lib32", "lib64", "libx32"}
+)
+_SHADOW_FIELDS = "19000:0:99999:7:::"
+_SSHD_CONFIG = """\
+# sshd of a lium-emulator pod
+Port 22
+HostKey /etc/ssh/ssh_host_ed25519_key
+HostKey /etc/ssh/ssh_host_ecdsa_key
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+AuthorizedKeysFile .ssh/authorized_keys
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+AllowTcpForwarding yes
+X11Forwarding no
+PrintMotd no
+AcceptEnv LANG LC_*
+Subsystem sftp internal-sftp
+PidFile /run/sshd.pid
+"""
+
+
+@dataclass
+class PodSpec:
+    """Everything the sandbox needs to run one pod; the API layer builds it from template and rent."""
+
+    pod_id: str
+    hostname: str
+    image: ImageConfig
+    entrypoint: str | None
+    startup_commands: str
+    environment: dict[str, str]
+    authorized_keys: list[str]
+    internal_ports: list[int]
+    local_volume_path: str
+    local_volume_dir: Path
+    volume_dir: Path | None
+    ssh_delay_seconds: float
+    cpu_count: int
+    memory_gib: int
+    disk_quota_gb: int
+
+
+class SandboxError(Exception):
+    """The pod cannot run; ``str(e)`` is meant for the pod's owner (shown in CREATION_FAILED)."""
+
+
+@dataclass
+class _Pod:
+    spec: PodSpec
+    pod_dir: Path
+    unshare: subprocess.Popen[bytes]
+    pid1: int
+    pid1_start: int
+    ports: dict[int, int]
+    sshd_timer: threading.Timer | None = None
+    sshd: subprocess.Popen[bytes] | None = None
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name, path=DEFAULT_PATH)
+    if path is None:
+        raise SandboxError(f"the host has no {name} (util-linux): pods cannot be started")
+    return path
+
+
+def _require_host_support() -> tuple[str, str]:
+    """``unshare`` and ``nsenter`` paths, or a SandboxError explaining what the host lacks."""
+    if os.geteuid() != 0:
+        raise SandboxError("pod sandboxes need root (namespaces, mounts, setns): run the emulator as root")
+    if not os.access(SSHD, os.X_OK):
+        raise SandboxError(f"the host has no {SSHD}: install openssh-server (apt-get install openssh-server)")
+    return _tool("unshare"), _tool("nsenter")
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """Start time of ``pid`` (clock ticks since boot), None if it does not exist; tells reused pids apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def process_is_running(pid: int, start_ticks: int) -> bool:
+    """True while that very process exists and is not a zombie (an unreaped orphan looks alive to kill(0))."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[0] not in ("Z", "X") and int(fields[19]) == start_ticks
+
+
+def _kill_if_same(pid: int, start_ticks: int) -> None:
+    if process_is_running(pid, start_ticks):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def mounts_under(path: Path) -> list[str]:
+    """Mount points at or below ``path`` in this process's mount namespace."""
+    prefix = str(path).rstrip("/")
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        mount_point = line.split()[4].encode().decode("unicode_escape")
+        if mount_point == prefix or mount_point.startswith(prefix + "/"):
+            found.append(mount_point)
+    return found
+
+
+def _remove_pod_dir(pod_dir: Path) -> None:
+    """Delete a pod's directory, never through a mount (that could reach a volume)."""
+    for mount_point in sorted(mounts_under(pod_dir), key=len, reverse=True):
+        subprocess.run(["umount", "--lazy", mount_point], check=False, env=_CLEAN_ENV)
+    if mounts_under(pod_dir):
+        raise SandboxError(f"{pod_dir} still has mounts; not deleting it")
+    shutil.rmtree(pod_dir, ignore_errors=True)
+
+
+def _host_keys() -> dict[str, tuple[str, str]]:
+    """A fresh sshd host key pair per type: file name -> (OpenSSH private key, public key line)."""
+    keys: dict[str, ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey] = {
+        "ssh_host_ed25519_key": ed25519.Ed25519PrivateKey.generate(),
+        "ssh_host_ecdsa_key": ec.generate_private_key(ec.SECP256R1()),
+    }
+    return {
+        name: (
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+            ).decode(),
+            key.public_key()
+            .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+            .decode()
+            + "\n",
+        )
+        for name, key in keys.items()
+    }
+
+
+def pod_command(spec: PodSpec) -> list[str]:
+    """PID 1's argv as ``docker run --entrypoint <entrypoint> <image> <startup args>`` would make it."""
+    try:
+        entrypoint = shlex.split(spec.entrypoint) if spec.entrypoint and spec.entrypoint.strip() else []
+        args = shlex.split(spec.startup_commands) if spec.startup_commands.strip() else []
+    except ValueError as e:
+        raise SandboxError(f"cannot parse the template's entrypoint or startup commands: {e}") from e
+    if not entrypoint:
+        entrypoint = list(spec.image.entrypoint)
+        args = args or list(spec.image.cmd)  # an explicit --entrypoint drops the image CMD
+    command = entrypoint + args
+    if not command:
+        raise SandboxError("nothing to run: the image has no ENTRYPOINT or CMD and the template sets none")
+    return command
+
+
+def pod_environment(spec: PodSpec) -> dict[str, str]:
+    """PID 1's environment: image ENV, then what docker adds (HOSTNAME, HOME), then the template's."""
+    env = {"PATH": DEFAULT_PATH, **spec.image.env, "HOSTNAME": spec.hostname}
+    env.setdefault("HOME", spec.image.user_home)
+    env.update(spec.environment)
+    return env
+
+
+def _accounts(image: ImageConfig, etc: Path) -> dict[str, str]:
+    """/etc/passwd, group, shadow and gshadow: the host's accounts plus the image user, no password hashes.
+
+    Every account gets ``*`` (no password, not locked), which sshd needs to accept keys for it.
+    """
+    passwd = [line.split(":") for line in (etc / "passwd").read_text().splitlines() if line.count(":") == 6]
+    groups = [line.split(":") for line in (etc / "group").read_text().splitlines() if line.count(":") == 3]
+    if image.user_uid != 0:
+        uid, gid = str(image.user_uid), str(image.user_gid)
+        passwd = [p for p in passwd if p[0] != image.user and p[2] != uid]
+        groups = [g for g in groups if g[0] != image.user and g[2] != gid]
+        passwd.append([image.user, "x", uid, gid, "", image.user_home, "/bin/sh"])
+        groups.append([image.user, "x", gid, ""])
+    return {
+        "/etc/passwd": "".join(":".join(p) + "\n" for p in passwd),
+        "/etc/group": "".join(":".join(g) + "\n" for g in groups),
+        "/etc/shadow": "".join(f"{p[0]}:*:{_SHADOW_FIELDS}\n" for p in passwd),
+        "/etc/gshadow": "".join(f"{g[0]}:*::\n" for g in groups),
+    }
+
+
+def _volume_target(local_volume_path: str) -> str:
+    path = PurePosixPath(local_volume_path or "/root")
+    parts = path.parts
+    if not path.is_absolute() or ".." in parts or len(parts) < 2 or parts[1] in _RESERVED_TOP_LEVEL:
+        raise SandboxError(f"the template's volume path {local_volume_path!r} cannot be mounted")
+    return str(path)
+
+
+def build_plan(spec: PodSpec, pod_dir: Path, host_keys: dict[str, tuple[str, str]]) -> sandbox_init.Plan:
+    """Everything ``sandbox_init.py`` does for this pod, decided on the host side."""
+    image = spec.image
+    files: list[sandbox_init.FileSpec] = [
+        {"path": path, "content": content, "mode": 0o640 if "shadow" in path else 0o644}
+        for path, content in _accounts(image, Path("/etc")).items()
+    ]
+    files += [
+        {"path": "/etc/hostname", "content": spec.hostname + "\n", "mode": 0o644},
+        {
+            "path": "/etc/hosts",
+            "content": f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t{spec.hostname}\n",
+            "mode": 0o644,
+        },
+        {"path": "/etc/ssh/sshd_config", "content": _SSHD_CONFIG, "mode": 0o644},
+    ]
+    for name, (private, public) in host_keys.items():
+        files.append({"path": f"/etc/ssh/{name}", "content": private, "mode": 0o600})
+        files.append({"path": f"/etc/ssh/{name}.pub", "content": public, "mode": 0o644})
+    # The host's own host keys must not be readable in pods.
+    stale_keys = [
+        f"/etc/ssh/{p.name}"
+        for p in Path("/etc/ssh").glob("ssh_host_*")
+        if p.name.split(".")[0] not in host_keys
+    ]
+    dirs: list[sandbox_init.DirSpec] = []
+    if image.user_uid != 0:
+        dirs.append({"path": image.user_home, "mode": 0o755, "uid": image.user_uid, "gid": image.user_gid})
+    symlinks = {}
+    if os.path.exists(HOST_PYTHON):
+        for bin_dir in image.python_bin_dirs:
+            symlinks[f"{bin_dir}/python3"] = HOST_PYTHON
+            symlinks[f"{bin_dir}/python"] = HOST_PYTHON
+    return {
+        "ready_fifo": str(pod_dir / "ready"),
+        "rootfs": str(pod_dir / "rootfs"),
+        "scratch": str(pod_dir / "scratch"),
+        "tmpfs_size_mib": 1024 * max(1, min(spec.disk_quota_gb, _MAX_ROOTFS_GIB)),
+        "hostname": spec.hostname,
+        "argv": pod_command(spec),
+        "env": pod_environment(spec),
+        "workdir": image.workdir or "/",
+        "user": {"name": image.user, "uid": image.user_uid, "gid": image.user_gid},
+        "local_volume_source": str(spec.local_volume_dir.resolve()),
+        "local_volume_target": _volume_target(spec.local_volume_path),
+        "mnt_source": str(spec.volume_dir.resolve()) if spec.volume_dir is not None else None,
+        "dirs": dirs,
+        "files": files,
+        "symlinks": symlinks,
+        "remove": sorted(stale_keys),
+        "authorized_keys": [key.strip() for key in spec.authorized_keys if key.strip()],
+    }
+
+
+def _validate(spec: PodSpec) -> None:
+    if not _POD_ID.fullmatch(spec.pod_id):
+        raise SandboxError(f"invalid pod id {spec.pod_id!r}")
+    if not spec.hostname or len(spec.hostname.encode()) > 64 or "\n" in spec.hostname:
+        raise SandboxError(f"invalid hostname {spec.hostname!r} (1 to 64 bytes)")
+    if not spec.local_volume_dir.is_dir():
+        raise SandboxError(f"the local volume directory {spec.local_volume_dir} does not exist")
+    if spec.volume_dir is not None and not spec.volume_dir.is_dir():
+        raise SandboxError(f"the volume directory {spec.volume_dir} does not exist")
+    if any(not 0 < port < 65536 for port in spec.internal_ports):
+        raise SandboxError(f"invalid internal ports {spec.internal_ports}")
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+
+
+class SandboxManager:
+    """Starts, watches and tears down the emulator's pod sandboxes under ``root_dir``."""
+
+    def __init__(self, root_dir: Path, *, emulator_port: int) -> None:
+        self._root_dir = root_dir.resolve()
+        # The overlay mount option string cannot carry these characters.
+        if any(c in str(self._root_dir) for c in ",: \t\n"):
+            raise SandboxError(f"sandbox root {self._root_dir} must not contain commas, colons or spaces")
+        self._pods_dir = self._root_dir / "pods"
+        self._emulator_port = emulator_port
+        self._forwarder = PortForwarder()
+        self._lock = threading.Lock()
+        self._pods: dict[str, _Pod] = {}
+        self._starting: set[str] = set()
+
+    def start(self, spec: PodSpec) -> dict[int, int]:
+        """Run the pod; returns its published ports (internal -> host loopback port). Blocking."""
+        unshare, nsenter = _require_host_support()
+        _validate(spec)
+        with self._lock:
+            if spec.pod_id in self._pods or spec.pod_id in self._starting:
+                raise SandboxError(f"pod {spec.pod_id} is already running")
+            self._starting.add(spec.pod_id)
+        try:
+            pod = self._launch(spec, unshare)
+            with self._lock:
+                self._pods[spec.pod_id] = pod
+                pod.sshd_timer = threading.Timer(
+                    spec.ssh_delay_seconds, self._start_sshd, (spec.pod_id, nsenter)
+                )
+                pod.sshd_timer.daemon = True
+                pod.sshd_timer.start()
+        finally:
+            with self._lock:
+                self._starting.discard(spec.pod_id)
+        return dict(pod.ports)
+
+    def is_alive(self, pod_id: str) -> bool:
+        """True while the pod's PID 1 runs (a pod whose entrypoint exited is dead, as in Docker)."""
+        with self._lock:
+            pod = self._pods.get(pod_id)
+        return pod is not None and pod.unshare.poll() is None and process_is_running(pod.pid1, pod.pid1_start)
+
+    def stop(self, pod_id: str) -> None:
+        """Kill everything in the pod, free its ports, delete its files. Blocking; unknown ids are fine."""
+        with self._lock:
+            pod = self._pods.pop(pod_id, None)
+        if pod is not None:
+            self._teardown([pod])
+
+    def stop_all(self) -> None:
+        """Stop every pod this manager runs and its forwarding thread."""
+        with self._lock:
+            pods = list(self._pods.values())
+            self._pods.clear()
+        self._teardown(pods)
+        self._forwarder.close()
+
+    def pod_pids(self, pod_id: str) -> tuple[int, int] | None:
+        """Host pid and start ticks of the pod's PID 1 (for diagnostics and leak checks)."""
+        with self._lock:
+            pod = self._pods.get(pod_id)
+        return None if pod is None else (pod.pid1, pod.pid1_start)
+
+    def forwarded_connections(self) -> int:
+        """Relayed sockets open for all pods (two per live connection); for leak checks."""
+        return self._forwarder.connection_count()
+
+    @staticmethod
+    def cleanup_stale(root_dir: Path) -> list[str]:
+        """Kill the sandboxes a crashed emulator left under ``root_dir`` and delete their files.
+
+        Pods whose recorded manager process is still alive (another emulator sharing ``root_dir``)
+        are left alone. Returns the ids of the pods cleaned up.
+        """
+        pods_dir = root_dir.resolve() / "pods"
+        if not pods_dir.is_dir():
+            return []
+        cleaned = []
+        for pod_dir in sorted(p for p in pods_dir.iterdir() if p.is_dir()):
+            record = _read_record(pod_dir)
+            owner_pid, owner_start = record.get("manager_pid"), record.get("manager_start")
+            if (
+                owner_pid is not None
+                and owner_pid != os.getpid()
+                and owner_start is not None
+                and process_is_running(owner_pid, owner_start)
+            ):
+                continue  # another live emulator's pod
+            pids = [(record[p], record[f"{p}_start"]) for p in ("pid1", "unshare_pid") if p in record]
+            for pid, start in pids:
+                _kill_if_same(pid, start)
+            deadline = time.monotonic() + _EXIT_TIMEOUT_SECONDS
+            while any(process_is_running(pid, start) for pid, start in pids) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            _remove_pod_dir(pod_dir)
+            cleaned.append(pod_dir.name)
+        return cleaned
+
+    def _launch(self, spec: PodSpec, unshare: str) -> _Pod:
+        pod_dir = self._pods_dir / spec.pod_id
+        if pod_dir.exists():
+            _remove_pod_dir(pod_dir)
+        for directory in (pod_dir, pod_dir / "rootfs", pod_dir / "scratch"):
+            directory.mkdir(mode=0o700, parents=True)
+        plan = build_plan(spec, pod_dir, _host_keys())
+        _write_private(pod_dir / "plan.json", json.dumps(plan))
+        os.mkfifo(pod_dir / "ready", 0o600)
+        ready = os.open(pod_dir / "ready", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        record: dict[str, int] = {
+            "manager_pid": os.getpid(),
+            "manager_start": process_start_ticks(os.getpid()) or 0,
+        }
+        process: subprocess.Popen[bytes] | None = None
+        try:
+            with open(pod_dir / "console.log", "ab") as console:
+                process = subprocess.Popen(
+                    [
+                        unshare, "--pid", "--mount", "--uts", "--ipc", "--net", "--fork",
+                        "--propagation", "private", "--kill-child=SIGKILL",
+                        sys.executable, "-I", "-S", str(_INIT_SCRIPT), str(pod_dir / "plan.json"),
+                    ],
+                    stdin=subprocess.DEVNULL, stdout=console, stderr=console,
+                    env=_CLEAN_ENV, start_new_session=True,
+                )  # fmt: skip
+            record.update(unshare_pid=process.pid, unshare_start=process_start_ticks(process.pid) or 0)
+            _write_private(pod_dir / "pids.json", json.dumps(record))
+            pid1 = _await_ready(ready, process, record, pod_dir)
+            pod = _Pod(spec, pod_dir, process, pid1, record["pid1_start"], {})
+            netns = open_netns(pid1)
+            try:
+                pod.ports = self._forwarder.publish(spec.pod_id, netns, spec.internal_ports)
+                if self._emulator_port:
+                    self._forwarder.reverse(spec.pod_id, netns, self._emulator_port)
+            finally:
+                os.close(netns)
+            return pod
+        except BaseException as e:
+            self._forwarder.release(spec.pod_id)
+            if process is not None:
+                process.kill()  # --kill-child takes PID 1 (and with it the whole PID namespace) along
+                process.wait(_EXIT_TIMEOUT_SECONDS)
+            _remove_pod_dir(pod_dir)
+            if isinstance(e, SandboxError):
+                raise
+            if isinstance(e, OSError):
+                raise SandboxError(f"pod sandbox could not be set up: {e}") from e
+            raise
+        finally:
+            os.close(ready)
+
+    def _start_sshd(self, pod_id: str, nsenter: str) -> None:
+        with self._lock:
+            pod = self._pods.get(pod_id)
+            if pod is None:
+                return
+            with open(pod.pod_dir / "sshd.log", "ab") as log:
+                # A child (-D), not a daemon: a daemonizing sshd exits 0 even when it cannot bind.
+                pod.sshd = subprocess.Popen(
+                    [
+                        nsenter, "--target", str(pod.pid1), "--mount", "--uts", "--ipc", "--net", "--pid",
+                        "--root", "--", SSHD, "-D", "-e",
+                    ],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=_CLEAN_ENV, start_new_session=True,
+                )  # fmt: skip
+
+    def _teardown(self, pods: list[_Pod]) -> None:
+        # Kill every pod first, then wait: tearing down many pods costs one wait, not one each.
+        for pod in pods:
+            if pod.sshd_timer is not None:
+                pod.sshd_timer.cancel()
+            self._forwarder.release(pod.spec.pod_id)
+            _kill_if_same(pod.pid1, pod.pid1_start)
+        for pod in pods:
+            for process in (pod.unshare, pod.sshd):
+                if process is not None:
+                    _reap(process)
+            _remove_pod_dir(pod.pod_dir)
+
+
+def _reap(process: subprocess.Popen[bytes]) -> None:
+    try:
+        process.wait(_EXIT_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(_EXIT_TIMEOUT_SECONDS)
+
+
+def _read_record(pod_dir: Path) -> dict[str, int]:
+    try:
+        record = json.loads((pod_dir / "pids.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in record.items() if isinstance(v, int)} if isinstance(record, dict) else {}
+
+
+def _await_ready(ready: int, process: subprocess.Popen[bytes], record: dict[str, int], pod_dir: Path) -> int:
+    """Follow the init program's reports until its entrypoint runs; returns PID 1's host pid."""
+    deadline = time.monotonic() + _START_TIMEOUT_SECONDS
+    buffer = b""
+    lines: list[str] = []
+    poller = select.poll()
+    poller.register(ready, select.POLLIN)
+    while True:
+        if time.monotonic() > deadline:
+            raise SandboxError("the pod sandbox did not start in time")
+        if not poller.poll(50):
+            if process.poll() is not None:
+                break  # unshare failed before the init program opened the FIFO
+            continue
+        chunk = os.read(ready, 4096)
+        if not chunk:
+            break  # the entrypoint was exec'd (close-on-exec) or init died
+        buffer += chunk
+        *complete, rest = buffer.split(b"\n")
+        buffer = rest
+        for raw in complete:
+            line = raw.decode(errors="replace")
+            lines.append(line)
+            if line.startswith("PID "):
+                pid1 = int(line.split()[1])
+                record.update(pid1=pid1, pid1_start=process_start_ticks(pid1) or 0)
+                _write_private(pod_dir / "pids.json", json.dumps(record))
+    errors = [line[4:] for line in lines if line.startswith("ERR ")]
+    if errors:
+        raise SandboxError(f"pod failed to start: {errors[-1]}")
+    if "READY" not in lines or "pid1" not in record:
+        raise SandboxError(f"the pod sandbox exited during setup (status {process.poll()})")
+    return record["pid1"]

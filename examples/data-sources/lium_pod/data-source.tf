@@ -1,0 +1,3 @@
+data "lium_pod" "existing" {
+  name = "trainer-0"
+}

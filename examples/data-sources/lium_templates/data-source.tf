@@ -1,0 +1,3 @@
+data "lium_templates" "mine" {
+  name_prefix = "trainer"
+}

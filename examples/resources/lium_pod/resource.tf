@@ -1,0 +1,16 @@
+resource "lium_pod" "gpu" {
+  name               = "trainer-0"
+  template_id        = lium_template.trainer.id
+  gpu                = "RTX 4090"
+  gpu_count          = 1
+  max_price_per_hour = 0.80
+  regions            = ["us", "ca"]
+
+  timeouts {
+    create = "20m"
+  }
+}
+
+output "ssh" {
+  value = "ssh root@${lium_pod.gpu.ssh_host} -p ${lium_pod.gpu.ssh_port}"
+}

@@ -1,0 +1,4 @@
+resource "lium_volume" "datasets" {
+  name        = "datasets"
+  description = "shared training data, mounted at /mnt"
+}

@@ -1,0 +1,341 @@
+"""``LiumClient``: typed calls to the Lium REST API (contract §1 to §13) over :class:`HttpTransport`.
+
+Each method is one logical call; retries, backoff and error classification live in the transport. Getters
+of a single resource return None on 404 and deletes treat 404 as done, because Terraform refreshes and
+destroys resources that may already be gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from lium_provider.api.errors import LiumCancelled, LiumError, LiumNotFound, LiumProtocolError
+from lium_provider.api.models import (
+    DockerCredential,
+    Event,
+    Pod,
+    RentRequest,
+    Template,
+    TemplateSpec,
+    User,
+    Volume,
+    parse_list,
+    parse_object,
+)
+from lium_provider.api.retry import RetryPolicy
+from lium_provider.api.transport import Answer, HttpTransport
+
+RENT_IDEMPOTENCY = "rent_idempotency"
+MAX_EVENTS_LIMIT = 1000
+
+
+def default_user_agent() -> str:
+    """``lium-stacks/<installed version>``."""
+    try:
+        return f"lium-stacks/{version('lium-stacks')}"
+    except PackageNotFoundError:
+        return "lium-stacks/0+unknown"
+
+
+def _check_http_url(url: str, what: str) -> str:
+    parsed = httpx.URL(url)
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(f"{what} must be an http(s) URL with a host, got {url!r}")
+    return url
+
+
+def _segment(value: str) -> str:
+    """One path segment for an id; refuses values that would address another route."""
+    if not value or value in (".", ".."):
+        raise ValueError(f"invalid resource id {value!r}")
+    return quote(value, safe="")
+
+
+class LiumClient:
+    """Authenticated client of one Lium API endpoint (``https://lium.io/api`` or the emulator).
+
+    ``sleep`` waits between retries and must return early when ``cancel()`` becomes true (the provider
+    passes a cancellable sleep); after every wait the client checks ``cancel`` and raises
+    :class:`LiumCancelled`. ``rng`` seeds the backoff jitter. ``transport`` replaces httpx's network
+    transport (tests only). The API key travels only in the ``X-API-KEY`` header to ``base_url``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float = 30.0,
+        user_agent: str | None = None,
+        sleep: Callable[[float], None] | None = None,
+        cancel: Callable[[], bool] | None = None,
+        max_retries: int = 5,
+        rng: random.Random | None = None,
+        max_retry_after: float = 120.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not api_key or not all("\x21" <= ch <= "\x7e" for ch in api_key):
+            # The key itself must not appear in the message.
+            raise ValueError("the Lium API key must be a non-empty string of printable ASCII without spaces")
+        self.base_url = _check_http_url(base_url, "the Lium API URL").rstrip("/")
+        self._api_key = api_key
+        self._http = HttpTransport(
+            timeout=timeout,
+            user_agent=user_agent or default_user_agent(),
+            sleep=sleep,
+            cancel=cancel,
+            policy=RetryPolicy(max_retries=max_retries, max_retry_after=max_retry_after),
+            rng=rng,
+            transport=transport,
+        )
+        self._features: frozenset[str] | None = None
+        self._features_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LiumClient({self.base_url!r})"
+
+    def __enter__(self) -> LiumClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def request_count(self) -> int:
+        """HTTP requests sent so far (every attempt, retries included)."""
+        return self._http.request_count
+
+    @property
+    def http(self) -> HttpTransport:
+        """The transport, for callers that need its cancellable :meth:`HttpTransport.pause`."""
+        return self._http
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: object = None,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        secrets: tuple[str, ...] = (),
+    ) -> Answer:
+        return self._http.request(
+            method,
+            self.base_url + path,
+            path=path,
+            headers={"X-API-KEY": self._api_key, **(headers or {})},
+            json_body=json_body,
+            params=params,
+            secrets=(self._api_key, *secrets),
+        )
+
+    def _get_optional(self, path: str) -> object | None:
+        try:
+            return self._call("GET", path).data
+        except LiumNotFound:
+            return None
+
+    def _delete(self, path: str) -> None:
+        with contextlib.suppress(LiumNotFound):
+            self._call("DELETE", path)
+
+    # --- account ---------------------------------------------------------------------------------------
+
+    def me(self) -> User:
+        return parse_object(User, self._call("GET", "/users/me").data, method="GET", path="/users/me")
+
+    def version_features(self) -> frozenset[str]:
+        """Feature names from ``GET /version`` (contract §4), fetched once per client.
+
+        A server that answers without a usable ``features`` list has none. An unreachable server also
+        counts as none for this call, but is asked again next time.
+        """
+        with self._features_lock:
+            if self._features is not None:
+                return self._features
+        try:
+            data = self._call("GET", "/version").data
+        except LiumCancelled:
+            raise
+        except LiumError:
+            return frozenset()
+        raw = data.get("features") if isinstance(data, dict) else None
+        features = frozenset(f for f in raw if isinstance(f, str)) if isinstance(raw, list) else frozenset()
+        with self._features_lock:
+            self._features = features
+        return features
+
+    def events(
+        self, *, since: datetime | None = None, pod_id: str | None = None, limit: int = 1000
+    ) -> list[Event]:
+        """The account event log, newest first (contract §6.1); ``since`` is sent with its UTC offset."""
+        if not 1 <= limit <= MAX_EVENTS_LIMIT:
+            raise ValueError(f"limit must be within 1..{MAX_EVENTS_LIMIT}, got {limit}")
+        params: dict[str, str | int] = {"limit": limit}
+        if since is not None:
+            aware = since if since.tzinfo is not None else since.replace(tzinfo=UTC)
+            params["since"] = aware.astimezone(UTC).isoformat()
+        if pod_id is not None:
+            params["pod_id"] = pod_id
+        path = "/users/me/events"
+        return parse_list(Event, self._call("GET", path, params=params).data, method="GET", path=path)
+
+    # --- pods -----------------------------------------------------------------------------------------
+
+    def list_pods(self) -> list[Pod]:
+        return parse_list(Pod, self._call("GET", "/pods").data, method="GET", path="/pods")
+
+    def get_pod(self, pod_id: str) -> Pod | None:
+        path = f"/pods/{_segment(pod_id)}"
+        data = self._get_optional(path)
+        return None if data is None else parse_object(Pod, data, method="GET", path=path)
+
+    def delete_pod(self, pod_id: str) -> None:
+        self._delete(f"/pods/{_segment(pod_id)}")
+
+    def rent(self, executor_id: str, body: RentRequest, *, idempotency_key: str) -> str:
+        """One rent request (429s resent with the same key and body); returns the new pod's id.
+
+        Accepts ``{"pod_id": ...}`` and the older ``{"id": ...}`` answers. Use
+        :func:`lium_provider.api.rent.rent_reconciled` rather than calling this directly: it turns an
+        uncertain outcome into a known one without ever renting twice.
+        """
+        if not idempotency_key:
+            raise ValueError("an Idempotency-Key is required for a rent")
+        path = f"/executors/{_segment(executor_id)}/rent"
+        answer = self._call(
+            "POST", path, json_body=body.to_body(), headers={"Idempotency-Key": idempotency_key}
+        )
+        data = answer.data
+        pod_id = None
+        if isinstance(data, dict):
+            pod_id = data.get("pod_id") if data.get("pod_id") is not None else data.get("id")
+        if not isinstance(pod_id, str) or not pod_id:
+            raise LiumProtocolError(
+                "rent answer has no pod_id (or id) string", method="POST", path=path, status=answer.status
+            )
+        return pod_id
+
+    # --- templates ------------------------------------------------------------------------------------
+
+    def create_template(self, body: TemplateSpec) -> Template:
+        data = self._call("POST", "/templates", json_body=body.to_body()).data
+        return parse_object(Template, data, method="POST", path="/templates")
+
+    def list_templates(self) -> list[Template]:
+        return parse_list(Template, self._call("GET", "/templates").data, method="GET", path="/templates")
+
+    def get_template(self, template_id: str) -> Template | None:
+        path = f"/templates/{_segment(template_id)}"
+        data = self._get_optional(path)
+        return None if data is None else parse_object(Template, data, method="GET", path=path)
+
+    def update_template(self, template_id: str, body: TemplateSpec) -> Template:
+        path = f"/templates/{_segment(template_id)}"
+        return parse_object(
+            Template, self._call("PUT", path, json_body=body.to_body()).data, method="PUT", path=path
+        )
+
+    def delete_template(self, template_id: str) -> None:
+        self._delete(f"/templates/{_segment(template_id)}")
+
+    # --- docker credentials (paths as dstack uses them: POST/GET with a trailing slash) ----------------
+
+    def create_docker_credential(self, username: str, password: str) -> DockerCredential:
+        path = "/docker-credentials/"
+        answer = self._call(
+            "POST",
+            path,
+            json_body={"docker_username": username, "docker_password": password},
+            secrets=(password,),
+        )
+        return parse_object(DockerCredential, answer.data, method="POST", path=path)
+
+    def list_docker_credentials(self) -> list[DockerCredential]:
+        path = "/docker-credentials/"
+        return parse_list(DockerCredential, self._call("GET", path).data, method="GET", path=path)
+
+    def get_docker_credential(self, credential_id: str) -> DockerCredential | None:
+        """Lium has no single-credential GET route (contract §12), so this searches the list."""
+        return next((c for c in self.list_docker_credentials() if c.id == credential_id), None)
+
+    def update_docker_credential(self, credential_id: str, username: str, password: str) -> DockerCredential:
+        path = f"/docker-credentials/{_segment(credential_id)}"
+        answer = self._call(
+            "PUT",
+            path,
+            json_body={"docker_username": username, "docker_password": password},
+            secrets=(password,),
+        )
+        if answer.data is None:
+            found = self.get_docker_credential(credential_id)
+            if found is None:
+                raise LiumNotFound("credential vanished after update", method="PUT", path=path, status=404)
+            return found
+        return parse_object(DockerCredential, answer.data, method="PUT", path=path)
+
+    def delete_docker_credential(self, credential_id: str) -> None:
+        self._delete(f"/docker-credentials/{_segment(credential_id)}")
+
+    # --- volumes --------------------------------------------------------------------------------------
+
+    def create_volume(self, name: str, description: str | None = None) -> Volume:
+        body: dict[str, Any] = {"name": name}
+        if description is not None:
+            body["description"] = description
+        return parse_object(
+            Volume, self._call("POST", "/volumes", json_body=body).data, method="POST", path="/volumes"
+        )
+
+    def list_volumes(self) -> list[Volume]:
+        return parse_list(Volume, self._call("GET", "/volumes").data, method="GET", path="/volumes")
+
+    def get_volume(self, volume_id: str) -> Volume | None:
+        path = f"/volumes/{_segment(volume_id)}"
+        data = self._get_optional(path)
+        return None if data is None else parse_object(Volume, data, method="GET", path=path)
+
+    def update_volume(
+        self, volume_id: str, *, name: str | None = None, description: str | None = None
+    ) -> Volume:
+        path = f"/volumes/{_segment(volume_id)}"
+        body = {k: v for k, v in (("name", name), ("description", description)) if v is not None}
+        return parse_object(Volume, self._call("PUT", path, json_body=body).data, method="PUT", path=path)
+
+    def delete_volume(self, volume_id: str) -> None:
+        self._delete(f"/volumes/{_segment(volume_id)}")
+
+    # --- public feed ----------------------------------------------------------------------------------
+
+    def nodes_feed(self, feed_url: str) -> list[dict[str, object]]:
+        """Nodes of the public feed (contract §7), fetched without the API key (it may be another host)."""
+        return fetch_nodes_feed(self._http, feed_url, secrets=(self._api_key,))
+
+
+def fetch_nodes_feed(
+    http: HttpTransport, feed_url: str, *, secrets: tuple[str, ...] = ()
+) -> list[dict[str, object]]:
+    """GET the unauthenticated feed ``{"nodes": [...]}``; non-object entries are skipped as gpuhunt does.
+
+    ``secrets`` are kept out of error messages even though none of them is sent.
+    """
+    url = _check_http_url(feed_url, "the nodes feed URL")
+    path = httpx.URL(url).path
+    data = http.request("GET", url, path=path, secrets=secrets).data
+    nodes = data.get("nodes") if isinstance(data, dict) else None
+    if not isinstance(nodes, list):
+        raise LiumProtocolError('feed is not an object with a "nodes" array', method="GET", path=path)
+    return [node for node in nodes if isinstance(node, dict)]

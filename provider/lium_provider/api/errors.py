@@ -1,0 +1,146 @@
+"""Errors raised by the Lium API client, and the rules that classify them.
+
+Every failure of the client is a :class:`LiumError`. Its ``str()`` is safe to show to a user or to write to
+a log: it names the request (method and path, never the query or the body), the HTTP status, a validated
+machine code and at most a short, sanitised message taken from the server's error envelope. It never
+contains the API key, a request body or a raw response body, because providers sometimes echo what they
+were sent (registry passwords, keys) back in their error text.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+# dstack's list (contract §2.3): refusals meaning "this node cannot take the order now"; the caller
+# should try another offer rather than fail.
+NO_CAPACITY_CODES: frozenset[str] = frozenset(
+    {
+        "node_not_found",
+        "node_rent_in_progress",
+        "node_not_verified",
+        "node_unavailable",
+        "node_paused_by_provider",
+        "provider_banned",
+        "node_below_bandwidth_floor",
+        "gpu_count_invalid",
+        "gpu_split_not_allowed",
+        "no_executor_matches_spec",
+    }
+)
+
+# Codes with which a rent endpoint says "I do not know (yet) what happened to the first request with this
+# Idempotency-Key" (contract §3): such a 409 is never a refusal.
+IDEMPOTENCY_UNCERTAIN_CODES: frozenset[str] = frozenset(
+    {"idempotency_in_progress", "idempotency_outcome_unknown"}
+)
+
+# 403 codes that mean "this key may not do that" (contract §2.3, SDK aliases).
+SCOPE_CODES: frozenset[str] = frozenset(
+    {"missing_scope", "api_key_scope", "insufficient_scope", "scope_required"}
+)
+
+
+def valid_code(value: object) -> str | None:
+    """``value`` if it is a machine code dstack would accept (``^[a-z][a-z0-9_]{0,63}$``), else None."""
+    if isinstance(value, str) and _CODE.fullmatch(value):
+        return value
+    return None
+
+
+class LiumError(Exception):
+    """A Lium API request failed; attributes describe how, ``str()`` is safe to display."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        method: str | None = None,
+        path: str | None = None,
+        status: int | None = None,
+        code: str | None = None,
+        request_id: str | None = None,
+        idempotent_replayed: bool = False,
+    ) -> None:
+        self.message = message
+        self.method = method
+        self.path = path
+        self.status = status
+        self.code = valid_code(code)
+        self.request_id = request_id
+        self.idempotent_replayed = idempotent_replayed
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        parts: list[str] = []
+        if self.status is not None:
+            parts.append(f"HTTP {self.status}")
+        if self.code is not None:
+            parts.append(self.code)
+        head = " ".join(parts)
+        text = f"{head}: {self.message}" if head else self.message
+        if self.method and self.path:
+            text = f"{self.method} {self.path}: {text}"
+        if self.request_id:
+            text += f" (request id {self.request_id})"
+        return text
+
+
+class LiumNotFound(LiumError):
+    """HTTP 404: the resource does not exist (or no longer exists)."""
+
+
+class LiumAuthError(LiumError):
+    """HTTP 401, or a 403 for a missing API-key scope: the key is invalid or may not do this."""
+
+
+class LiumRateLimited(LiumError):
+    """HTTP 429 after the retry budget was spent, or with a ``Retry-After`` too long to wait for.
+
+    ``retry_after`` is the server's last ``Retry-After`` in seconds, when it sent a usable one.
+    """
+
+    retry_after: float | None = None
+
+
+class LiumUncertainOutcome(LiumError):
+    """A mutating request may or may not have taken effect (5xx, 408, timeout, dropped connection, or an
+    idempotency record that is still in progress / without outcome). Never resend it blindly."""
+
+
+class LiumProtocolError(LiumError):
+    """The server answered something the client cannot use: not JSON, wrong types, too large, truncated."""
+
+
+class LiumUnavailable(LiumError):
+    """No usable answer within the retry budget (connection failures, timeouts, 5xx on a read).
+
+    ``sent`` is False when no attempt ever reached the server (the connection could not be opened), which
+    proves that a mutation did not take effect.
+    """
+
+    sent: bool = True
+
+
+class LiumCancelled(LiumError):
+    """The caller's cancel flag was set while the client waited to retry."""
+
+
+def is_definitive(error: LiumError) -> bool:
+    """True when ``error`` proves the request was *not* executed (dstack's rule, contract §2.2).
+
+    That is an HTTP refusal below 500, other than 408, whose code is not an idempotency "don't know"
+    code, or a request that never left this machine. A garbage 2xx, a redirect, a timeout or a cancelled
+    wait prove nothing.
+    """
+    if isinstance(error, LiumUnavailable):
+        return not error.sent
+    if isinstance(error, LiumUncertainOutcome | LiumProtocolError | LiumCancelled):
+        return False
+    return (
+        error.status is not None
+        and 400 <= error.status < 500
+        and error.status != 408
+        and error.code not in IDEMPOTENCY_UNCERTAIN_CODES
+    )

@@ -1,0 +1,302 @@
+"""Typed views of Lium API bodies (contract §5, §6, §9 to §13).
+
+Response models ignore unknown fields and accept the variants real servers send (``gpu_count`` and
+``price`` as strings, naive UTC timestamps, ids nested in sub-objects); they are strict about the fields
+this project relies on, and a body that lacks one raises :class:`LiumProtocolError` naming it.
+Request models (:class:`RentRequest`, :class:`TemplateSpec`) forbid unknown fields, so a typo in calling
+code fails loudly instead of being silently dropped on the wire.
+"""
+
+from __future__ import annotations
+
+import shlex
+from datetime import UTC, datetime
+from typing import Annotated, Any, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from lium_provider.api.errors import LiumProtocolError
+
+RUNNING = "RUNNING"
+PENDING = "PENDING"
+DELETING = "DELETING"
+DELETED = "DELETED"
+# dstack's terminal set (contract §10.4): a pod in one of these states will never become usable.
+TERMINAL_POD_STATES: frozenset[str] = frozenset(
+    {"STOPPED", "FAILED", "CREATION_FAILED", "BROKEN", "REBOOT_FAILED", DELETING, DELETED}
+)
+
+
+def _as_utc(value: datetime) -> datetime:
+    """Lium sends naive UTC timestamps; make every timestamp timezone-aware UTC."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(_as_utc)]
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _lift_nested_id(data: Any, field: str, nested: str) -> Any:
+    """Copy ``data[nested]["id"]`` to ``data[field]`` when the flat field is absent."""
+    if isinstance(data, dict) and data.get(field) is None and isinstance(data.get(nested), dict):
+        return {**data, field: data[nested].get("id")}
+    return data
+
+
+class User(_Response):
+    """``GET /users/me``."""
+
+    id: NonEmptyStr
+    email: str | None = None
+    balance: float | None = None
+
+
+class Pod(_Response):
+    """A row of ``GET /pods`` or ``GET /pods/{id}``."""
+
+    id: NonEmptyStr
+    pod_name: str
+    executor_id: str | None = None
+    status: str
+    ssh_connect_cmd: str | None = None
+    ports_mapping: dict[str, int] | None = None
+    gpu_name: str | None = None
+    gpu_count: Annotated[int, Field(ge=0)]
+    price: float | None = None
+    template_id: str | None = None
+    volume_id: str | None = None
+    created_at: UtcDatetime | None = None
+    updated_at: UtcDatetime | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flatten(cls, data: Any) -> Any:
+        for field, nested in (
+            ("executor_id", "executor"),
+            ("template_id", "template"),
+            ("volume_id", "volume"),
+        ):
+            data = _lift_nested_id(data, field, nested)
+        if isinstance(data, dict) and isinstance(data.get("status"), str):
+            data = {**data, "status": data["status"].strip().upper()}
+        return data
+
+    @property
+    def is_running(self) -> bool:
+        return self.status == RUNNING
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_POD_STATES
+
+    def ssh_host_port(self) -> tuple[str, int] | None:
+        """``(host, port)`` parsed from ``ssh_connect_cmd`` (``ssh root@HOST -p PORT``), else None.
+
+        Only parsed, never executed. ``-p`` is optional (port 22); IPv6 hosts may be bracketed. Anything
+        that does not look like that command (no ``ssh``, no ``user@host``, a bad port) gives None.
+        """
+        if not self.ssh_connect_cmd:
+            return None
+        try:
+            words = shlex.split(self.ssh_connect_cmd)
+        except ValueError:
+            return None
+        if not words or words[0] != "ssh":
+            return None
+        target: str | None = None
+        port_text = "22"
+        rest = iter(words[1:])
+        for word in rest:
+            if word == "-p":
+                port_text = next(rest, "")
+            elif word.startswith("-p"):
+                port_text = word[2:]
+            elif "@" in word and not word.startswith("-") and target is None:
+                target = word
+        if target is None or not port_text.isdigit():
+            return None
+        host = target.rsplit("@", 1)[1].strip("[]")
+        port = int(port_text)
+        if not host or any(ch.isspace() or ch in "/@" for ch in host) or not 1 <= port <= 65535:
+            return None
+        return host, port
+
+
+class Template(_Response):
+    """A template as returned by ``/templates`` routes."""
+
+    id: NonEmptyStr
+    name: str
+    user_id: str | None = None
+    description: str | None = None
+    docker_image: str | None = None
+    docker_image_tag: str | None = None
+    docker_image_digest: str | None = None
+    category: str | None = None
+    volumes: list[str] | None = None
+    environment: dict[str, str] | None = None
+    entrypoint: str | None = None
+    startup_commands: str | None = None
+    internal_ports: list[int] | None = None
+    is_private: bool | None = None
+    docker_credential_id: str | None = None
+    status: str | None = None
+    created_at: UtcDatetime | None = None
+    updated_at: UtcDatetime | None = None
+
+
+class TemplateSpec(_Request):
+    """Body of ``POST /templates`` and ``PUT /templates/{id}`` (the PUT takes the full body).
+
+    With ``docker_image_tag=""`` Lium splits a full image reference itself (contract §11).
+    """
+
+    name: NonEmptyStr
+    docker_image: NonEmptyStr
+    docker_image_tag: str = ""
+    docker_image_digest: str = ""
+    description: str | None = None
+    category: str = "DOCKER"
+    volumes: list[str] = Field(default_factory=lambda: ["/workspace"])
+    environment: dict[str, str] = Field(default_factory=dict)  # PUT rejects null, so never send it
+    entrypoint: str = ""
+    startup_commands: str = ""
+    internal_ports: list[Annotated[int, Field(ge=1, le=65535)]] = Field(default_factory=lambda: [22])
+    is_private: bool = True
+    docker_credential_id: str | None = None
+    supports_docker: bool = False
+    supports_volume_encryption: bool = False
+    container_start_immediately: bool = True
+
+    def to_body(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class DockerCredential(_Response):
+    """A private-registry credential. The password is never kept, even when the server echoes it."""
+
+    id: NonEmptyStr
+    username: str | None = None
+    user_id: str | None = None
+    created_at: UtcDatetime | None = None
+    updated_at: UtcDatetime | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _username(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("username") is None and "docker_username" in data:
+            return {**data, "username": data["docker_username"]}
+        return data
+
+
+class Volume(_Response):
+    """A network (S3-backed) volume (contract §13)."""
+
+    id: NonEmptyStr
+    name: str
+    description: str | None = None
+    current_size_bytes: int | None = None
+    current_file_count: int | None = None
+    created_at: UtcDatetime | None = None
+    updated_at: UtcDatetime | None = None
+
+
+class Event(_Response):
+    """An entry of the account event log ``GET /users/me/events`` (contract §6.1)."""
+
+    id: str | None = None
+    created_at: UtcDatetime | None = None
+    event_type: str | None = None
+    sub_event_type: str | None = None
+    pod_id: str | None = None
+    pod_name: str | None = None
+    from_status: str | None = None
+    to_status: str | None = None
+    reason: str | None = None
+
+    @property
+    def marks_deletion(self) -> bool:
+        """True for the events dstack reads as "this pod was deleted"."""
+        return self.to_status == DELETED or self.sub_event_type == "pod-delete.success"
+
+
+class RentRequest(_Request):
+    """Body of ``POST /executors/{id}/rent`` (contract §9), as dstack sends it."""
+
+    pod_name: Annotated[str, Field(min_length=1, max_length=63)]
+    template_id: NonEmptyStr
+    user_public_key: NonEmptyStr
+    gpu_count: Annotated[int, Field(ge=1)] | None = None
+    initial_port_count: Annotated[int, Field(ge=0, le=200)] | None = None
+    volume_id: str | None = None
+    enable_volume_encryption: bool = False
+    enable_jupyter: bool = False
+    termination_hours: Annotated[int, Field(ge=1, le=720)] | None = None
+
+    def to_body(self) -> dict[str, Any]:
+        """The JSON body; unset optional fields are omitted (``gpu_count`` absent = all free GPUs)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def parse_object(model: type[_M], data: object, *, method: str, path: str) -> _M:
+    """Validate one JSON object into ``model``; raise :class:`LiumProtocolError` naming the bad field."""
+    if not isinstance(data, dict):
+        raise LiumProtocolError(f"expected a JSON object, got {_json_type(data)}", method=method, path=path)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise LiumProtocolError(_describe(exc, model, None), method=method, path=path) from None
+
+
+def parse_list(model: type[_M], data: object, *, method: str, path: str) -> list[_M]:
+    """Validate a JSON array of objects into ``model`` instances (contract §1: lists are arrays)."""
+    if not isinstance(data, list):
+        raise LiumProtocolError(f"expected a JSON array, got {_json_type(data)}", method=method, path=path)
+    items: list[_M] = []
+    for index, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise LiumProtocolError(
+                f"item {index}: expected a JSON object, got {_json_type(item)}", method=method, path=path
+            )
+        try:
+            items.append(model.model_validate(item))
+        except ValidationError as exc:
+            raise LiumProtocolError(_describe(exc, model, index), method=method, path=path) from None
+    return items
+
+
+def _describe(exc: ValidationError, model: type[BaseModel], index: int | None) -> str:
+    """Name the first offending field and what was expected, never the value that was received."""
+    first = exc.errors(include_url=False, include_input=False, include_context=False)[0]
+    # Dict keys in the location come from the server and could be anything: show only our field names.
+    field = ".".join(
+        str(part) if isinstance(part, int) or part in model.model_fields else "*" for part in first["loc"]
+    )
+    field = field or "(object)"
+    where = f"item {index}: " if index is not None else ""
+    return f"{where}{model.__name__} field '{field}': {first['msg']}"
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"

@@ -1,0 +1,131 @@
+"""The ``lium`` provider: its configuration, and the session every resource receives as ``ctx.provider``."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict
+
+from lium_provider import __version__
+from lium_provider.api.client import LiumClient
+from lium_provider.api.errors import LiumAuthError, LiumError
+from lium_provider.journal import RentJournal
+from lium_provider.session import LiumSession, journal_dir
+from lium_provider.resources.data_sources import OffersDataSource, PodDataSource, TemplatesDataSource
+from lium_provider.resources.docker_credential import DockerCredentialResource
+from lium_provider.resources.pod import PodResource
+from lium_provider.resources.template import TemplateResource
+from lium_provider.resources.volume import VolumeResource
+from lium_provider.sshkeys import load_private_key
+from tfbridge import Attribute, Context, Provider, TFError
+
+DEFAULT_ENDPOINT = "https://lium.io/api"
+PUBLIC_FEED_URL = "https://lium.io/api/public/v1/nodes"
+
+
+class LiumProviderConfig(BaseModel):
+    """Lium: GPU pods, templates, registry credentials and volumes on lium.io (or a compatible endpoint)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    endpoint: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            description=f"Lium API base URL. Default: env `LIUM_API_URL`, else `{DEFAULT_ENDPOINT}`.",
+        ),
+    ] = None
+    api_key: Annotated[
+        str | None,
+        Attribute(optional=True, sensitive=True, description="Lium API key. Default: env `LIUM_API_KEY`."),
+    ] = None
+    nodes_feed_url: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            description="Public nodes feed used to find offers. Default: the public feed on lium.io, or "
+            "`<endpoint>/public/v1/nodes` when `endpoint` is not lium.io.",
+        ),
+    ] = None
+    ssh_private_key: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            sensitive=True,
+            description="PEM/OpenSSH private key used to reach pods as root (readiness checks, the runner).",
+        ),
+    ] = None
+    ssh_private_key_file: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            description="Path of the private key file. Default: env `LIUM_SSH_PRIVATE_KEY_FILE`.",
+        ),
+    ] = None
+    runner_download_url: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            description="Default download URL of the dstack runner for every `lium_runner` (may contain "
+            "`{version}`). Default: env `LIUM_RUNNER_DOWNLOAD_URL`, else dstack's official URL.",
+        ),
+    ] = None
+
+
+def _feed_url(endpoint: str, configured: str | None) -> str:
+    if configured:
+        return configured
+    host = urlsplit(endpoint).hostname or ""
+    if host == "lium.io" or host.endswith(".lium.io"):
+        return PUBLIC_FEED_URL
+    return endpoint.rstrip("/") + "/public/v1/nodes"
+
+
+class LiumProvider(Provider[LiumProviderConfig]):
+    type_name = "lium"
+    model = LiumProviderConfig
+    description = LiumProviderConfig.__doc__ or ""
+    resources = (PodResource, TemplateResource, DockerCredentialResource, VolumeResource)
+    data_sources = (OffersDataSource, PodDataSource, TemplatesDataSource)
+
+    def configure(self, ctx: Context, config: LiumProviderConfig) -> LiumSession:
+        endpoint = config.endpoint or os.environ.get("LIUM_API_URL") or DEFAULT_ENDPOINT
+        api_key = config.api_key or os.environ.get("LIUM_API_KEY")
+        if not api_key:
+            raise TFError(
+                "Missing Lium API key",
+                "Set `api_key` in the provider block or the environment variable LIUM_API_KEY.",
+                path=("api_key",),
+            )
+        key_file = config.ssh_private_key_file or os.environ.get("LIUM_SSH_PRIVATE_KEY_FILE")
+        private_key = config.ssh_private_key or (load_private_key(key_file, "ssh_private_key_file") if key_file else None)
+        try:
+            client = LiumClient(
+                endpoint,
+                api_key,
+                user_agent=f"lium-stacks-terraform/{__version__}",
+                sleep=ctx.cancel.sleep,
+                cancel=lambda: ctx.cancel.cancelled,
+            )
+        except ValueError as exc:
+            path = ("api_key",) if "key" in str(exc) else ("endpoint",)
+            raise TFError("Invalid provider configuration", str(exc), path=path) from None
+        try:
+            client.me()
+        except LiumAuthError:
+            raise TFError(
+                "Lium rejected the API key",
+                f"GET {endpoint}/users/me answered 401: check `api_key` (or LIUM_API_KEY).",
+                path=("api_key",),
+            ) from None
+        except LiumError as exc:
+            raise TFError("Cannot reach the Lium API", str(exc), path=("endpoint",)) from None
+        return LiumSession(
+            client=client,
+            feed_url=_feed_url(endpoint, config.nodes_feed_url),
+            ssh_private_key=private_key,
+            runner_download_url=config.runner_download_url or os.environ.get("LIUM_RUNNER_DOWNLOAD_URL"),
+            journal=RentJournal(journal_dir()),
+        )

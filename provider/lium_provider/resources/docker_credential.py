@@ -1,0 +1,88 @@
+"""``lium_docker_credential``: a private-registry login that templates reference.
+
+The password is a write-only argument: Terraform passes it at apply time and never stores it in state
+or plans. Bump ``password_wo_version`` to send a new password (rotation happens in place).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lium_provider.resources.common import api_errors
+from lium_provider.session import session
+from tfbridge import Attribute, Context, Resource, TFError, UseStateForUnknown
+
+
+class DockerCredentialModel(BaseModel):
+    """A Docker registry credential for private images (Lium keeps the password; Terraform never does)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: Annotated[
+        str | None, Attribute(computed=True, plan=(UseStateForUnknown(),), description="Credential id (UUID).")
+    ] = None
+    username: Annotated[str, Attribute(required=True, description="Registry user name.")] = Field(min_length=1)
+    password_wo: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            write_only=True,
+            sensitive=True,
+            description="Registry password or token. Write-only: never stored in state or shown in plans. "
+            "Required when creating, and whenever `password_wo_version` changes.",
+        ),
+    ] = None
+    password_wo_version: Annotated[
+        int | None,
+        Attribute(optional=True, description="Change this number to send a new `password_wo` (rotation)."),
+    ] = None
+
+
+def _password(config: DockerCredentialModel) -> str:
+    if not config.password_wo:
+        raise TFError(
+            "password_wo is required",
+            "Set `password_wo` (for example from a variable marked sensitive or ephemeral) to create the "
+            "credential or to rotate it.",
+            path=("password_wo",),
+        )
+    return config.password_wo
+
+
+class DockerCredentialResource(Resource[DockerCredentialModel]):
+    type_name = "lium_docker_credential"
+    model = DockerCredentialModel
+    description = DockerCredentialModel.__doc__ or ""
+
+    def create(
+        self, ctx: Context, plan: DockerCredentialModel, config: DockerCredentialModel
+    ) -> DockerCredentialModel:
+        password = _password(config)
+        with api_errors("creating the Docker credential"):
+            credential = session(ctx).client.create_docker_credential(plan.username, password)
+        return plan.model_copy(update={"id": credential.id, "password_wo": None})
+
+    def read(self, ctx: Context, state: DockerCredentialModel) -> DockerCredentialModel | None:
+        with api_errors("reading the Docker credential"):
+            credential = session(ctx).client.get_docker_credential(state.id or "")
+        if credential is None:
+            return None
+        return state.model_copy(update={"username": credential.username or state.username, "password_wo": None})
+
+    def update(
+        self,
+        ctx: Context,
+        prior: DockerCredentialModel,
+        plan: DockerCredentialModel,
+        config: DockerCredentialModel,
+    ) -> DockerCredentialModel:
+        password = _password(config)
+        with api_errors("updating the Docker credential"):
+            session(ctx).client.update_docker_credential(prior.id or "", plan.username, password)
+        return plan.model_copy(update={"id": prior.id, "password_wo": None})
+
+    def delete(self, ctx: Context, state: DockerCredentialModel) -> None:
+        with api_errors("deleting the Docker credential"):
+            session(ctx).client.delete_docker_credential(state.id or "")

@@ -1,0 +1,371 @@
+"""``lium_pod``: a rented GPU pod. The one resource that costs money by the second, so the careful one.
+
+Create picks the cheapest matching offer at apply time, rents it with an idempotency key (falling back to
+the next offer on a no-capacity refusal), and records the pod in Terraform's state the moment Lium names
+it: a failed, timed-out or cancelled wait afterwards still leaves the pod tracked, so ``destroy`` removes
+it. Uncertain rent outcomes are reconciled (pod list, account events, idempotent replay), never retried
+blindly. Every rent attempt is journalled on disk before it is sent (see :mod:`lium_provider.journal`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lium_provider.api.errors import LiumError, LiumUncertainOutcome
+from lium_provider.api.models import DELETED, RUNNING, Pod, RentRequest
+from lium_provider.api.offers import OfferFilter, describe_filter, find_offers, known_gpu_names, matches
+from lium_provider.api.rent import RentAttempt, rent_reconciled
+from lium_provider.journal import RentJournal
+from lium_provider.resources.common import api_errors
+from lium_provider.session import LiumSession, session
+from lium_provider.sshkeys import fetch_host_key, public_key_line
+from tfbridge import (
+    TIMEOUTS_BLOCK,
+    Attribute,
+    Context,
+    Diagnostic,
+    PlanChange,
+    RequiresReplace,
+    Resource,
+    TFError,
+    Timeouts,
+    UseStateForUnknown,
+)
+from tfbridge.cty import UNKNOWN, is_unknown
+
+_REPLACE = (RequiresReplace(),)
+_KEEP = (UseStateForUnknown(),)
+FILTER_ATTRIBUTES = ("gpu", "max_price_per_hour", "regions", "min_memory_gib", "min_disk_gb", "spot")
+# States after which a pod never runs again: the plan replaces such a pod.
+DEAD_STATES = frozenset({"STOPPED", "FAILED", "CREATION_FAILED", "BROKEN", "REBOOT_FAILED"})
+SSH_POLL_SECONDS = 1.0
+
+
+class PodModel(BaseModel):
+    """A Lium GPU pod. Placed by `executor_id`, or by an offer filter (the cheapest match at apply time)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: Annotated[str | None, Attribute(computed=True, plan=_KEEP, description="Pod id (UUID).")] = None
+    name: Annotated[str, Attribute(required=True, plan=_REPLACE, description="Pod name (at most 63 characters).")] = (
+        Field(min_length=1, max_length=63)
+    )
+    template_id: Annotated[str, Attribute(required=True, plan=_REPLACE, description="`lium_template` to run.")]
+    gpu_count: Annotated[
+        int | None,
+        Attribute(optional=True, computed=True, default=1, plan=_REPLACE, description="GPUs for this pod. Default 1."),
+    ] = Field(default=None, ge=1, le=64)
+    executor_id: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            computed=True,
+            plan=_REPLACE,
+            description="Rent this executor (node). Conflicts with the offer filter; computed when the filter "
+            "chose.",
+        ),
+    ] = None
+    gpu: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            computed=True,
+            description='Offer filter: GPU model, e.g. `"RTX 4090"`, `"H100"`. Computed: the GPU rented.',
+        ),
+    ] = None
+    max_price_per_hour: Annotated[
+        float | None, Attribute(optional=True, description="Offer filter: most USD per hour for the whole pod.")
+    ] = Field(default=None, gt=0)
+    regions: Annotated[
+        list[str] | None,
+        Attribute(optional=True, description="Offer filter: regions (`us-ca`) or countries (`us`)."),
+    ] = None
+    min_memory_gib: Annotated[
+        float | None, Attribute(optional=True, description="Offer filter: least RAM for the pod, GiB.")
+    ] = Field(default=None, ge=0)
+    min_disk_gb: Annotated[
+        float | None, Attribute(optional=True, description="Offer filter: least container disk, GB. No default floor.")
+    ] = Field(default=None, ge=0)
+    spot: Annotated[
+        bool | None, Attribute(optional=True, description="Offer filter: `true` spot only, `false` secure only.")
+    ] = None
+    ssh_public_key: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            computed=True,
+            plan=_REPLACE,
+            description="Public key authorised for root SSH. Default: derived from the provider's private key.",
+        ),
+    ] = None
+    volume_id: Annotated[
+        str | None, Attribute(optional=True, plan=_REPLACE, description="`lium_volume` to mount at /mnt (one).")
+    ] = None
+    status: Annotated[str | None, Attribute(computed=True, description="Lium status, e.g. `RUNNING`.")] = None
+    region: Annotated[str | None, Attribute(computed=True, plan=_KEEP, description="Region of the executor.")] = None
+    price_per_hour: Annotated[
+        float | None, Attribute(computed=True, plan=_KEEP, description="Billed USD per hour.")
+    ] = None
+    ssh_host: Annotated[str | None, Attribute(computed=True, plan=_KEEP, description="SSH host.")] = None
+    ssh_port: Annotated[int | None, Attribute(computed=True, plan=_KEEP, description="SSH port.")] = None
+    ports: Annotated[
+        dict[str, int] | None,
+        Attribute(computed=True, plan=_KEEP, description="Container port → external port."),
+    ] = None
+    ssh_host_key: Annotated[
+        str | None,
+        Attribute(computed=True, plan=_KEEP, description="The pod's SSH host key, pinned on first contact."),
+    ] = None
+    timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
+
+
+def offer_filter(values: Mapping[str, Any]) -> OfferFilter:
+    regions = values.get("regions")
+    return OfferFilter(
+        gpu=values.get("gpu"),
+        gpu_count=int(values.get("gpu_count") or 1),
+        max_price_per_hour=values.get("max_price_per_hour"),
+        regions=list(regions) if regions is not None else None,
+        min_memory_gib=values.get("min_memory_gib"),
+        min_disk_gb=values.get("min_disk_gb"),
+        spot=values.get("spot"),
+    )
+
+
+def _apply_pod(state: PodModel, pod: Pod) -> PodModel:
+    target = pod.ssh_host_port()
+    return state.model_copy(
+        update={
+            "status": pod.status,
+            "executor_id": pod.executor_id or state.executor_id,
+            "price_per_hour": pod.price if pod.price is not None else state.price_per_hour,
+            "ssh_host": target[0] if target else state.ssh_host,
+            "ssh_port": target[1] if target else state.ssh_port,
+            "ports": dict(pod.ports_mapping) if pod.ports_mapping else state.ports,
+        }
+    )
+
+
+class PodResource(Resource[PodModel]):
+    type_name = "lium_pod"
+    model = PodModel
+    description = PodModel.__doc__ or ""
+    default_timeouts = {"create": 1800.0, "delete": 900.0, "read": 300.0}
+
+    # -- plan ------------------------------------------------------------------------------------
+
+    def validate_config(self, config: Mapping[str, Any]) -> list[Diagnostic]:
+        if config.get("executor_id") is None:
+            return []
+        chosen = [name for name in FILTER_ATTRIBUTES if config.get(name) is not None]
+        if not chosen:
+            return []
+        return [
+            Diagnostic.error(
+                "Choose either executor_id or an offer filter",
+                f"`executor_id` places the pod on one node; the filter ({', '.join(chosen)}) asks for the "
+                "cheapest match. Set one of them.",
+                ("executor_id",),
+            )
+        ]
+
+    def modify_plan(self, ctx: Context, change: PlanChange) -> None:
+        planned, prior = change.planned, change.prior
+        if prior is not None:
+            if prior.get("status") in DEAD_STATES:
+                planned["status"] = UNKNOWN
+                change.requires_replace.append(("status",))
+            self._replace_if_filter_no_longer_holds(change)
+            return
+        config = change.config
+        if config.get("executor_id") is not None or any(is_unknown(config.get(n)) for n in FILTER_ATTRIBUTES):
+            return
+        if is_unknown(planned.get("gpu_count")):
+            return
+        # Creating by filter: check now that something matches, so `plan` fails, not a later `apply`.
+        self._matching_offers(ctx, {**config, "gpu_count": planned.get("gpu_count")})
+
+    def _replace_if_filter_no_longer_holds(self, change: PlanChange) -> None:
+        prior, planned = change.prior or {}, change.planned
+        changed = [n for n in FILTER_ATTRIBUTES if planned.get(n) != prior.get(n) and n != "gpu"]
+        if not changed:
+            return
+        flt = offer_filter(planned)
+        price, region = prior.get("price_per_hour"), prior.get("region") or ""
+        ok = (flt.max_price_per_hour is None or (price is not None and price <= flt.max_price_per_hour)) and (
+            flt.regions is None or any(region.lower().startswith(r.lower()) for r in flt.regions)
+        )
+        if not ok or any(n in changed for n in ("min_memory_gib", "min_disk_gb", "spot")):
+            change.requires_replace.extend((n,) for n in changed)
+
+    def _matching_offers(self, ctx: Context, values: Mapping[str, Any]) -> list[Any]:
+        s = session(ctx)
+        flt = offer_filter(values)
+        with api_errors("searching Lium offers"):
+            everything = find_offers(s.feed_url, OfferFilter(gpu_count=flt.gpu_count), client=s.client)
+        offers = [o for o in everything if matches(o, flt)]
+        if flt.gpu and not any(matches(o, OfferFilter(gpu=flt.gpu, gpu_count=flt.gpu_count)) for o in everything):
+            names = ", ".join(sorted(known_gpu_names(everything))) or "none"
+            raise TFError(
+                f"Unknown or unavailable GPU {flt.gpu!r}",
+                f"No offer with {flt.gpu_count} GPU(s) of that model is listed now. GPUs on offer: {names}.",
+                path=("gpu",),
+            )
+        if not offers:
+            cheapest = min((o.price_per_hour for o in everything), default=None)
+            hint = f" The cheapest offer with {flt.gpu_count} GPU(s) is ${cheapest:g}/h." if cheapest else ""
+            raise TFError(
+                "No Lium offer matches the pod's filter",
+                f"Searched {len(everything)} offers for {describe_filter(flt)}.{hint}",
+                path=("max_price_per_hour",) if flt.max_price_per_hour is not None else None,
+            )
+        return offers
+
+    # -- create ----------------------------------------------------------------------------------
+
+    def create(self, ctx: Context, plan: PodModel, config: PodModel) -> PodModel:
+        s = session(ctx)
+        public_key = plan.ssh_public_key or public_key_line(s.require_ssh_key("lium_pod.ssh_public_key"))
+        state = plan.model_copy(update={"ssh_public_key": public_key, "timeouts": plan.timeouts})
+        if plan.executor_id:
+            candidates = [(plan.executor_id, state)]
+        else:
+            candidates = [
+                (
+                    o.executor_id,
+                    state.model_copy(
+                        update={
+                            "gpu": plan.gpu or o.gpu_model,
+                            "region": o.region,
+                            "price_per_hour": o.price_per_hour,
+                        }
+                    ),
+                )
+                for o in self._matching_offers(ctx, plan.model_dump())
+            ]
+        pod_id, state = self._rent_first_available(ctx, s, state, candidates, public_key)
+        ctx.record(state)  # from here on, Terraform tracks the paid pod whatever happens next
+        pod = s.watcher.wait(ctx, pod_id, lambda p: p is None or p.status == RUNNING or p.status in DEAD_STATES)
+        if pod is None or pod.status != RUNNING:
+            status = pod.status if pod else "gone"
+            ctx.record(state.model_copy(update={"status": pod.status if pod else DELETED}))
+            raise TFError(f"Pod {pod_id} did not start ({status})", self._failure_reason(s, pod_id))
+        state = _apply_pod(state, pod)
+        if not plan.gpu:
+            state = state.model_copy(update={"gpu": pod.gpu_name or state.gpu})
+        ctx.record(state)
+        state = state.model_copy(update={"ssh_host_key": self._wait_for_ssh(ctx, state)})
+        s.journal.forget(state.name)
+        return state
+
+    def _rent_first_available(
+        self,
+        ctx: Context,
+        s: LiumSession,
+        state: PodModel,
+        candidates: list[tuple[str, PodModel]],
+        public_key: str,
+    ) -> tuple[str, PodModel]:
+        refusals: list[str] = []
+        for executor_id, candidate in candidates:
+            ctx.check()
+            body = RentRequest(
+                pod_name=state.name,
+                template_id=state.template_id,
+                user_public_key=public_key,
+                gpu_count=state.gpu_count or 1,
+                initial_port_count=2,
+                volume_id=state.volume_id,
+            )
+            attempt = RentAttempt.new(executor_id, body)
+            s.journal.write(attempt)
+            try:
+                result = rent_reconciled(s.client, attempt)
+            except LiumUncertainOutcome as exc:
+                raise TFError(
+                    "The rent's outcome is unknown",
+                    f"{exc}. The attempt is journalled in {s.journal.directory}; the next apply or destroy "
+                    "reconciles it, and `lium-tf sweep` lists it.",
+                ) from None
+            except LiumError as exc:
+                raise TFError("Renting the pod failed", str(exc)) from None
+            if result.outcome == "rented" and result.pod_id:
+                return result.pod_id, candidate.model_copy(
+                    update={"id": result.pod_id, "executor_id": executor_id, "status": "PENDING"}
+                )
+            s.journal.forget(state.name)
+            if result.outcome == "no_capacity":
+                refusals.append(f"{executor_id}: {result.code}")
+                ctx.log.info("offer has no capacity, trying the next", executor=executor_id, code=result.code or "")
+                continue
+            raise TFError("Lium refused the rent", str(result.error) if result.error else result.outcome)
+        raise TFError(
+            "No capacity on any matching offer",
+            f"Tried {len(candidates)} offer(s); each refused: " + "; ".join(refusals[:10]),
+        )
+
+    def _failure_reason(self, s: LiumSession, pod_id: str) -> str:
+        try:
+            events = s.client.events(pod_id=pod_id, limit=20)
+        except LiumError:
+            return "Lium gave no reason."
+        for event in events:
+            reason = " ".join(x for x in (event.reason, getattr(event, "detail", None), getattr(event, "error", None)) if x)
+            if reason:
+                return f"Lium says: {reason}"
+        return "Lium gave no reason."
+
+    def _wait_for_ssh(self, ctx: Context, state: PodModel) -> str:
+        """Wait until the pod's sshd answers and return its host key (pinned from now on)."""
+        if not state.ssh_host or not state.ssh_port:
+            raise TFError(f"Pod {state.id} is RUNNING but Lium gave no SSH address")
+        while True:
+            ctx.check()
+            key = fetch_host_key(state.ssh_host, state.ssh_port, timeout=5.0)
+            if key:
+                return key
+            ctx.sleep(SSH_POLL_SECONDS)
+
+    # -- read / delete ---------------------------------------------------------------------------
+
+    def read(self, ctx: Context, state: PodModel) -> PodModel | None:
+        s = session(ctx)
+        with api_errors("reading the pod"):
+            pod = s.client.get_pod(state.id or "")
+        if pod is None or pod.status == DELETED:
+            return None
+        refreshed = _apply_pod(state, pod)
+        if not refreshed.name:  # just imported
+            refreshed = refreshed.model_copy(
+                update={
+                    "name": pod.pod_name,
+                    "template_id": pod.template_id,
+                    "gpu_count": pod.gpu_count,
+                    "gpu": pod.gpu_name,
+                    "volume_id": pod.volume_id,
+                }
+            )
+        return refreshed
+
+    def delete(self, ctx: Context, state: PodModel) -> None:
+        s = session(ctx)
+        pod_id = state.id or ""
+        while True:
+            try:
+                s.client.delete_pod(pod_id)
+                break
+            except LiumError as exc:
+                if exc.code != "pod_state_conflict":
+                    raise TFError("Deleting the pod failed", str(exc)) from None
+                # dstack's rule: a conflict is fine only if the pod is already on its way out.
+                with api_errors("reading the pod"):
+                    pod = s.client.get_pod(pod_id)
+                if pod is None or pod.status in ("DELETING", DELETED):
+                    break
+                ctx.log.info("pod cannot be deleted yet, retrying", pod=pod_id, status=pod.status)
+                ctx.sleep(2.0)
+        s.watcher.wait(ctx, pod_id, lambda p: p is None or p.status == DELETED)
+        s.journal.forget(state.name)

@@ -1,0 +1,74 @@
+"""``lium_volume``: S3-backed network storage, mounted at /mnt in one pod at a time; it outlives pods."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from lium_provider.api.errors import LiumError
+from lium_provider.resources.common import api_errors
+from lium_provider.session import session
+from tfbridge import Attribute, Context, Resource, TFError, UseStateForUnknown
+
+# Lium's documented volume-name alphabet (contract §13).
+_NAME = re.compile(r"^[A-Za-z0-9\-_. ,()!?/]{1,100}$")
+
+
+class VolumeModel(BaseModel):
+    """A Lium network volume. Data persists across rentals; it cannot be deleted while a pod uses it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: Annotated[
+        str | None, Attribute(computed=True, plan=(UseStateForUnknown(),), description="Volume id (UUID).")
+    ] = None
+    name: Annotated[str, Attribute(required=True, description="Volume name (letters, digits, `-_.`, spaces, `,()!?/`; at most 100).")] = Field(min_length=1)
+    description: Annotated[str | None, Attribute(optional=True, description="Free text.")] = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError(
+                f'"{value}" is not a valid volume name: use at most 100 letters, digits, spaces and -_.,()!?/'
+            )
+        return value
+
+
+class VolumeResource(Resource[VolumeModel]):
+    type_name = "lium_volume"
+    model = VolumeModel
+    description = VolumeModel.__doc__ or ""
+
+    def create(self, ctx: Context, plan: VolumeModel, config: VolumeModel) -> VolumeModel:
+        with api_errors("creating the volume"):
+            volume = session(ctx).client.create_volume(plan.name, plan.description)
+        return plan.model_copy(update={"id": volume.id})
+
+    def read(self, ctx: Context, state: VolumeModel) -> VolumeModel | None:
+        with api_errors("reading the volume"):
+            volume = session(ctx).client.get_volume(state.id or "")
+        if volume is None:
+            return None
+        description = volume.description if state.description is not None or volume.description else None
+        return state.model_copy(update={"name": volume.name, "description": description})
+
+    def update(self, ctx: Context, prior: VolumeModel, plan: VolumeModel, config: VolumeModel) -> VolumeModel:
+        with api_errors("updating the volume"):
+            session(ctx).client.update_volume(prior.id or "", name=plan.name, description=plan.description)
+        return plan.model_copy(update={"id": prior.id})
+
+    def delete(self, ctx: Context, state: VolumeModel) -> None:
+        client = session(ctx).client
+        try:
+            client.delete_volume(state.id or "")
+        except LiumError as exc:
+            if exc.code == "volume_in_use":
+                raise TFError(
+                    "The volume is still attached to a live pod",
+                    f"Lium refused to delete volume {state.id} ({exc}). Nothing was deleted: destroy or "
+                    "replace the pod that mounts it first, then run destroy again.",
+                ) from None
+            raise TFError("deleting the volume failed", str(exc)) from None

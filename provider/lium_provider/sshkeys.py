@@ -1,0 +1,68 @@
+"""SSH identities and host keys: loading the user's key, deriving its public half, pinning a pod's host key."""
+
+from __future__ import annotations
+
+import io
+import socket
+from pathlib import Path
+
+import paramiko
+
+from tfbridge import TFError
+
+_KEY_CLASSES: tuple[type[paramiko.PKey], ...] = (
+    paramiko.Ed25519Key,
+    paramiko.ECDSAKey,
+    paramiko.RSAKey,
+)
+
+
+def load_private_key(path: str, attribute: str) -> str:
+    try:
+        return Path(path).expanduser().read_text()
+    except OSError as exc:
+        raise TFError(
+            "Cannot read the SSH private key file", f"{path}: {exc.strerror}", path=(attribute,)
+        ) from None
+
+
+def parse_private_key(text: str) -> paramiko.PKey:
+    """The paramiko key of a PEM/OpenSSH private key; the error never quotes the key."""
+    for key_class in _KEY_CLASSES:
+        try:
+            return key_class.from_private_key(io.StringIO(text))
+        except (paramiko.SSHException, ValueError, IndexError):
+            continue
+    raise TFError(
+        "The SSH private key cannot be parsed",
+        "Use an unencrypted OpenSSH or PEM key (ed25519, ecdsa or rsa).",
+        path=("ssh_private_key",),
+    )
+
+
+def public_key_line(private_key: str) -> str:
+    """``ssh-ed25519 AAAA...`` for the given private key (what Lium installs in the pod)."""
+    key = parse_private_key(private_key)
+    return f"{key.get_name()} {key.get_base64()}"
+
+
+def fetch_host_key(host: str, port: int, timeout: float = 10.0) -> str | None:
+    """The server's host key as ``<type> <base64>``, or None if nothing answers SSH there yet.
+
+    No authentication happens: only the key exchange, which is where the server proves its key.
+    """
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError:
+        return None
+    transport = paramiko.Transport(sock)
+    try:
+        transport.banner_timeout = timeout
+        transport.start_client(timeout=timeout)
+        key = transport.get_remote_server_key()
+        return f"{key.get_name()} {key.get_base64()}"
+    except (paramiko.SSHException, OSError, EOFError):
+        return None
+    finally:
+        transport.close()
+        sock.close()

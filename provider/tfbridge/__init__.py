@@ -1,0 +1,85 @@
+"""tfbridge: a small framework for Terraform providers written in Python (plugin protocol 6.8).
+
+It knows nothing about any cloud. A provider declares pydantic models for its configuration, resources
+and data sources (:mod:`tfbridge.schema`), implements CRUD on :class:`Resource` subclasses, and is
+served by :func:`tfbridge.plugin.serve`. See docs/design.md for the layers and how a request flows.
+
+Names are exported lazily: Terraform times a provider's start until the handshake line, so importing
+``tfbridge.plugin`` must not pull in pydantic and the rest of the framework first.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "Cancelled": "tfbridge.cancel",
+    "CancelToken": "tfbridge.cancel",
+    "AttributePath": "tfbridge.diagnostics",
+    "Diagnostic": "tfbridge.diagnostics",
+    "Severity": "tfbridge.diagnostics",
+    "TFError": "tfbridge.diagnostics",
+    "Context": "tfbridge.resource",
+    "DataSource": "tfbridge.resource",
+    "PlanChange": "tfbridge.resource",
+    "Provider": "tfbridge.resource",
+    "Resource": "tfbridge.resource",
+    "Attribute": "tfbridge.schema",
+    "Block": "tfbridge.schema",
+    "RequiresReplace": "tfbridge.schema",
+    "RequiresReplaceIf": "tfbridge.schema",
+    "Schema": "tfbridge.schema",
+    "UseStateForUnknown": "tfbridge.schema",
+    "schema_of": "tfbridge.schema",
+    "TIMEOUTS_BLOCK": "tfbridge.timeouts",
+    "Timeouts": "tfbridge.timeouts",
+    "parse_duration": "tfbridge.timeouts",
+}
+
+if TYPE_CHECKING:
+    from tfbridge.cancel import Cancelled, CancelToken
+    from tfbridge.diagnostics import AttributePath, Diagnostic, Severity, TFError
+    from tfbridge.resource import Context, DataSource, PlanChange, Provider, Resource
+    from tfbridge.schema import (
+        Attribute,
+        Block,
+        RequiresReplace,
+        RequiresReplaceIf,
+        Schema,
+        UseStateForUnknown,
+        schema_of,
+    )
+    from tfbridge.timeouts import TIMEOUTS_BLOCK, Timeouts, parse_duration
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tfbridge' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = [
+    "Attribute",
+    "AttributePath",
+    "Block",
+    "CancelToken",
+    "Cancelled",
+    "Context",
+    "DataSource",
+    "Diagnostic",
+    "PlanChange",
+    "Provider",
+    "RequiresReplace",
+    "RequiresReplaceIf",
+    "Resource",
+    "Schema",
+    "Severity",
+    "TFError",
+    "TIMEOUTS_BLOCK",
+    "Timeouts",
+    "UseStateForUnknown",
+    "parse_duration",
+    "schema_of",
+]

@@ -1,0 +1,172 @@
+"""What a provider author implements: a provider, its resources and its data sources.
+
+Each resource is one class holding its schema (a pydantic model), its plan rules and its CRUD
+methods side by side, as in terraform-plugin-framework. The protocol layer (:mod:`tfbridge.server`)
+calls these with typed model instances and never knows what the resource manages.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from tfbridge.cancel import CancelToken
+from tfbridge.diagnostics import AttributePath, Diagnostic, TFError
+from tfbridge.logs import Logger
+from tfbridge.schema import Schema, schema_of
+
+StateT = TypeVar("StateT", bound=BaseModel)
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
+
+
+@dataclass
+class Context:
+    """Per-request context: cancellation, logging, the configured provider, and time budgets."""
+
+    cancel: CancelToken
+    log: Logger
+    provider: Any = None
+    deadline: float | None = None
+    """Monotonic time by which the operation must finish (from a ``timeouts`` block), or None."""
+
+    partial_state: BaseModel | None = None
+    private: bytes = b""
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+    def record(self, state: BaseModel) -> None:
+        """Remember what exists so far.
+
+        If the operation then fails, times out or is cancelled, Terraform still receives this state
+        (a create is recorded as tainted), so a paid object is never lost between creating it and
+        waiting for it.
+        """
+        self.partial_state = state.model_copy()
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep, waking up early for Ctrl-C; raises :class:`TimeoutError` past the deadline."""
+        remaining = self.remaining()
+        if remaining is not None:
+            if remaining <= 0:
+                raise TimeoutError("the operation's timeout was reached")
+            seconds = min(seconds, remaining)
+        self.cancel.sleep(seconds)
+
+    def check(self) -> None:
+        """Raise if the operation was cancelled or ran out of time."""
+        self.cancel.raise_if_cancelled()
+        remaining = self.remaining()
+        if remaining is not None and remaining <= 0:
+            raise TimeoutError("the operation's timeout was reached")
+
+    def warn(self, summary: str, detail: str = "", path: AttributePath | None = None) -> None:
+        self.warnings.append(Diagnostic.warning(summary, detail, path))
+
+
+@dataclass
+class PlanChange:
+    """A planned change a resource may adjust in :meth:`Resource.modify_plan`.
+
+    Values are Terraform's decoded objects: dicts with ``None`` for null and
+    :data:`tfbridge.cty.UNKNOWN` for values known only after apply.
+    """
+
+    config: dict[str, Any]
+    prior: dict[str, Any] | None
+    planned: dict[str, Any]
+    requires_replace: list[AttributePath] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def creating(self) -> bool:
+        return self.prior is None
+
+
+class Resource(Generic[StateT]):
+    """Base class of a managed resource. Subclasses set ``type_name`` and ``model`` and implement CRUD."""
+
+    type_name: ClassVar[str]
+    model: ClassVar[type[BaseModel]]
+    schema_version: ClassVar[int] = 0
+    description: ClassVar[str] = ""
+    default_timeouts: ClassVar[Mapping[str, float]] = {}
+    """Seconds per operation (create, read, update, delete) unless the ``timeouts`` block says otherwise."""
+
+    @classmethod
+    def schema(cls) -> Schema:
+        return schema_of(cls.model, version=cls.schema_version, description=cls.description)
+
+    def validate_config(self, config: Mapping[str, Any]) -> list[Diagnostic]:
+        """Cross-attribute checks on a raw config (may hold unknowns). Field checks live on the model."""
+        return []
+
+    def modify_plan(self, ctx: Context, change: PlanChange) -> None:
+        """Adjust a plan after the declarative rules ran (defaults, unknowns, requires-replace)."""
+
+    def create(self, ctx: Context, plan: StateT, config: StateT) -> StateT:
+        raise NotImplementedError
+
+    def read(self, ctx: Context, state: StateT) -> StateT | None:
+        """Refresh ``state``; return ``None`` when the object is gone, so Terraform plans to create it."""
+        raise NotImplementedError
+
+    def update(self, ctx: Context, prior: StateT, plan: StateT, config: StateT) -> StateT:
+        raise TFError(f"{self.type_name} cannot be updated in place")
+
+    def delete(self, ctx: Context, state: StateT) -> None:
+        raise NotImplementedError
+
+    def import_state(self, ctx: Context, import_id: str) -> dict[str, Any]:
+        """The object Terraform reads after ``terraform import``; by default just its ``id``."""
+        return {"id": import_id}
+
+    def upgrade_state(self, from_version: int, state: dict[str, Any]) -> dict[str, Any]:
+        """Move a JSON state written by an older schema version to the current one."""
+        raise TFError(
+            f"{self.type_name}: no upgrade from schema version {from_version} to {self.schema_version}"
+        )
+
+
+class DataSource(Generic[StateT]):
+    """Base class of a data source: one ``read`` from the configuration to the full object."""
+
+    type_name: ClassVar[str]
+    model: ClassVar[type[BaseModel]]
+    description: ClassVar[str] = ""
+
+    @classmethod
+    def schema(cls) -> Schema:
+        return schema_of(cls.model, description=cls.description)
+
+    def validate_config(self, config: Mapping[str, Any]) -> list[Diagnostic]:
+        return []
+
+    def read(self, ctx: Context, config: StateT) -> StateT:
+        raise NotImplementedError
+
+
+class Provider(Generic[ConfigT]):
+    """Base class of a provider: its configuration model, resources and data sources."""
+
+    type_name: ClassVar[str]
+    model: ClassVar[type[BaseModel]]
+    description: ClassVar[str] = ""
+    resources: ClassVar[tuple[type[Resource[Any]], ...]] = ()
+    data_sources: ClassVar[tuple[type[DataSource[Any]], ...]] = ()
+
+    @classmethod
+    def schema(cls) -> Schema:
+        return schema_of(cls.model, description=cls.description)
+
+    def validate_config(self, config: Mapping[str, Any]) -> list[Diagnostic]:
+        return []
+
+    def configure(self, ctx: Context, config: ConfigT) -> Any:
+        """Check credentials and build the client every resource receives as ``ctx.provider``."""
+        return config

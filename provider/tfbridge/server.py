@@ -1,0 +1,528 @@
+"""The tfplugin6 Provider service: Terraform's RPCs mapped onto :mod:`tfbridge.resource` classes.
+
+A request flows: gRPC (``tfbridge.plugin``) → a method here → decode ``DynamicValue`` with the
+schema's cty type (``tfbridge.cty``) → plan rules or a typed model (``tfbridge.schema``) → the
+resource's method → the result encoded back. Every failure becomes a diagnostic; nothing escapes as a
+gRPC error, because Terraform treats those as a crashed plugin and forgets in-flight objects.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import grpc
+
+from tfbridge import cty
+from tfbridge.cancel import CancelToken, Cancelled
+from tfbridge.diagnostics import AttributePath, Diagnostic, Severity, TFError, has_errors
+from tfbridge.logs import REDACTOR, Logger
+from tfbridge.proto import tfplugin6_pb2 as pb
+from tfbridge.proto import tfplugin6_pb2_grpc as pb_grpc
+from tfbridge.resource import Context, DataSource, PlanChange, Provider, Resource
+from tfbridge.schema import (
+    MISSING,
+    BlockSchema,
+    RequiresReplace,
+    RequiresReplaceIf,
+    Schema,
+    UseStateForUnknown,
+    from_model,
+    to_model,
+    validate,
+)
+from tfbridge.timeouts import operation_budget
+
+ResponseT = TypeVar("ResponseT")
+
+
+# ----------------------------------------------------------------------------------------------
+# Conversions between tfbridge types and protocol messages.
+
+
+def _path_pb(path: AttributePath) -> pb.AttributePath:
+    return pb.AttributePath(
+        steps=[
+            pb.AttributePath.Step(element_key_int=step)
+            if isinstance(step, int)
+            else pb.AttributePath.Step(attribute_name=step)
+            for step in path
+        ]
+    )
+
+
+def _diagnostics_pb(diagnostics: list[Diagnostic]) -> list[pb.Diagnostic]:
+    result = []
+    for d in diagnostics:
+        message = pb.Diagnostic(
+            severity=pb.Diagnostic.ERROR if d.severity is Severity.ERROR else pb.Diagnostic.WARNING,
+            summary=REDACTOR.redact(d.summary),
+            detail=REDACTOR.redact(d.detail),
+        )
+        if d.path:
+            message.attribute.CopyFrom(_path_pb(d.path))
+        result.append(message)
+    return result
+
+
+def _block_pb(block: BlockSchema) -> pb.Schema.Block:
+    message = pb.Schema.Block(description=block.description, description_kind=pb.MARKDOWN)
+    for attr in block.attributes.values():
+        spec = attr.spec
+        message.attributes.append(
+            pb.Schema.Attribute(
+                name=attr.name,
+                type=cty.type_to_json(attr.type),
+                description=spec.description,
+                description_kind=pb.MARKDOWN,
+                required=spec.required,
+                optional=spec.optional,
+                computed=spec.computed,
+                sensitive=spec.sensitive,
+                deprecated=spec.deprecated,
+                write_only=spec.write_only,
+            )
+        )
+    for nested in block.blocks.values():
+        message.block_types.append(
+            pb.Schema.NestedBlock(
+                type_name=nested.name,
+                block=_block_pb(nested.block),
+                nesting=pb.Schema.NestedBlock.SINGLE
+                if nested.nesting == "single"
+                else pb.Schema.NestedBlock.LIST,
+                min_items=nested.spec.min_items,
+                max_items=nested.spec.max_items if nested.nesting == "list" else 0,
+            )
+        )
+    return message
+
+
+def _schema_pb(schema: Schema) -> pb.Schema:
+    return pb.Schema(version=schema.version, block=_block_pb(schema.block))
+
+
+def _decode(value: pb.DynamicValue, t: cty.CtyType) -> Any:
+    if value.msgpack:
+        return cty.decode_msgpack(value.msgpack, t)
+    if value.json:
+        return cty.decode_json(value.json, t)
+    return None
+
+
+def _encode(value: object, t: cty.CtyType) -> pb.DynamicValue:
+    return pb.DynamicValue(msgpack=cty.encode_msgpack(value, t))
+
+
+def _normalize(block: BlockSchema, value: Mapping[str, Any]) -> dict[str, Any]:
+    """An object with exactly the block's attributes: missing ones null, unknown names dropped, write-only null."""
+    result: dict[str, Any] = {}
+    for name, attr in block.attributes.items():
+        result[name] = None if attr.spec.write_only else value.get(name)
+    for name, nested in block.blocks.items():
+        inner = value.get(name)
+        if nested.nesting == "list":
+            result[name] = [_normalize(nested.block, v) for v in inner or [] if isinstance(v, Mapping)]
+        else:
+            result[name] = _normalize(nested.block, inner) if isinstance(inner, Mapping) else None
+    return result
+
+
+def _register_secrets(block: BlockSchema, value: object) -> None:
+    """Teach the redactor every sensitive or write-only string in a decoded object."""
+    if not isinstance(value, Mapping):
+        return
+    for name, attr in block.attributes.items():
+        if attr.spec.sensitive or attr.spec.write_only:
+            _register_leaf_strings(value.get(name))
+    for name, nested in block.blocks.items():
+        inner = value.get(name)
+        for item in inner if isinstance(inner, list) else [inner]:
+            _register_secrets(nested.block, item)
+
+
+def _register_leaf_strings(value: object) -> None:
+    if isinstance(value, str):
+        REDACTOR.register(value)
+    elif isinstance(value, list):
+        for item in value:
+            _register_leaf_strings(item)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            _register_leaf_strings(item)
+
+
+def _equal(a: object, b: object) -> bool:
+    if cty.is_unknown(a) or cty.is_unknown(b):
+        return False
+    return a == b
+
+
+# ----------------------------------------------------------------------------------------------
+# The service.
+
+
+class ProviderServer(pb_grpc.ProviderServicer):
+    """Serves one :class:`tfbridge.resource.Provider` over tfplugin6."""
+
+    def __init__(self, provider: Provider[Any], *, cancel: CancelToken | None = None) -> None:
+        self._provider = provider
+        self._cancel = cancel or CancelToken()
+        self._log = Logger(f"provider.terraform-provider-{provider.type_name}")
+        self._resources: dict[str, Resource[Any]] = {cls.type_name: cls() for cls in provider.resources}
+        self._data_sources: dict[str, DataSource[Any]] = {cls.type_name: cls() for cls in provider.data_sources}
+        self._provider_schema = provider.schema()
+        self._resource_schemas = {name: type(r).schema() for name, r in self._resources.items()}
+        self._data_schemas = {name: type(d).schema() for name, d in self._data_sources.items()}
+        self._configured: Any = None
+        self._schema_response: pb.GetProviderSchema.Response | None = None
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _context(self, deadline_seconds: float | None = None, private: bytes = b"") -> Context:
+        deadline = None if deadline_seconds is None else time.monotonic() + deadline_seconds
+        return Context(self._cancel, self._log, self._configured, deadline, private=private)
+
+    @contextmanager
+    def _guard(self, operation: str, diagnostics: list[Diagnostic]) -> Iterator[None]:
+        """Turn any failure inside an RPC into diagnostics: Terraform must always get an answer."""
+        try:
+            yield
+        except TFError as exc:
+            diagnostics.extend(exc.diagnostics())
+        except Cancelled:
+            diagnostics.append(
+                Diagnostic.error(f"{operation} was cancelled", "Terraform asked the provider to stop (Ctrl-C).")
+            )
+        except TimeoutError as exc:
+            diagnostics.append(Diagnostic.error(f"{operation} timed out", str(exc)))
+        except cty.CtyError as exc:
+            diagnostics.append(Diagnostic.error(f"{operation}: invalid value", str(exc), exc.path or None))
+        except Exception as exc:
+            self._log.error(f"{operation} failed", error=repr(exc), trace=traceback.format_exc())
+            diagnostics.append(
+                Diagnostic.error(f"{operation} failed: internal provider error", f"{type(exc).__name__}: {exc}")
+            )
+
+    def _resource(self, type_name: str) -> tuple[Resource[Any], Schema]:
+        try:
+            return self._resources[type_name], self._resource_schemas[type_name]
+        except KeyError:
+            raise TFError(f"unknown resource type {type_name}") from None
+
+    def _data_source(self, type_name: str) -> tuple[DataSource[Any], Schema]:
+        try:
+            return self._data_sources[type_name], self._data_schemas[type_name]
+        except KeyError:
+            raise TFError(f"unknown data source type {type_name}") from None
+
+    def _budget(self, resource: Resource[Any], value: Mapping[str, Any] | None, operation: str) -> float | None:
+        timeouts = getattr(to_model(resource.model, value), "timeouts", None) if value else None
+        return operation_budget(timeouts, operation, resource.default_timeouts.get(operation))
+
+    # -- metadata and schema ------------------------------------------------------------------
+
+    def _capabilities(self) -> pb.ServerCapabilities:
+        return pb.ServerCapabilities(plan_destroy=True, get_provider_schema_optional=True)
+
+    def GetMetadata(self, request: pb.GetMetadata.Request, context: grpc.ServicerContext) -> Any:
+        return pb.GetMetadata.Response(
+            server_capabilities=self._capabilities(),
+            resources=[pb.GetMetadata.ResourceMetadata(type_name=n) for n in self._resources],
+            data_sources=[pb.GetMetadata.DataSourceMetadata(type_name=n) for n in self._data_sources],
+        )
+
+    def GetProviderSchema(self, request: pb.GetProviderSchema.Request, context: grpc.ServicerContext) -> Any:
+        if self._schema_response is None:
+            self._schema_response = pb.GetProviderSchema.Response(
+                provider=_schema_pb(self._provider_schema),
+                resource_schemas={n: _schema_pb(s) for n, s in self._resource_schemas.items()},
+                data_source_schemas={n: _schema_pb(s) for n, s in self._data_schemas.items()},
+                server_capabilities=self._capabilities(),
+            )
+        return self._schema_response
+
+    # -- provider ------------------------------------------------------------------------------
+
+    def ValidateProviderConfig(
+        self, request: pb.ValidateProviderConfig.Request, context: grpc.ServicerContext
+    ) -> Any:
+        diagnostics: list[Diagnostic] = []
+        with self._guard("validating the provider configuration", diagnostics):
+            config = _decode(request.config, self._provider_schema.type)
+            _register_secrets(self._provider_schema.block, config)
+            diagnostics += validate(type(self._provider).model, config or {})
+            diagnostics += self._provider.validate_config(config or {})
+        return pb.ValidateProviderConfig.Response(diagnostics=_diagnostics_pb(diagnostics))
+
+    def ConfigureProvider(self, request: pb.ConfigureProvider.Request, context: grpc.ServicerContext) -> Any:
+        diagnostics: list[Diagnostic] = []
+        with self._guard("configuring the provider", diagnostics):
+            config = _decode(request.config, self._provider_schema.type) or {}
+            _register_secrets(self._provider_schema.block, config)
+            ctx = self._context()
+            self._configured = self._provider.configure(ctx, to_model(type(self._provider).model, config))
+            diagnostics += ctx.warnings
+        return pb.ConfigureProvider.Response(diagnostics=_diagnostics_pb(diagnostics))
+
+    def StopProvider(self, request: pb.StopProvider.Request, context: grpc.ServicerContext) -> Any:
+        # Never stop the server here: in-flight applies must still reach Terraform with what they made.
+        self._log.info("stop requested: cancelling long-running operations")
+        self._cancel.cancel()
+        return pb.StopProvider.Response()
+
+    # -- resources -----------------------------------------------------------------------------
+
+    def ValidateResourceConfig(
+        self, request: pb.ValidateResourceConfig.Request, context: grpc.ServicerContext
+    ) -> Any:
+        diagnostics: list[Diagnostic] = []
+        with self._guard(f"validating {request.type_name}", diagnostics):
+            resource, schema = self._resource(request.type_name)
+            config = _decode(request.config, schema.type) or {}
+            _register_secrets(schema.block, config)
+            write_only = [n for n, a in schema.block.attributes.items() if a.spec.write_only]
+            if (
+                write_only
+                and not request.client_capabilities.write_only_attributes_allowed
+                and any(config.get(n) is not None for n in write_only)
+            ):
+                diagnostics.append(
+                    Diagnostic.error(
+                        "Write-only attributes need Terraform 1.11 or later",
+                        f"{request.type_name} sets a write-only attribute, which this Terraform cannot handle.",
+                    )
+                )
+            diagnostics += validate(resource.model, config)
+            diagnostics += resource.validate_config(config)
+        return pb.ValidateResourceConfig.Response(diagnostics=_diagnostics_pb(diagnostics))
+
+    def UpgradeResourceState(self, request: pb.UpgradeResourceState.Request, context: grpc.ServicerContext) -> Any:
+        diagnostics: list[Diagnostic] = []
+        response = pb.UpgradeResourceState.Response()
+        with self._guard(f"upgrading the state of {request.type_name}", diagnostics):
+            resource, schema = self._resource(request.type_name)
+            if not request.raw_state.json:
+                raise TFError("state in the legacy flatmap format is not supported; re-import the resource")
+            state = json.loads(request.raw_state.json)
+            if request.version < schema.version:
+                state = resource.upgrade_state(request.version, state)
+            elif request.version > schema.version:
+                raise TFError(
+                    f"{request.type_name} state has schema version {request.version}, newer than this "
+                    f"provider's {schema.version}: upgrade the provider"
+                )
+            response.upgraded_state.CopyFrom(_encode(_normalize(schema.block, state), schema.type))
+        response.diagnostics.extend(_diagnostics_pb(diagnostics))
+        return response
+
+    def ReadResource(self, request: pb.ReadResource.Request, context: grpc.ServicerContext) -> Any:
+        diagnostics: list[Diagnostic] = []
+        response = pb.ReadResource.Response(new_state=request.current_state, private=request.private)
+        with self._guard(f"reading {request.type_name}", diagnostics):
+            resource, schema = self._resource(request.type_name)
+            current = _decode(request.current_state, schema.type)
+            if current is not None:
+                ctx = self._context(self._budget(resource, current, "read"), request.private)
+                refreshed = resource.read(ctx, to_model(resource.model, current))
+                new = None if refreshed is None else _normalize(schema.block, from_model(refreshed))
+                response.new_state.CopyFrom(_encode(new, schema.type))
+                response.private = ctx.private
+                diagnostics += ctx.warnings
+        response.diagnostics.extend(_diagnostics_pb(diagnostics))
+        return response
+
+    def PlanResourceChange(self, request: pb.PlanResourceChange.Request, context: grpc.ServicerContext) -> Any:
+        diagnostics: list[Diagnostic] = []
+        response = pb.PlanResourceChange.Response(
+            planned_state=request.proposed_new_state, planned_private=request.prior_private
+        )
+        with self._guard(f"planning {request.type_name}", diagnostics):
+            resource, schema = self._resource(request.type_name)
+            proposed = _decode(request.proposed_new_state, schema.type)
+            if proposed is None:  # destroy: nothing to decide
+                response.diagnostics.extend(_diagnostics_pb(diagnostics))
+                return response
+            change = PlanChange(
+                config=_decode(request.config, schema.type) or {},
+                prior=_decode(request.prior_state, schema.type),
+                planned=dict(proposed),
+            )
+            _register_secrets(schema.block, change.config)
+            _apply_plan_rules(schema.block, change)
+            ctx = self._context(private=request.prior_private)
+            resource.modify_plan(ctx, change)
+            diagnostics += change.diagnostics + ctx.warnings
+            response.planned_state.CopyFrom(_encode(change.planned, schema.type))
+            response.planned_private = ctx.private
+            response.requires_replace.extend(_path_pb(p) for p in change.requires_replace)
+        response.diagnostics.extend(_diagnostics_pb(diagnostics))
+        return response
+
+    def ApplyResourceChange(self, request: pb.ApplyResourceChange.Request, context: grpc.ServicerContext) -> Any:
+        diagnostics: list[Diagnostic] = []
+        response = pb.ApplyResourceChange.Response(new_state=request.prior_state, private=request.planned_private)
+        try:
+            resource, schema = self._resource(request.type_name)
+        except TFError as exc:
+            response.diagnostics.extend(_diagnostics_pb(exc.diagnostics()))
+            return response
+        ctx = self._context(private=request.planned_private)
+        new_state: Any = MISSING
+        operation = "applying " + request.type_name
+        with self._guard(operation, diagnostics):
+            prior = _decode(request.prior_state, schema.type)
+            planned = _decode(request.planned_state, schema.type)
+            config = _decode(request.config, schema.type)
+            _register_secrets(schema.block, config)
+            if planned is None:
+                operation = "deleting " + request.type_name
+                ctx.deadline = self._deadline(resource, prior, "delete")
+                resource.delete(ctx, to_model(resource.model, prior))
+                new_state = None
+            elif prior is None:
+                operation = "creating " + request.type_name
+                ctx.deadline = self._deadline(resource, planned, "create")
+                result = resource.create(ctx, to_model(resource.model, planned), to_model(resource.model, config))
+                new_state = from_model(result)
+            else:
+                operation = "updating " + request.type_name
+                ctx.deadline = self._deadline(resource, planned, "update")
+                result = resource.update(
+                    ctx,
+                    to_model(resource.model, prior),
+                    to_model(resource.model, planned),
+                    to_model(resource.model, config),
+                )
+                new_state = from_model(result)
+        if new_state is MISSING and ctx.partial_state is not None:
+            # The operation failed after creating something: hand it to Terraform so it is tracked.
+            new_state = from_model(ctx.partial_state)
+        if new_state is not MISSING:
+            with self._guard(operation, diagnostics):
+                normalized = None if new_state is None else _normalize(schema.block, new_state)
+                response.new_state.CopyFrom(_encode(normalized, schema.type))
+        response.private = ctx.private
+        diagnostics += ctx.warnings
+        response.diagnostics.extend(_diagnostics_pb(diagnostics))
+        if has_errors(diagnostics):
+            self._log.warn(f"{operation} failed", diagnostics=len(diagnostics))
+        return response
+
+    def _deadline(self, resource: Resource[Any], value: Mapping[str, Any] | None, operation: str) -> float | None:
+        budget = self._budget(resource, value, operation)
+        return None if budget is None else time.monotonic() + budget
+
+    def ImportResourceState(self, request: pb.ImportResourceState.Request, context: grpc.ServicerContext) -> Any:
+        diagnostics: list[Diagnostic] = []
+        response = pb.ImportResourceState.Response()
+        with self._guard(f"importing {request.type_name}", diagnostics):
+            resource, schema = self._resource(request.type_name)
+            ctx = self._context()
+            state = _normalize(schema.block, resource.import_state(ctx, request.id))
+            response.imported_resources.append(
+                pb.ImportResourceState.ImportedResource(
+                    type_name=request.type_name, state=_encode(state, schema.type), private=ctx.private
+                )
+            )
+            diagnostics += ctx.warnings
+        response.diagnostics.extend(_diagnostics_pb(diagnostics))
+        return response
+
+    def MoveResourceState(self, request: pb.MoveResourceState.Request, context: grpc.ServicerContext) -> Any:
+        return pb.MoveResourceState.Response(
+            diagnostics=_diagnostics_pb([Diagnostic.error("moving state between resource types is not supported")])
+        )
+
+    # -- data sources --------------------------------------------------------------------------
+
+    def ValidateDataResourceConfig(
+        self, request: pb.ValidateDataResourceConfig.Request, context: grpc.ServicerContext
+    ) -> Any:
+        diagnostics: list[Diagnostic] = []
+        with self._guard(f"validating data source {request.type_name}", diagnostics):
+            data_source, schema = self._data_source(request.type_name)
+            config = _decode(request.config, schema.type) or {}
+            diagnostics += validate(data_source.model, config)
+            diagnostics += data_source.validate_config(config)
+        return pb.ValidateDataResourceConfig.Response(diagnostics=_diagnostics_pb(diagnostics))
+
+    def ReadDataSource(self, request: pb.ReadDataSource.Request, context: grpc.ServicerContext) -> Any:
+        diagnostics: list[Diagnostic] = []
+        response = pb.ReadDataSource.Response()
+        with self._guard(f"reading data source {request.type_name}", diagnostics):
+            data_source, schema = self._data_source(request.type_name)
+            config = _decode(request.config, schema.type) or {}
+            ctx = self._context()
+            result = data_source.read(ctx, to_model(data_source.model, config))
+            response.state.CopyFrom(_encode(_normalize(schema.block, from_model(result)), schema.type))
+            diagnostics += ctx.warnings
+        response.diagnostics.extend(_diagnostics_pb(diagnostics))
+        return response
+
+    # -- not offered ---------------------------------------------------------------------------
+
+    def GetFunctions(self, request: pb.GetFunctions.Request, context: grpc.ServicerContext) -> Any:
+        return pb.GetFunctions.Response()
+
+    def CallFunction(self, request: pb.CallFunction.Request, context: grpc.ServicerContext) -> Any:
+        return pb.CallFunction.Response(error=pb.FunctionError(text=f"unknown function {request.name}"))
+
+    def ValidateEphemeralResourceConfig(
+        self, request: pb.ValidateEphemeralResourceConfig.Request, context: grpc.ServicerContext
+    ) -> Any:
+        return pb.ValidateEphemeralResourceConfig.Response(
+            diagnostics=_diagnostics_pb([Diagnostic.error(f"unknown ephemeral resource {request.type_name}")])
+        )
+
+    def OpenEphemeralResource(
+        self, request: pb.OpenEphemeralResource.Request, context: grpc.ServicerContext
+    ) -> Any:
+        return pb.OpenEphemeralResource.Response(
+            diagnostics=_diagnostics_pb([Diagnostic.error(f"unknown ephemeral resource {request.type_name}")])
+        )
+
+    def RenewEphemeralResource(
+        self, request: pb.RenewEphemeralResource.Request, context: grpc.ServicerContext
+    ) -> Any:
+        return pb.RenewEphemeralResource.Response()
+
+    def CloseEphemeralResource(
+        self, request: pb.CloseEphemeralResource.Request, context: grpc.ServicerContext
+    ) -> Any:
+        return pb.CloseEphemeralResource.Response()
+
+
+def _apply_plan_rules(block: BlockSchema, change: PlanChange) -> None:
+    """Defaults, computed unknowns, use-state-for-unknown, write-only nulls and requires-replace."""
+    planned, prior, config = change.planned, change.prior, change.config
+    for name, attr in block.attributes.items():
+        spec = attr.spec
+        if spec.write_only:
+            planned[name] = None
+        elif spec.computed and config.get(name) is None:
+            if spec.default is not MISSING:
+                planned[name] = spec.default
+            elif prior is None:
+                planned[name] = cty.UNKNOWN
+    if prior is not None and any(not _equal(planned.get(n), prior.get(n)) for n in planned):
+        for name, attr in block.attributes.items():
+            spec = attr.spec
+            keep = any(isinstance(rule, UseStateForUnknown) for rule in spec.plan)
+            if spec.computed and config.get(name) is None and spec.default is MISSING and not keep:
+                planned[name] = cty.UNKNOWN
+    if prior is None:
+        return
+    for name, attr in block.attributes.items():
+        if _equal(planned.get(name), prior.get(name)):
+            continue
+        for rule in attr.spec.plan:
+            if isinstance(rule, RequiresReplace) or (
+                isinstance(rule, RequiresReplaceIf) and rule.predicate(prior.get(name), planned.get(name))
+            ):
+                change.requires_replace.append((name,))
+                break

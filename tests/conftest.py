@@ -1,0 +1,37 @@
+"""Fixtures shared by every suite: a Terraform environment with our providers installed offline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.support.terraform import Terraform, install_test_providers, write_cli_config
+
+
+@pytest.fixture(scope="session")
+def terraform_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Environment for terraform: our mirror only, no checkpoint calls, a shared plugin cache."""
+    base = tmp_path_factory.mktemp("terraform")
+    plugins = base / "plugins"
+    install_test_providers(plugins)
+    cli_config = write_cli_config(base / "terraformrc", plugins)
+    return {
+        "TF_CLI_CONFIG_FILE": str(cli_config),
+        "CHECKPOINT_DISABLE": "1",
+        "TF_IN_AUTOMATION": "1",
+        "TF_INPUT": "0",
+    }
+
+
+@pytest.fixture
+def make_terraform(tmp_path: Path, terraform_env: dict[str, str]) -> Callable[..., Terraform]:
+    counter = iter(range(1000))
+
+    def make(main_tf: str, **env: str) -> Terraform:
+        tf = Terraform(tmp_path / f"tf{next(counter)}", {**terraform_env, **env})
+        tf.write(main_tf)
+        return tf
+
+    return make

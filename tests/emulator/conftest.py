@@ -1,0 +1,47 @@
+"""Fixtures of the emulator tests: a real ``lium-emulator serve`` process per test module, and fresh
+accounts on it so tests never see each other's resources."""
+
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+
+from lium_emulator.launcher import RunningEmulator, launch
+from tests.emulator.testkit import FAST_TIMINGS, SshKey, new_account
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[RunningEmulator]:
+    """An emulator with short lifecycle timings; it must exit 0 on SIGTERM after the module."""
+    running = launch(FAST_TIMINGS)
+    try:
+        yield running
+    finally:
+        assert running.stop() == 0
+
+
+@pytest.fixture
+def make_account(emulator: RunningEmulator) -> Iterator[Callable[..., httpx.Client]]:
+    """Factory of clients, each of a new account on ``emulator``."""
+    clients: list[httpx.Client] = []
+
+    def make(balance: float | None = None) -> httpx.Client:
+        _, client = new_account(emulator, balance)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+@pytest.fixture
+def account(make_account: Callable[..., httpx.Client]) -> httpx.Client:
+    """A client of a new account on ``emulator``."""
+    return make_account()
+
+
+@pytest.fixture(scope="session")
+def ssh_key() -> SshKey:
+    """An SSH key pair to authorise in pods."""
+    return SshKey()

@@ -1,0 +1,35 @@
+"""Serves tests/tfbridge/empty_provider.py through tfbridge.plugin, the way Terraform execs a provider.
+
+Usage: serve_empty_provider.py [--start-gate FIFO | --fail-start]
+  --start-gate FIFO  the servicer factory blocks until a writer opens FIFO (RPCs must wait for it)
+  --fail-start       the servicer factory raises (RPCs must report the failed start)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from tfbridge.plugin import serve
+
+if TYPE_CHECKING:
+    from tfbridge.proto.tfplugin6_pb2_grpc import ProviderServicer
+
+
+def build_provider() -> ProviderServicer:
+    # Imported here, not at the top: the factory runs after the handshake line is out.
+    from tests.tfbridge.empty_provider import EmptyProvider
+
+    if sys.argv[1:2] == ["--start-gate"]:
+        with open(sys.argv[2], "rb"):  # opening a FIFO for reading blocks until a writer opens it
+            pass
+    if sys.argv[1:] == ["--fail-start"]:
+        raise RuntimeError("refusing to start, as asked")
+    return EmptyProvider()
+
+
+if __name__ == "__main__":
+    # Terraform runs this file as a script from its own working directory: make ``tests`` importable.
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    serve(build_provider)
