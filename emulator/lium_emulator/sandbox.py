@@ -418,9 +418,15 @@ class SandboxManager:
                 and process_is_running(owner_pid, owner_start)
             ):
                 continue  # another live emulator's pod
-            pids = [(record[p], record[f"{p}_start"]) for p in ("pid1", "unshare_pid") if p in record]
-            for pid, start in pids:
-                _kill_if_same(pid, start)
+            pids = [
+                (record[pid], record[start])
+                for pid, start in (("pid1", "pid1_start"), ("unshare_pid", "unshare_start"))
+                if pid in record and start in record
+            ]
+            # Only PID 1: its unshare parent must stay to reap it (an orphaned zombie would linger
+            # in the pod's PID namespace under an init that may never reap), then exits by itself.
+            if "pid1" in record and "pid1_start" in record:
+                _kill_if_same(record["pid1"], record["pid1_start"])
             deadline = time.monotonic() + _EXIT_TIMEOUT_SECONDS
             while any(process_is_running(pid, start) for pid, start in pids) and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -430,20 +436,18 @@ class SandboxManager:
 
     def _launch(self, spec: PodSpec, unshare: str) -> _Pod:
         pod_dir = self._pods_dir / spec.pod_id
+        plan = build_plan(spec, pod_dir, _host_keys())  # may refuse the spec before anything exists
         if pod_dir.exists():
             _remove_pod_dir(pod_dir)
-        for directory in (pod_dir, pod_dir / "rootfs", pod_dir / "scratch"):
-            directory.mkdir(mode=0o700, parents=True)
-        plan = build_plan(spec, pod_dir, _host_keys())
-        _write_private(pod_dir / "plan.json", json.dumps(plan))
-        os.mkfifo(pod_dir / "ready", 0o600)
-        ready = os.open(pod_dir / "ready", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        record: dict[str, int] = {
-            "manager_pid": os.getpid(),
-            "manager_start": process_start_ticks(os.getpid()) or 0,
-        }
+        record = {"manager_pid": os.getpid(), "manager_start": process_start_ticks(os.getpid()) or 0}
         process: subprocess.Popen[bytes] | None = None
+        ready: int | None = None
         try:
+            for directory in (pod_dir, pod_dir / "rootfs", pod_dir / "scratch"):
+                directory.mkdir(mode=0o700, parents=True)
+            _write_private(pod_dir / "plan.json", json.dumps(plan))
+            os.mkfifo(pod_dir / "ready", 0o600)
+            ready = os.open(pod_dir / "ready", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
             with open(pod_dir / "console.log", "ab") as console:
                 process = subprocess.Popen(
                     [
@@ -472,13 +476,12 @@ class SandboxManager:
                 process.kill()  # --kill-child takes PID 1 (and with it the whole PID namespace) along
                 process.wait(_EXIT_TIMEOUT_SECONDS)
             _remove_pod_dir(pod_dir)
-            if isinstance(e, SandboxError):
-                raise
             if isinstance(e, OSError):
                 raise SandboxError(f"pod sandbox could not be set up: {e}") from e
             raise
         finally:
-            os.close(ready)
+            if ready is not None:
+                os.close(ready)
 
     def _start_sshd(self, pod_id: str, nsenter: str) -> None:
         with self._lock:

@@ -44,18 +44,30 @@ ResponseT = TypeVar("ResponseT")
 # Conversions between tfbridge types and protocol messages.
 
 
-def _path_pb(path: AttributePath) -> pb.AttributePath:
-    return pb.AttributePath(
-        steps=[
-            pb.AttributePath.Step(element_key_int=step)
-            if isinstance(step, int)
-            else pb.AttributePath.Step(attribute_name=step)
-            for step in path
-        ]
-    )
+def _path_pb(path: AttributePath, root: cty.CtyType | None) -> pb.AttributePath:
+    """Protocol path steps; walking the type tells a map key (``element_key_string``) from an attribute."""
+    steps = []
+    current = root
+    for step in path:
+        if isinstance(step, int):
+            steps.append(pb.AttributePath.Step(element_key_int=step))
+        elif isinstance(current, cty.MapType):
+            steps.append(pb.AttributePath.Step(element_key_string=step))
+        else:
+            steps.append(pb.AttributePath.Step(attribute_name=step))
+        current = _step_type(current, step)
+    return pb.AttributePath(steps=steps)
 
 
-def _diagnostics_pb(diagnostics: list[Diagnostic]) -> list[pb.Diagnostic]:
+def _step_type(t: cty.CtyType | None, step: str | int) -> cty.CtyType | None:
+    if isinstance(t, cty.ObjectType) and isinstance(step, str):
+        return t.attrs.get(step)
+    if isinstance(t, cty.ListType | cty.SetType | cty.MapType):
+        return t.element
+    return None
+
+
+def _diagnostics_pb(diagnostics: list[Diagnostic], root: cty.CtyType | None = None) -> list[pb.Diagnostic]:
     result = []
     for d in diagnostics:
         message = pb.Diagnostic(
@@ -64,7 +76,7 @@ def _diagnostics_pb(diagnostics: list[Diagnostic]) -> list[pb.Diagnostic]:
             detail=REDACTOR.redact(d.detail),
         )
         if d.path:
-            message.attribute.CopyFrom(_path_pb(d.path))
+            message.attribute.CopyFrom(_path_pb(d.path, root))
         result.append(message)
     return result
 
@@ -174,7 +186,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
         self._cancel = cancel or CancelToken()
         self._log = Logger(f"provider.terraform-provider-{provider.type_name}")
         self._resources: dict[str, Resource[Any]] = {cls.type_name: cls() for cls in provider.resources}
-        self._data_sources: dict[str, DataSource[Any]] = {cls.type_name: cls() for cls in provider.data_sources}
+        self._data_sources: dict[str, DataSource[Any]] = {
+            cls.type_name: cls() for cls in provider.data_sources
+        }
         self._provider_schema = provider.schema()
         self._resource_schemas = {name: type(r).schema() for name, r in self._resources.items()}
         self._data_schemas = {name: type(d).schema() for name, d in self._data_sources.items()}
@@ -196,7 +210,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
             diagnostics.extend(exc.diagnostics())
         except Cancelled:
             diagnostics.append(
-                Diagnostic.error(f"{operation} was cancelled", "Terraform asked the provider to stop (Ctrl-C).")
+                Diagnostic.error(
+                    f"{operation} was cancelled", "Terraform asked the provider to stop (Ctrl-C)."
+                )
             )
         except TimeoutError as exc:
             diagnostics.append(Diagnostic.error(f"{operation} timed out", str(exc)))
@@ -205,8 +221,15 @@ class ProviderServer(pb_grpc.ProviderServicer):
         except Exception as exc:
             self._log.error(f"{operation} failed", error=repr(exc), trace=traceback.format_exc())
             diagnostics.append(
-                Diagnostic.error(f"{operation} failed: internal provider error", f"{type(exc).__name__}: {exc}")
+                Diagnostic.error(
+                    f"{operation} failed: internal provider error", f"{type(exc).__name__}: {exc}"
+                )
             )
+
+    @staticmethod
+    def _type_of(schemas: Mapping[str, Schema], type_name: str) -> cty.CtyType | None:
+        schema = schemas.get(type_name)
+        return schema.type if schema else None
 
     def _resource(self, type_name: str) -> tuple[Resource[Any], Schema]:
         try:
@@ -220,7 +243,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
         except KeyError:
             raise TFError(f"unknown data source type {type_name}") from None
 
-    def _budget(self, resource: Resource[Any], value: Mapping[str, Any] | None, operation: str) -> float | None:
+    def _budget(
+        self, resource: Resource[Any], value: Mapping[str, Any] | None, operation: str
+    ) -> float | None:
         timeouts = getattr(to_model(resource.model, value), "timeouts", None) if value else None
         return operation_budget(timeouts, operation, resource.default_timeouts.get(operation))
 
@@ -257,7 +282,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
             _register_secrets(self._provider_schema.block, config)
             diagnostics += validate(type(self._provider).model, config or {})
             diagnostics += self._provider.validate_config(config or {})
-        return pb.ValidateProviderConfig.Response(diagnostics=_diagnostics_pb(diagnostics))
+        return pb.ValidateProviderConfig.Response(
+            diagnostics=_diagnostics_pb(diagnostics, self._provider_schema.type)
+        )
 
     def ConfigureProvider(self, request: pb.ConfigureProvider.Request, context: grpc.ServicerContext) -> Any:
         diagnostics: list[Diagnostic] = []
@@ -267,7 +294,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
             ctx = self._context()
             self._configured = self._provider.configure(ctx, to_model(type(self._provider).model, config))
             diagnostics += ctx.warnings
-        return pb.ConfigureProvider.Response(diagnostics=_diagnostics_pb(diagnostics))
+        return pb.ConfigureProvider.Response(
+            diagnostics=_diagnostics_pb(diagnostics, self._provider_schema.type)
+        )
 
     def StopProvider(self, request: pb.StopProvider.Request, context: grpc.ServicerContext) -> Any:
         # Never stop the server here: in-flight applies must still reach Terraform with what they made.
@@ -299,9 +328,13 @@ class ProviderServer(pb_grpc.ProviderServicer):
                 )
             diagnostics += validate(resource.model, config)
             diagnostics += resource.validate_config(config)
-        return pb.ValidateResourceConfig.Response(diagnostics=_diagnostics_pb(diagnostics))
+        return pb.ValidateResourceConfig.Response(
+            diagnostics=_diagnostics_pb(diagnostics, self._type_of(self._resource_schemas, request.type_name))
+        )
 
-    def UpgradeResourceState(self, request: pb.UpgradeResourceState.Request, context: grpc.ServicerContext) -> Any:
+    def UpgradeResourceState(
+        self, request: pb.UpgradeResourceState.Request, context: grpc.ServicerContext
+    ) -> Any:
         diagnostics: list[Diagnostic] = []
         response = pb.UpgradeResourceState.Response()
         with self._guard(f"upgrading the state of {request.type_name}", diagnostics):
@@ -317,7 +350,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
                     f"provider's {schema.version}: upgrade the provider"
                 )
             response.upgraded_state.CopyFrom(_encode(_normalize(schema.block, state), schema.type))
-        response.diagnostics.extend(_diagnostics_pb(diagnostics))
+        response.diagnostics.extend(
+            _diagnostics_pb(diagnostics, self._type_of(self._resource_schemas, request.type_name))
+        )
         return response
 
     def ReadResource(self, request: pb.ReadResource.Request, context: grpc.ServicerContext) -> Any:
@@ -333,10 +368,14 @@ class ProviderServer(pb_grpc.ProviderServicer):
                 response.new_state.CopyFrom(_encode(new, schema.type))
                 response.private = ctx.private
                 diagnostics += ctx.warnings
-        response.diagnostics.extend(_diagnostics_pb(diagnostics))
+        response.diagnostics.extend(
+            _diagnostics_pb(diagnostics, self._type_of(self._resource_schemas, request.type_name))
+        )
         return response
 
-    def PlanResourceChange(self, request: pb.PlanResourceChange.Request, context: grpc.ServicerContext) -> Any:
+    def PlanResourceChange(
+        self, request: pb.PlanResourceChange.Request, context: grpc.ServicerContext
+    ) -> Any:
         diagnostics: list[Diagnostic] = []
         response = pb.PlanResourceChange.Response(
             planned_state=request.proposed_new_state, planned_private=request.prior_private
@@ -345,7 +384,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
             resource, schema = self._resource(request.type_name)
             proposed = _decode(request.proposed_new_state, schema.type)
             if proposed is None:  # destroy: nothing to decide
-                response.diagnostics.extend(_diagnostics_pb(diagnostics))
+                response.diagnostics.extend(
+                    _diagnostics_pb(diagnostics, self._type_of(self._resource_schemas, request.type_name))
+                )
                 return response
             change = PlanChange(
                 config=_decode(request.config, schema.type) or {},
@@ -359,13 +400,19 @@ class ProviderServer(pb_grpc.ProviderServicer):
             diagnostics += change.diagnostics + ctx.warnings
             response.planned_state.CopyFrom(_encode(change.planned, schema.type))
             response.planned_private = ctx.private
-            response.requires_replace.extend(_path_pb(p) for p in change.requires_replace)
-        response.diagnostics.extend(_diagnostics_pb(diagnostics))
+            response.requires_replace.extend(_path_pb(p, schema.type) for p in change.requires_replace)
+        response.diagnostics.extend(
+            _diagnostics_pb(diagnostics, self._type_of(self._resource_schemas, request.type_name))
+        )
         return response
 
-    def ApplyResourceChange(self, request: pb.ApplyResourceChange.Request, context: grpc.ServicerContext) -> Any:
+    def ApplyResourceChange(
+        self, request: pb.ApplyResourceChange.Request, context: grpc.ServicerContext
+    ) -> Any:
         diagnostics: list[Diagnostic] = []
-        response = pb.ApplyResourceChange.Response(new_state=request.prior_state, private=request.planned_private)
+        response = pb.ApplyResourceChange.Response(
+            new_state=request.prior_state, private=request.planned_private
+        )
         try:
             resource, schema = self._resource(request.type_name)
         except TFError as exc:
@@ -387,7 +434,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
             elif prior is None:
                 operation = "creating " + request.type_name
                 ctx.deadline = self._deadline(resource, planned, "create")
-                result = resource.create(ctx, to_model(resource.model, planned), to_model(resource.model, config))
+                result = resource.create(
+                    ctx, to_model(resource.model, planned), to_model(resource.model, config)
+                )
                 new_state = from_model(result)
             else:
                 operation = "updating " + request.type_name
@@ -408,16 +457,22 @@ class ProviderServer(pb_grpc.ProviderServicer):
                 response.new_state.CopyFrom(_encode(normalized, schema.type))
         response.private = ctx.private
         diagnostics += ctx.warnings
-        response.diagnostics.extend(_diagnostics_pb(diagnostics))
+        response.diagnostics.extend(
+            _diagnostics_pb(diagnostics, self._type_of(self._resource_schemas, request.type_name))
+        )
         if has_errors(diagnostics):
             self._log.warn(f"{operation} failed", diagnostics=len(diagnostics))
         return response
 
-    def _deadline(self, resource: Resource[Any], value: Mapping[str, Any] | None, operation: str) -> float | None:
+    def _deadline(
+        self, resource: Resource[Any], value: Mapping[str, Any] | None, operation: str
+    ) -> float | None:
         budget = self._budget(resource, value, operation)
         return None if budget is None else time.monotonic() + budget
 
-    def ImportResourceState(self, request: pb.ImportResourceState.Request, context: grpc.ServicerContext) -> Any:
+    def ImportResourceState(
+        self, request: pb.ImportResourceState.Request, context: grpc.ServicerContext
+    ) -> Any:
         diagnostics: list[Diagnostic] = []
         response = pb.ImportResourceState.Response()
         with self._guard(f"importing {request.type_name}", diagnostics):
@@ -430,12 +485,16 @@ class ProviderServer(pb_grpc.ProviderServicer):
                 )
             )
             diagnostics += ctx.warnings
-        response.diagnostics.extend(_diagnostics_pb(diagnostics))
+        response.diagnostics.extend(
+            _diagnostics_pb(diagnostics, self._type_of(self._resource_schemas, request.type_name))
+        )
         return response
 
     def MoveResourceState(self, request: pb.MoveResourceState.Request, context: grpc.ServicerContext) -> Any:
         return pb.MoveResourceState.Response(
-            diagnostics=_diagnostics_pb([Diagnostic.error("moving state between resource types is not supported")])
+            diagnostics=_diagnostics_pb(
+                [Diagnostic.error("moving state between resource types is not supported")]
+            )
         )
 
     # -- data sources --------------------------------------------------------------------------
@@ -449,7 +508,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
             config = _decode(request.config, schema.type) or {}
             diagnostics += validate(data_source.model, config)
             diagnostics += data_source.validate_config(config)
-        return pb.ValidateDataResourceConfig.Response(diagnostics=_diagnostics_pb(diagnostics))
+        return pb.ValidateDataResourceConfig.Response(
+            diagnostics=_diagnostics_pb(diagnostics, self._type_of(self._data_schemas, request.type_name))
+        )
 
     def ReadDataSource(self, request: pb.ReadDataSource.Request, context: grpc.ServicerContext) -> Any:
         diagnostics: list[Diagnostic] = []
@@ -461,7 +522,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
             result = data_source.read(ctx, to_model(data_source.model, config))
             response.state.CopyFrom(_encode(_normalize(schema.block, from_model(result)), schema.type))
             diagnostics += ctx.warnings
-        response.diagnostics.extend(_diagnostics_pb(diagnostics))
+        response.diagnostics.extend(
+            _diagnostics_pb(diagnostics, self._type_of(self._data_schemas, request.type_name))
+        )
         return response
 
     # -- not offered ---------------------------------------------------------------------------

@@ -129,10 +129,12 @@ def ssh(port: int, key: ClientKey, timeout: float = 15.0) -> Iterator[paramiko.S
 
 def run(client: paramiko.SSHClient, command: str, timeout: float = 30.0) -> tuple[int, str]:
     """Exit status and stdout+stderr of ``command`` run over SSH."""
-    _, stdout, _ = client.exec_command(command, timeout=timeout)
-    stdout.channel.set_combined_stderr(True)
-    output = stdout.read().decode()
-    return stdout.channel.recv_exit_status(), output
+    channel = client.get_transport().open_session(timeout=timeout)  # type: ignore[union-attr]
+    channel.settimeout(timeout)
+    channel.set_combine_stderr(True)
+    channel.exec_command(command)
+    output = b"".join(iter(lambda: channel.recv(65536), b""))
+    return channel.recv_exit_status(), output.decode()
 
 
 def check(client: paramiko.SSHClient, command: str, timeout: float = 30.0) -> str:

@@ -2,26 +2,26 @@
 
 Every test gets its own account (its own API key), so pods and templates of one test never appear in
 another's listings; fault plans are reset before and after each test. Timings are measured on the wire
-with a recording transport around httpx's real HTTP transport.
+with a recording transport around httpx's real HTTP transport. The emulator is started with its own
+launcher (``lium_emulator.launcher``) and accounts with the shared ``tests.support.lium`` helper.
 """
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from lium_emulator.launcher import RunningEmulator, launch
 from lium_provider.api.client import LiumClient
 from lium_provider.api.errors import (
     LiumAuthError,
@@ -34,116 +34,34 @@ from lium_provider.api.models import RentRequest, TemplateSpec
 from lium_provider.api.offers import OfferFilter, find_offers
 from lium_provider.api.rent import RentAttempt, rent_reconciled
 
-ADMIN_KEY = "admin-" + "x" * 16
-START_TIMEOUT = 60.0
+from tests.support.lium import FAST_TIMINGS, Account, new_account
+
 PUBLIC_KEY = (
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq3D6v1t2kzQ0i5Q2b7m9oZx7wQ1bq6bYV1m8s7YkPw test@lium-stacks"
 )
+RENT_PATH = "/executors/*/rent"
 
 
-@dataclass
-class Emulator:
-    """A running ``lium-emulator serve`` process."""
-
-    url: str
-    process: subprocess.Popen[str]
-
-    @property
-    def root(self) -> str:
-        return self.url.removesuffix("/api")
-
-    @property
-    def feed_url(self) -> str:
-        return f"{self.url}/public/v1/nodes"
-
-    def admin(self, method: str, path: str, body: object = None) -> Any:
-        response = httpx.request(
-            method,
-            f"{self.root}/_emulator{path}",
-            json=body,
-            headers={"X-Emulator-Admin": ADMIN_KEY},
-            timeout=30,
-        )
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    def set_faults(self, *rules: dict[str, Any], rate_limits: list[dict[str, Any]] | None = None) -> None:
-        self.admin("PUT", "/faults", {"seed": 1, "rules": list(rules), "rate_limits": rate_limits or []})
-
-    def new_account(self) -> str:
-        key = f"key-{uuid.uuid4().hex}"
-        self.admin("POST", "/accounts", {"api_key": key})
-        return key
+def fault_plan(*rules: dict[str, Any], rate_limits: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"seed": 1, "rules": list(rules), "rate_limits": rate_limits or []}
 
 
-def start_emulator(*extra: str) -> Emulator:
-    command = [
-        sys.executable,
-        "-m",
-        "lium_emulator.cli",
-        "serve",
-        "--port",
-        "0",
-        "--admin-key",
-        ADMIN_KEY,
-        "--pending-seconds",
-        "0.2",
-        "--ssh-delay-seconds",
-        "0.2",
-        "--deleting-seconds",
-        "0.2",
-        *extra,
-    ]
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
-    found: list[str] = []
-    ready = threading.Event()
-
-    def read_stdout() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            if not found and "listening on " in line:
-                found.append(line.split("listening on ", 1)[1].strip())
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=read_stdout, daemon=True).start()
-    if not ready.wait(START_TIMEOUT) or not found:
-        stop_emulator(process)
-        stderr = process.stderr.read() if process.stderr else ""
-        pytest.fail(f"the emulator did not start: {stderr[-2000:]}")
-    return Emulator(found[0], process)
-
-
-def stop_emulator(process: subprocess.Popen[str]) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+def feed_url(emulator: RunningEmulator) -> str:
+    return f"{emulator.api_url}/public/v1/nodes"
 
 
 @pytest.fixture(scope="module")
-def emulator() -> Iterator[Emulator]:
+def emulator() -> Iterator[RunningEmulator]:
     """An emulator that honours Idempotency-Key (the default ``rent_idempotency`` feature)."""
-    server = start_emulator()
-    try:
+    with launch(FAST_TIMINGS) as server:
         yield server
-    finally:
-        stop_emulator(server.process)
 
 
 @pytest.fixture(scope="module")
-def old_emulator() -> Iterator[Emulator]:
-    """An emulator like an older Lium: no ``rent_idempotency``, a resent rent rents again."""
-    server = start_emulator("--features", "")
-    try:
+def old_emulator() -> Iterator[RunningEmulator]:
+    """An emulator like an older Lium: no ``rent_idempotency``, so a resent rent rents again."""
+    with launch([*FAST_TIMINGS, "--features", ""]) as server:
         yield server
-    finally:
-        stop_emulator(server.process)
 
 
 NO_ANSWER = 0  # Exchange.status of a request whose connection broke before an answer
@@ -183,63 +101,76 @@ class RecordingTransport(httpx.HTTPTransport):
 class Session:
     """A client on a fresh account of one emulator, with its wire log and the sleeps it asked for."""
 
-    emulator: Emulator
+    account: Account
     client: LiumClient
     wire: RecordingTransport
     sleeps: list[float]
+
+    @property
+    def emulator(self) -> RunningEmulator:
+        return self.account.emulator
+
+    def set_faults(self, *rules: dict[str, Any], rate_limits: list[dict[str, Any]] | None = None) -> None:
+        self.account.set_faults(fault_plan(*rules, rate_limits=rate_limits))
 
     def posts(self, suffix: str) -> list[Exchange]:
         return [e for e in self.wire.log if e.method == "POST" and e.path.endswith(suffix)]
 
 
-def open_session(server: Emulator, cancel: Callable[[], bool] | None = None) -> Session:
+@contextmanager
+def open_session(
+    server: RunningEmulator, directory: Path, cancel: threading.Event | None = None, timeout: float = 30.0
+) -> Iterator[Session]:
+    """A client on a new account whose sleep is cancellable like the provider's (it wakes up when
+    ``cancel`` is set). On exit: faults cleared, the account's pods deleted and waited for."""
     sleeps: list[float] = []
+    flag = cancel or threading.Event()
 
     def sleep(seconds: float) -> None:
         sleeps.append(seconds)
-        time.sleep(seconds)
+        flag.wait(seconds)
 
+    account = new_account(server, directory)
+    account.set_faults(fault_plan())
     wire = RecordingTransport()
     client = LiumClient(
-        server.url,
-        server.new_account(),
+        server.api_url,
+        account.api_key,
         sleep=sleep,
-        cancel=cancel,
+        cancel=flag.is_set,
+        timeout=timeout,
         rng=random.Random(3),
         transport=wire,
         max_retries=3,
     )
-    return Session(server, client, wire, sleeps)
-
-
-def close_session(session: Session) -> None:
-    """Delete what the test left (pods hold emulator capacity and sandboxes) and wait until gone."""
-    session.emulator.set_faults()
-    client = session.client
-    for pod in client.list_pods():
-        client.delete_pod(pod.id)
-    wait_for(lambda: not client.list_pods(), "pods to be deleted")
-    client.close()
+    try:
+        yield Session(account, client, wire, sleeps)
+    finally:
+        account.set_faults(fault_plan())
+        with LiumClient(server.api_url, account.api_key) as cleaner:
+            for pod in cleaner.list_pods():
+                cleaner.delete_pod(pod.id)
+            wait_for(lambda: not cleaner.list_pods(), "pods to be deleted")
+        client.close()
 
 
 @pytest.fixture
-def session(emulator: Emulator) -> Iterator[Session]:
-    emulator.set_faults()
-    current = open_session(emulator)
-    try:
+def session(emulator: RunningEmulator, tmp_path: Path) -> Iterator[Session]:
+    with open_session(emulator, tmp_path) as current:
         yield current
-    finally:
-        close_session(current)
 
 
 @pytest.fixture
-def old_session(old_emulator: Emulator) -> Iterator[Session]:
-    old_emulator.set_faults()
-    current = open_session(old_emulator)
-    try:
+def old_session(old_emulator: RunningEmulator, tmp_path: Path) -> Iterator[Session]:
+    with open_session(old_emulator, tmp_path) as current:
         yield current
-    finally:
-        close_session(current)
+
+
+@pytest.fixture
+def impatient_session(emulator: RunningEmulator, tmp_path: Path) -> Iterator[Session]:
+    """A client that gives up on an answer after 0.5 s, so a slow rent becomes an uncertain one."""
+    with open_session(emulator, tmp_path, timeout=0.5) as current:
+        yield current
 
 
 def wait_for(condition: Callable[[], object], what: str, timeout: float = 30.0) -> None:
@@ -250,8 +181,8 @@ def wait_for(condition: Callable[[], object], what: str, timeout: float = 30.0) 
         time.sleep(0.05)
 
 
-def cheapest_executor(server: Emulator) -> str:
-    return find_offers(server.feed_url, OfferFilter(gpu_count=1))[0].executor_id
+def cheapest_executor(server: RunningEmulator) -> str:
+    return find_offers(feed_url(server), OfferFilter(gpu_count=1))[0].executor_id
 
 
 def new_attempt(session: Session) -> RentAttempt:
@@ -272,16 +203,16 @@ def pods_named(session: Session, pod_name: str) -> list[str]:
     return [p.id for p in session.client.list_pods() if p.pod_name == pod_name]
 
 
-RENT_PATH = "/executors/*/rent"
-
-
 # --- account, CRUD -----------------------------------------------------------------------------------
 
 
 def test_me_version_and_bad_key(session: Session) -> None:
     assert session.client.me().id
     assert "rent_idempotency" in session.client.version_features()
-    with LiumClient(session.emulator.url, "not-a-key") as stranger, pytest.raises(LiumAuthError) as caught:
+    with (
+        LiumClient(session.emulator.api_url, "not-a-key") as stranger,
+        pytest.raises(LiumAuthError) as caught,
+    ):
         stranger.me()
     assert caught.value.status == 401 and "not-a-key" not in str(caught.value)
 
@@ -313,7 +244,7 @@ def test_docker_credential_crud_never_leaks_the_password(session: Session) -> No
     client.delete_docker_credential(created.id)
     assert client.get_docker_credential(created.id) is None
     client.delete_docker_credential(created.id)
-    session.emulator.set_faults(
+    session.set_faults(
         {
             "method": "POST",
             "path": "/docker-credentials/",
@@ -378,7 +309,7 @@ def test_rent_run_and_delete_a_pod(session: Session) -> None:
 )
 def test_lost_rent_answer_reconciles_to_exactly_one_pod(session: Session, fault: dict[str, Any]) -> None:
     attempt = new_attempt(session)
-    session.emulator.set_faults({"method": "POST", "path": RENT_PATH, "first": 1, **fault})
+    session.set_faults({"method": "POST", "path": RENT_PATH, "first": 1, **fault})
     result = rent_reconciled(session.client, attempt)
     assert (result.outcome, result.reconciled) == ("rented", True)
     assert pods_named(session, attempt.pod_name) == [result.pod_id]
@@ -387,9 +318,7 @@ def test_lost_rent_answer_reconciles_to_exactly_one_pod(session: Session, fault:
 
 def test_lost_rent_answer_without_idempotency_still_one_pod(old_session: Session) -> None:
     attempt = new_attempt(old_session)
-    old_session.emulator.set_faults(
-        {"method": "POST", "path": RENT_PATH, "first": 1, "kind": "drop_after_commit"}
-    )
+    old_session.set_faults({"method": "POST", "path": RENT_PATH, "first": 1, "kind": "drop_after_commit"})
     result = rent_reconciled(old_session.client, attempt)
     assert result.outcome == "rented" and pods_named(old_session, attempt.pod_name) == [result.pod_id]
     assert len(old_session.posts("/rent")) == 1
@@ -398,9 +327,7 @@ def test_lost_rent_answer_without_idempotency_still_one_pod(old_session: Session
 def test_rent_refused_before_execution_is_replayed_with_the_same_key(session: Session) -> None:
     # A 503 *before* commit: nothing rented. The idempotent server lets the same key be resent safely.
     attempt = new_attempt(session)
-    session.emulator.set_faults(
-        {"method": "POST", "path": RENT_PATH, "first": 1, "kind": "status", "status": 503}
-    )
+    session.set_faults({"method": "POST", "path": RENT_PATH, "first": 1, "kind": "status", "status": 503})
     result = rent_reconciled(session.client, attempt)
     assert (result.outcome, result.reconciled) == ("rented", True)
     assert pods_named(session, attempt.pod_name) == [result.pod_id]
@@ -409,21 +336,53 @@ def test_rent_refused_before_execution_is_replayed_with_the_same_key(session: Se
 
 def test_uncertain_rent_on_old_server_is_never_resent(old_session: Session) -> None:
     attempt = new_attempt(old_session)
-    old_session.emulator.set_faults(
-        {"method": "POST", "path": RENT_PATH, "first": 1, "kind": "status", "status": 503}
-    )
+    old_session.set_faults({"method": "POST", "path": RENT_PATH, "first": 1, "kind": "status", "status": 503})
     with pytest.raises(LiumUncertainOutcome, match="outcome unknown") as caught:
         rent_reconciled(old_session.client, attempt, rounds=2)
     assert caught.value.status == 503
     assert len(old_session.posts("/rent")) == 1 and pods_named(old_session, attempt.pod_name) == []
 
 
+def test_rent_still_in_flight_is_waited_for_then_found(impatient_session: Session) -> None:
+    attempt = new_attempt(impatient_session)
+    impatient_session.set_faults(
+        {"method": "POST", "path": RENT_PATH, "first": 1, "kind": "latency", "seconds": 1.5}
+    )
+    result = rent_reconciled(impatient_session.client, attempt)
+    assert (result.outcome, result.reconciled) == ("rented", True)
+    assert pods_named(impatient_session, attempt.pod_name) == [result.pod_id]
+    statuses = [e.status for e in impatient_session.posts("/rent")]
+    assert statuses[0] == NO_ANSWER and 409 in statuses  # timed out, then "idempotency_in_progress"
+
+
+def test_refusal_whose_answer_was_lost_is_learnt_from_the_replay(impatient_session: Session) -> None:
+    attempt = new_attempt(impatient_session)
+    impatient_session.set_faults(
+        {"method": "POST", "path": RENT_PATH, "first": 1, "kind": "latency", "seconds": 1.0},
+        {"method": "POST", "path": RENT_PATH, "first": 1, "kind": "node_unavailable"},
+    )
+    result = rent_reconciled(impatient_session.client, attempt)
+    assert (result.outcome, result.code, result.reconciled) == ("no_capacity", "node_unavailable", True)
+    assert result.error is not None and result.error.idempotent_replayed
+    assert impatient_session.client.list_pods() == []
+
+
+def test_key_without_recorded_outcome_raises_uncertain(session: Session) -> None:
+    attempt = new_attempt(session)
+    session.set_faults(
+        {"method": "POST", "path": RENT_PATH, "first": 1, "kind": "node_unavailable"},
+        {"method": "POST", "path": RENT_PATH, "first": 1, "kind": "drop_after_commit"},
+    )
+    with pytest.raises(LiumUncertainOutcome, match="lost the outcome") as caught:
+        rent_reconciled(session.client, attempt)
+    assert caught.value.code == "idempotency_outcome_unknown"
+    assert len(session.posts("/rent")) == 2 and session.client.list_pods() == []
+
+
 def test_resume_after_a_crash_finds_the_pod_without_resending(session: Session) -> None:
     attempt = new_attempt(session)
     saved = attempt.to_json()  # persisted before the send, as the provider does
-    session.emulator.set_faults(
-        {"method": "POST", "path": RENT_PATH, "first": 1, "kind": "drop_after_commit"}
-    )
+    session.set_faults({"method": "POST", "path": RENT_PATH, "first": 1, "kind": "drop_after_commit"})
     with pytest.raises(LiumUncertainOutcome):
         session.client.rent(attempt.executor_id, attempt.body, idempotency_key=attempt.idempotency_key)
     result = rent_reconciled(session.client, RentAttempt.from_json(saved), resume=True)
@@ -433,9 +392,7 @@ def test_resume_after_a_crash_finds_the_pod_without_resending(session: Session) 
 
 def test_resume_of_a_deleted_pod_reports_deleted(session: Session) -> None:
     attempt = new_attempt(session)
-    session.emulator.set_faults(
-        {"method": "POST", "path": RENT_PATH, "first": 1, "kind": "drop_after_commit"}
-    )
+    session.set_faults({"method": "POST", "path": RENT_PATH, "first": 1, "kind": "drop_after_commit"})
     with pytest.raises(LiumUncertainOutcome):
         session.client.rent(attempt.executor_id, attempt.body, idempotency_key=attempt.idempotency_key)
     pod_id = pods_named(session, attempt.pod_name)[0]
@@ -474,7 +431,7 @@ def test_expired_key_is_never_replayed(session: Session) -> None:
 )
 def test_definitive_refusals(session: Session, fault: dict[str, Any], outcome: str, code: str) -> None:
     attempt = new_attempt(session)
-    session.emulator.set_faults({"method": "POST", "path": RENT_PATH, **fault})
+    session.set_faults({"method": "POST", "path": RENT_PATH, **fault})
     result = rent_reconciled(session.client, attempt)
     assert (result.outcome, result.code, result.pod_id) == (outcome, code, None)
     assert result.error is not None and result.error.status == fault.get("status", result.error.status)
@@ -493,7 +450,7 @@ def test_more_gpus_than_free_is_no_capacity(session: Session) -> None:
 
 def test_429_waits_exactly_retry_after_and_a_mutation_is_resent_once(session: Session) -> None:
     attempt = new_attempt(session)
-    session.emulator.set_faults(
+    session.set_faults(
         {"method": "GET", "path": "/pods", "first": 1, "kind": "rate_limit", "seconds": 2},
         {"method": "POST", "path": RENT_PATH, "first": 1, "kind": "rate_limit", "seconds": 1},
     )
@@ -508,7 +465,7 @@ def test_429_waits_exactly_retry_after_and_a_mutation_is_resent_once(session: Se
 
 
 def test_rate_limit_from_a_bucket(session: Session) -> None:
-    session.emulator.set_faults(rate_limits=[{"method": "GET", "path": "/templates", "per_minute": 60}])
+    session.set_faults(rate_limits=[{"method": "GET", "path": "/templates", "per_minute": 60}])
     before = session.client.request_count
     for _ in range(62):
         session.client.list_templates()
@@ -518,7 +475,7 @@ def test_rate_limit_from_a_bucket(session: Session) -> None:
 
 
 def test_reads_retry_5xx_mutations_do_not(session: Session) -> None:
-    session.emulator.set_faults(
+    session.set_faults(
         {"method": "GET", "path": "/volumes", "first": 2, "kind": "status", "status": 502},
         {
             "method": "POST",
@@ -531,31 +488,31 @@ def test_reads_retry_5xx_mutations_do_not(session: Session) -> None:
     )
     assert session.client.list_volumes() == []
     assert [e.status for e in session.wire.log if e.path == "/api/volumes"] == [502, 502, 200]
-    with pytest.raises(LiumUncertainOutcome, match="may have taken effect"):
+    with pytest.raises(LiumUncertainOutcome, match="fault; the request may or may not have taken effect"):
         session.client.create_volume("maybe")
     assert len(session.posts("/volumes")) == 1
     assert [v.name for v in session.client.list_volumes()] == ["maybe"]  # it did take effect
 
 
-def test_cancel_interrupts_a_retry_wait(emulator: Emulator) -> None:
-    emulator.set_faults({"method": "GET", "path": "/pods", "kind": "rate_limit", "seconds": 1})
+def test_cancel_interrupts_a_retry_wait(emulator: RunningEmulator, tmp_path: Path) -> None:
     cancelled = threading.Event()
-    current = open_session(emulator, cancel=cancelled.is_set)
-    try:
+    with open_session(emulator, tmp_path, cancel=cancelled) as current:
+        current.set_faults({"method": "GET", "path": "/pods", "kind": "rate_limit", "seconds": 30})
         timer = threading.Timer(0.3, cancelled.set)
+        started = time.monotonic()
         timer.start()
-        with pytest.raises(LiumCancelled):
-            current.client.list_pods()
-        timer.join()
-        assert current.client.request_count == 1
-    finally:
-        emulator.set_faults()
-        current.client.close()
+        try:
+            with pytest.raises(LiumCancelled, match=r"^GET /pods: cancelled"):
+                current.client.list_pods()
+        finally:
+            timer.cancel()
+        assert time.monotonic() - started < 20  # woke up long before the 30 s Retry-After
+        assert current.client.request_count == 1 and current.sleeps == [30.0]
 
 
 @pytest.mark.parametrize("body", ["truncated", "wrong_type", "not_json"])
 def test_garbage_answers_are_protocol_errors(session: Session, body: str) -> None:
-    session.emulator.set_faults({"method": "GET", "path": "/pods", "kind": "garbage", "body": body})
+    session.set_faults({"method": "GET", "path": "/pods", "kind": "garbage", "body": body})
     with pytest.raises(LiumProtocolError) as caught:
         session.client.list_pods()
     assert str(caught.value).startswith("GET /pods: ")
@@ -565,7 +522,7 @@ def test_garbage_answers_are_protocol_errors(session: Session, body: str) -> Non
 
 
 def test_find_offers_over_the_emulator_feed(session: Session) -> None:
-    feed = session.emulator.feed_url
+    feed = feed_url(session.emulator)
     offers = find_offers(feed, OfferFilter(), client=session.client)
     assert offers and [(o.price_per_hour, o.executor_id) for o in offers] == sorted(
         (o.price_per_hour, o.executor_id) for o in offers
@@ -580,7 +537,7 @@ def test_find_offers_over_the_emulator_feed(session: Session) -> None:
 
 def test_feed_availability_follows_rentals(session: Session) -> None:
     attempt = new_attempt(session)
-    feed = session.emulator.feed_url
+    feed = feed_url(session.emulator)
 
     def free_gpus() -> int:
         nodes = httpx.get(feed, timeout=30).json()["nodes"]

@@ -91,7 +91,10 @@ def _check_balance(
     """403 ``insufficient_balance`` unless the balance covers 15 minutes of the order."""
     if node is None:
         return
-    gpus = body.gpu_count if body.gpu_count is not None and body.gpu_count > 0 else node.gpu_count
+    # An impossible count is refused later (gpu_count_invalid); price what the node can give.
+    gpus = node.gpu_count
+    if body.gpu_count is not None and 0 < body.gpu_count < node.gpu_count:
+        gpus = body.gpu_count
     hourly = node.price_per_gpu_hour * gpus
     required = hourly * MIN_PREPAID_MINUTES / 60
     balance = runtime.state.balance(account, now)

@@ -56,6 +56,7 @@ START_WAIT_SECONDS = 300.0
 LOGS_WAIT_SECONDS = 300.0
 KILL_DELAY_SECONDS = 10.0
 DRAIN_SECONDS = 0.2
+DRAIN_MAX_SECONDS = 2.0
 LOGRUS_LEVELS = {
     0: logging.CRITICAL,
     1: logging.CRITICAL,
@@ -77,58 +78,56 @@ class JobSetupError(Exception):
         self.reason = reason
 
 
-class Timeline:
-    """Strictly increasing millisecond timestamps: dstack pulls everything newer than the last one."""
+class History:
+    """Job states, job logs and runner logs, in dstack's pull shape.
+
+    Timestamps are strictly increasing milliseconds (dstack pulls what is newer than the last
+    one). They are taken and events stored under one lock, and a pull reads the events and
+    ``last_updated`` under it too: no event is stamped older than a pull that missed it.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last = int(time.time() * 1000)
+        self._states: list[dict[str, Any]] = []
+        self._job_logs: list[dict[str, Any]] = []
+        self._runner_logs: list[dict[str, Any]] = []
 
-    def next(self) -> int:
+    def add_state(self, state: str, reason: str = "", message: str = "", exit_status: int | None = None) -> None:
         with self._lock:
-            self._last = max(int(time.time() * 1000), self._last + 1)
-            return self._last
+            self._states.append(
+                {
+                    "state": state,
+                    "timestamp": self._next_timestamp(),
+                    "termination_reason": reason,
+                    "termination_message": message,
+                    "exit_status": exit_status,
+                }
+            )
+        job_log.info("Job state changed: %s%s", state, f" ({reason}: {message})" if reason else "")
 
-    def latest(self) -> int:
+    def _next_timestamp(self) -> int:
+        self._last = max(int(time.time() * 1000), self._last + 1)
+        return self._last
+
+    def add_job_log(self, data: bytes) -> None:
+        self._add_log(self._job_logs, data)
+
+    def add_runner_log(self, data: bytes) -> None:
+        self._add_log(self._runner_logs, data)
+
+    def _add_log(self, events: list[dict[str, Any]], data: bytes) -> None:
         with self._lock:
-            return self._last
+            events.append({"timestamp": self._next_timestamp(), "message": base64.b64encode(data).decode()})
 
-
-class History:
-    """Job states, job logs and runner logs, in dstack's pull shape."""
-
-    def __init__(self, timeline: Timeline) -> None:
-        self._timeline = timeline
-        self._lock = threading.Lock()
-        self.states: list[dict[str, Any]] = []
-        self.job_logs: list[dict[str, Any]] = []
-        self.runner_logs: list[dict[str, Any]] = []
-
-    def add_state(
-        self, state: str, reason: str = "", message: str = "", exit_status: int | None = None
-    ) -> None:
-        event = {
-            "state": state,
-            "timestamp": self._timeline.next(),
-            "termination_reason": reason,
-            "termination_message": message,
-            "exit_status": exit_status,
-        }
-        with self._lock:
-            self.states.append(event)
-        job_log.info("Job state changed: %s %s", state, f"({reason}: {message})" if reason else "")
-
-    def add_log(self, events: list[dict[str, Any]], data: bytes) -> None:
-        event = {"timestamp": self._timeline.next(), "message": base64.b64encode(data).decode()}
-        with self._lock:
-            events.append(event)
-
-    def since(self, timestamp: int) -> dict[str, list[dict[str, Any]]]:
+    def since(self, timestamp: int) -> dict[str, Any]:
+        """Everything newer than ``timestamp``, and the ``last_updated`` to pull from next."""
         with self._lock:
             return {
-                "job_states": [e for e in self.states if e["timestamp"] > timestamp],
-                "job_logs": [e for e in self.job_logs if e["timestamp"] > timestamp],
-                "runner_logs": [e for e in self.runner_logs if e["timestamp"] > timestamp],
+                "job_states": [e for e in self._states if e["timestamp"] > timestamp],
+                "job_logs": [e for e in self._job_logs if e["timestamp"] > timestamp],
+                "runner_logs": [e for e in self._runner_logs if e["timestamp"] > timestamp],
+                "last_updated": self._last,
             }
 
 
@@ -144,7 +143,7 @@ class RunnerLogHandler(logging.Handler):
         line = self.format(record) + "\n"
         self._file.write(line)
         self._file.flush()
-        self._history.add_log(self._history.runner_logs, line.encode())
+        self._history.add_runner_log(line.encode())
 
 
 class JobUser:
@@ -254,8 +253,7 @@ class Executor:
     def __init__(self, temp_dir: Path, ssh_port: int) -> None:
         self.temp_dir = temp_dir
         self.ssh_port = ssh_port
-        self.timeline = Timeline()
-        self.history = History(self.timeline)
+        self.history = History()
         self.lock = threading.Lock()
         self.state = "wait_submit"
         self.body: dict[str, Any] = {}
@@ -333,7 +331,6 @@ class Executor:
             self.last_connection = time.monotonic()
         response: dict[str, Any] = {
             **self.history.since(timestamp),
-            "last_updated": self.timeline.latest(),
             "no_connections_secs": int(time.monotonic() - self.last_connection),
             "has_more": not finishing,
         }
@@ -470,29 +467,33 @@ class Executor:
         drop = user.uid != os.getuid()
         if drop:
             os.chown(tty, user.uid, -1)
-        # A new session whose first open of the tty makes it the controlling terminal, as for a login.
-        with (self.temp_dir / "job.log").open("ab") as job_log_file:
-            self.process = subprocess.Popen(
-                ["/bin/sh", "-c", 'exec "$@" <"$0" >"$0" 2>&1', tty, *commands],
-                cwd=self.working_dir,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                user=user.uid if drop else None,
-                group=user.gid if drop else None,
-                extra_groups=user.groups if drop else None,
-            )
+        try:
+            with (self.temp_dir / "job.log").open("ab") as job_log_file:
+                # A new session whose first open of the tty makes it the controlling terminal, as
+                # for a login. Our slave fd stays open until the job exited: had every slave fd been
+                # closed, even briefly before the job opens it, the master would read EIO.
+                self.process = subprocess.Popen(
+                    ["/bin/sh", "-c", 'exec "$@" <"$0" >"$0" 2>&1', tty, *commands],
+                    cwd=self.working_dir,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                    user=user.uid if drop else None,
+                    group=user.gid if drop else None,
+                    extra_groups=user.groups if drop else None,
+                )
+                if self.cancelled.is_set():
+                    self._interrupt()
+                reader = threading.Thread(target=self._copy_output, args=(master, job_log_file), daemon=True)
+                reader.start()
+                returncode, timed_out = self._wait(self.process)
+                self.output_done.set()
+                reader.join()
+        finally:
             os.close(slave)
-            if self.cancelled.is_set():
-                self._interrupt()
-            reader = threading.Thread(target=self._copy_output, args=(master, job_log_file), daemon=True)
-            reader.start()
-            returncode, timed_out = self._wait(self.process)
-            self.output_done.set()
-            reader.join()
-        os.close(master)
+            os.close(master)
         return returncode, timed_out
 
     def _wait(self, process: subprocess.Popen[bytes]) -> tuple[int, bool]:
@@ -516,22 +517,23 @@ class Executor:
                 os.killpg(process.pid, signal.SIGKILL)
 
     def _copy_output(self, master: int, job_log_file: BinaryIO) -> None:
-        """Job output to job logs until the pty closes, or shortly after the job exited."""
-        while True:
+        """Job output to the job logs until the job exited and its output went quiet."""
+        stop_by: float | None = None
+        while stop_by is None or time.monotonic() < stop_by:
+            if stop_by is None and self.output_done.is_set():
+                stop_by = time.monotonic() + DRAIN_MAX_SECONDS  # background writers cannot hold us
             ready, _, _ = select.select([master], [], [], DRAIN_SECONDS)
             if not ready:
                 if self.output_done.is_set():
-                    return  # the job exited; what still holds the pty is background noise
+                    return
                 continue
             try:
                 data = os.read(master, 65536)
             except OSError:
-                return  # EIO: every writer closed the terminal
-            if not data:
                 return
             job_log_file.write(data)
             job_log_file.flush()
-            self.history.add_log(self.history.job_logs, data)
+            self.history.add_job_log(data)
 
 
 def write_profile(env: dict[str, str]) -> None:

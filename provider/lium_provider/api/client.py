@@ -47,9 +47,14 @@ def default_user_agent() -> str:
 
 
 def _check_http_url(url: str, what: str) -> str:
-    parsed = httpx.URL(url)
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ValueError(f"{what} must be an http(s) URL with a host, got {url!r}")
+    """``url`` if it is an http(s) URL with a host, else ValueError (not echoing credentials in it)."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host or parsed.userinfo:
+        shown = "" if "@" in url else f", got {url!r}"
+        raise ValueError(f"{what} must be an http(s) URL with a host and no credentials{shown}")
     return url
 
 

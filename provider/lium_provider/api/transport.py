@@ -71,7 +71,7 @@ class HttpTransport:
             follow_redirects=False,
             headers={"User-Agent": user_agent, "Accept": "application/json"},
             transport=transport,
-            trust_env=False,  # never route Lium traffic (and its key) through an ambient proxy
+            # trust_env stays on, like Go providers: HTTPS_PROXY / NO_PROXY and SSL_CERT_FILE are honoured.
         )
         self._sleep = sleep if sleep is not None else time.sleep
         self._cancel = cancel if cancel is not None else (lambda: False)
@@ -115,116 +115,92 @@ class HttpTransport:
         ``path`` names the request in errors (never the query or body); ``secrets`` are strings that must
         never appear in an error message taken from the response.
         """
-        secret_list = tuple(secrets)
-        mutation = method not in _SAFE_METHODS
+        call = _Call(method, url, path, headers, json_body, params, tuple(secrets))
         retry_number = 0
         while True:
             self._raise_if_cancelled(method, path)
             try:
-                status, response_headers, body = self._exchange(method, url, path, headers, json_body, params)
+                reply = self._exchange(call)
             except httpx.DecodingError:
                 raise LiumProtocolError(
                     "response body could not be decoded (bad content encoding)", method=method, path=path
                 ) from None
             except httpx.TransportError as exc:
-                delay = self._after_transport_error(exc, method, path, mutation, retry_number)
+                delay = self._after_transport_error(exc, call, retry_number)
             else:
-                answer, delay = self._after_response(
-                    status, response_headers, body, method, path, mutation, retry_number, secret_list
-                )
-                if answer is not None:
-                    return answer
+                if 200 <= reply.status < 300:
+                    return reply.answer(call)
+                delay = self._after_error_status(reply, call, retry_number)
             self.pause(delay, method=method, path=path)
             retry_number += 1
 
-    def _exchange(
-        self,
-        method: str,
-        url: str,
-        path: str,
-        headers: Mapping[str, str] | None,
-        json_body: object,
-        params: Mapping[str, str | int] | None,
-    ) -> tuple[int, httpx.Headers, bytes]:
+    def _exchange(self, call: _Call) -> _Reply:
         request = self._http.build_request(
-            method, url, headers=headers, json=json_body, params=dict(params) if params else None
+            call.method,
+            call.url,
+            headers=call.headers,
+            json=call.json_body,
+            params=dict(call.params) if call.params else None,
         )
         with self._lock:
             self._request_count += 1
         response = self._http.send(request, stream=True)
         try:
-            limit = MAX_RESPONSE_BYTES if 200 <= response.status_code < 300 else MAX_ERROR_BODY_BYTES
+            success = 200 <= response.status_code < 300
+            limit = MAX_RESPONSE_BYTES if success else MAX_ERROR_BODY_BYTES
             chunks: list[bytes] = []
             size = 0
             for chunk in response.iter_bytes():
                 size += len(chunk)
                 if size > limit:
-                    if limit == MAX_ERROR_BODY_BYTES:
-                        return response.status_code, response.headers, b""
+                    if not success:  # an oversize error body is ignored, the status still counts
+                        return _Reply(response.status_code, response.headers, b"")
                     raise LiumProtocolError(
-                        f"response body larger than {limit} bytes", method=method, path=path
+                        f"response body larger than {limit} bytes",
+                        method=call.method,
+                        path=call.path,
+                        status=response.status_code,
                     )
                 chunks.append(chunk)
-            return response.status_code, response.headers, b"".join(chunks)
+            return _Reply(response.status_code, response.headers, b"".join(chunks))
         finally:
             response.close()
 
-    def _after_transport_error(
-        self, exc: httpx.TransportError, method: str, path: str, mutation: bool, retry_number: int
-    ) -> float:
+    def _after_transport_error(self, exc: httpx.TransportError, call: _Call, retry_number: int) -> float:
+        """The delay before a resend, or raise: a mutation that may have been sent is never resent."""
         what = _describe_transport_error(exc)
         not_sent = isinstance(exc, _NOT_SENT)
-        if mutation and not not_sent:
+        if call.mutation and not not_sent:
             raise LiumUncertainOutcome(
-                f"no complete answer ({what}); the request may or may not have taken effect",
-                method=method,
-                path=path,
+                f"no complete answer ({what}); {_MAY_HAVE_TAKEN_EFFECT}", method=call.method, path=call.path
             ) from None
         if retry_number >= self.policy.max_retries:
             error = LiumUnavailable(
-                f"no answer after {retry_number + 1} attempts ({what})", method=method, path=path
+                f"no answer after {retry_number + 1} attempts ({what})", method=call.method, path=call.path
             )
             error.sent = not not_sent
             raise error from None
         return self.backoff(retry_number)
 
-    def _after_response(
-        self,
-        status: int,
-        headers: httpx.Headers,
-        body: bytes,
-        method: str,
-        path: str,
-        mutation: bool,
-        retry_number: int,
-        secrets: tuple[str, ...],
-    ) -> tuple[Answer | None, float]:
-        if 200 <= status < 300:
-            data = None if method == "DELETE" or not body.strip() else decode_json(body, method, path, status)
-            return Answer(status, headers, data), 0.0
-        details = _error_details(body, headers, secrets)
-        if status == 429:
-            return None, self._rate_limit_delay(headers, details, method, path, retry_number)
-        if status >= 500 or status == 408:
-            if mutation:
-                raise self._error(
-                    LiumUncertainOutcome,
-                    status,
-                    details,
-                    method,
-                    path,
-                    headers,
-                    "the request may have taken effect",
+    def _after_error_status(self, reply: _Reply, call: _Call, retry_number: int) -> float:
+        """The delay before a resend after a non-2xx status, or raise the error it means."""
+        details = _error_details(reply.body, reply.headers, call.secrets)
+        if reply.status == 429:
+            return self._rate_limit_delay(reply, call, details, retry_number)
+        if reply.status >= 500 or reply.status == 408:
+            if call.mutation:
+                raise reply.error(
+                    LiumUncertainOutcome, call, details, "server error", note=_MAY_HAVE_TAKEN_EFFECT
                 )
             if retry_number >= self.policy.max_retries:
-                raise self._error(LiumUnavailable, status, details, method, path, headers, "server error")
-            return None, self.backoff(retry_number)
-        raise self._classify(status, details, method, path, headers, mutation)
+                raise reply.error(LiumUnavailable, call, details, "server error")
+            return self.backoff(retry_number)
+        raise _classify(reply, call, details)
 
     def _rate_limit_delay(
-        self, headers: httpx.Headers, details: ErrorDetails, method: str, path: str, retry_number: int
+        self, reply: _Reply, call: _Call, details: ErrorDetails, retry_number: int
     ) -> float:
-        retry_after = parse_retry_after(headers.get("Retry-After"), datetime.now(UTC))
+        retry_after = parse_retry_after(reply.headers.get("Retry-After"), datetime.now(UTC))
         too_long = retry_after is not None and retry_after > self.policy.max_retry_after
         if too_long or retry_number >= self.policy.max_retries:
             reason = (
@@ -232,66 +208,82 @@ class HttpTransport:
                 if retry_after is not None
                 else f"rate limited after {retry_number + 1} attempts"
             )
-            error = self._error(LiumRateLimited, 429, details, method, path, headers, reason)
+            error = reply.error(LiumRateLimited, call, details, reason)
             error.retry_after = retry_after
             raise error
         # The server did not execute a 429'd request; resend exactly when it says, never earlier.
         return retry_after if retry_after is not None else self.backoff(retry_number)
 
-    def _classify(
-        self,
-        status: int,
-        details: ErrorDetails,
-        method: str,
-        path: str,
-        headers: httpx.Headers,
-        mutation: bool,
-    ) -> LiumError:
-        if mutation and status == 409 and details.code in IDEMPOTENCY_UNCERTAIN_CODES:
-            return self._error(
-                LiumUncertainOutcome,
-                status,
-                details,
-                method,
-                path,
-                headers,
-                "the first request's outcome is unknown",
-            )
-        if 300 <= status < 400:
-            return self._error(
-                LiumProtocolError, status, details, method, path, headers, "unexpected redirect"
-            )
-        if status == 404:
-            return self._error(LiumNotFound, status, details, method, path, headers, "not found")
-        if status == 401 or (status == 403 and details.code in SCOPE_CODES):
-            return self._error(LiumAuthError, status, details, method, path, headers, "not authorised")
-        if not 400 <= status < 500:
-            return self._error(LiumProtocolError, status, details, method, path, headers, "unexpected status")
-        return self._error(LiumError, status, details, method, path, headers, "request refused")
-
-    @staticmethod
-    def _error(
-        kind: type[_E],
-        status: int,
-        details: ErrorDetails,
-        method: str,
-        path: str,
-        headers: httpx.Headers,
-        fallback: str,
-    ) -> _E:
-        return kind(
-            details.message or fallback,
-            method=method,
-            path=path,
-            status=status,
-            code=details.code,
-            request_id=details.request_id,
-            idempotent_replayed=headers.get("Idempotent-Replayed", "").strip().lower() == "true",
-        )
-
     def _raise_if_cancelled(self, method: str | None, path: str | None) -> None:
         if self._cancel():
             raise LiumCancelled("cancelled while waiting for the Lium API", method=method, path=path)
+
+
+_MAY_HAVE_TAKEN_EFFECT = "the request may or may not have taken effect"
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One logical request, as the retry loop resends it."""
+
+    method: str
+    url: str
+    path: str
+    headers: Mapping[str, str] | None
+    json_body: object
+    params: Mapping[str, str | int] | None
+    secrets: tuple[str, ...]
+
+    @property
+    def mutation(self) -> bool:
+        return self.method not in _SAFE_METHODS
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """One HTTP answer, body fully read (or dropped when an error body is oversize)."""
+
+    status: int
+    headers: httpx.Headers
+    body: bytes
+
+    def answer(self, call: _Call) -> Answer:
+        empty = call.method == "DELETE" or not self.body.strip()  # DELETE bodies are ignored (contract §1)
+        data = None if empty else decode_json(self.body, call.method, call.path, self.status)
+        return Answer(self.status, self.headers, data)
+
+    def error(
+        self, kind: type[_E], call: _Call, details: ErrorDetails, fallback: str, *, note: str | None = None
+    ) -> _E:
+        """An error of ``kind`` for this reply: the server's safe message (else ``fallback``) + ``note``."""
+        message = details.message or fallback
+        return kind(
+            f"{message.rstrip('.')}; {note}" if note else message,
+            method=call.method,
+            path=call.path,
+            status=self.status,
+            code=details.code,
+            request_id=details.request_id,
+            idempotent_replayed=self.headers.get("Idempotent-Replayed", "").strip().lower() == "true",
+        )
+
+
+def _classify(reply: _Reply, call: _Call, details: ErrorDetails) -> LiumError:
+    """The error for a non-retryable, non-2xx status."""
+    status = reply.status
+    if call.mutation and status == 409 and details.code in IDEMPOTENCY_UNCERTAIN_CODES:
+        return reply.error(
+            LiumUncertainOutcome, call, details, "idempotency conflict", note=_MAY_HAVE_TAKEN_EFFECT
+        )
+    if 300 <= status < 400:
+        return reply.error(LiumProtocolError, call, details, "unexpected redirect")
+    if status == 404:
+        return reply.error(LiumNotFound, call, details, "not found")
+    if status == 401 or (status == 403 and details.code in SCOPE_CODES):
+        return reply.error(LiumAuthError, call, details, "not authorised")
+    if not 400 <= status < 500:
+        return reply.error(LiumProtocolError, call, details, "unexpected status")
+    return reply.error(LiumError, call, details, "request refused")
 
 
 def decode_json(body: bytes, method: str, path: str, status: int) -> Any:

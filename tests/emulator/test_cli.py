@@ -1,0 +1,74 @@
+"""The ``lium-emulator`` console script: startup time and announcement, runner download, clean exits on
+SIGTERM and SIGINT, and the ``resources`` command."""
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from lium_emulator.launcher import RunningEmulator
+from tests.emulator.testkit import DEFAULT_KEY, api_client, create_template
+
+CONSOLE_SCRIPT = Path(sys.executable).with_name("lium-emulator")
+
+
+def _start(*args: str) -> tuple[subprocess.Popen[str], list[str], float]:
+    """Run the console script; its first two lines (a watchdog kills a silent process after 20 s)."""
+    started = time.monotonic()
+    process = subprocess.Popen([str(CONSOLE_SCRIPT), "serve", "--port", "0", *args], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    watchdog = threading.Timer(20, process.kill)
+    watchdog.start()
+    try:
+        lines = [process.stdout.readline().strip(), process.stdout.readline().strip()]
+    finally:
+        watchdog.cancel()
+    return process, lines, time.monotonic() - started
+
+
+def test_serve_announces_itself_fast_serves_the_runner_and_exits_0_on_signals() -> None:
+    for stop_signal in (signal.SIGTERM, signal.SIGINT):
+        process, lines, elapsed = _start("--api-key", "k-one", "--api-key", "k-two")
+        try:
+            listening = re.fullmatch(r"listening on (http://127\.0\.0\.1:(\d+)/api)", lines[0])
+            assert listening is not None, lines
+            assert elapsed < 2.0, f"took {elapsed:.2f} s to serve"
+            runner = re.fullmatch(r"runner download URL: (\S+)", lines[1])
+            assert runner is not None and "{version}" in runner.group(1)
+            for version in ("0.19.30", "latest"):
+                download = httpx.get(runner.group(1).replace("{version}", version))
+                assert download.status_code == 200 and len(download.content) > 0
+            api = listening.group(1)
+            ids = {httpx.get(f"{api}/users/me", headers={"X-API-KEY": k}).json()["id"] for k in ("k-one", "k-two")}
+            assert len(ids) == 2, "each key is its own account"
+            assert httpx.get(f"{api}/users/me", headers={"X-API-KEY": DEFAULT_KEY}).status_code == 401
+        finally:
+            process.send_signal(stop_signal)
+            assert process.wait(30) == 0
+
+
+def test_resources_command_prints_the_inspection_json(emulator: RunningEmulator) -> None:
+    with api_client(emulator, DEFAULT_KEY) as client:
+        template = create_template(client)
+    printed = subprocess.run(
+        [str(CONSOLE_SCRIPT), "resources", "--url", emulator.api_url, "--admin-key", emulator.admin_key],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(printed.stdout)
+    templates = [t["id"] for account in report["accounts"] for t in account["templates"]]
+    assert template["id"] in templates
+    assert DEFAULT_KEY not in printed.stdout, "API keys never appear in the report"
+    wrong = subprocess.run(
+        [str(CONSOLE_SCRIPT), "resources", "--url", emulator.root_url, "--admin-key", "wrong"],
+        capture_output=True,
+        text=True,
+    )
+    assert wrong.returncode == 1 and "HTTP 401" in wrong.stderr

@@ -1,0 +1,346 @@
+"""Every Lium resource through real Terraform against the emulator (real HTTP, real sandboxes, real sshd)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import paramiko
+import pytest
+from lium_emulator.launcher import RunningEmulator, launch
+
+from tests.support.lium import FAST_TIMINGS, PROVIDER_BLOCK, Account, new_account
+from tests.support.terraform import Terraform, interrupt, kill_group
+
+pytestmark = pytest.mark.terraform
+
+TEMPLATE = """
+resource "lium_template" "t" {
+  name             = "tf-template"
+  image            = "%s"
+  entrypoint       = "/bin/sh"
+  startup_commands = "-c 'exec sleep infinity'"
+  %s
+}
+"""
+POD = """
+resource "lium_pod" "p" {
+  name        = "%s"
+  template_id = lium_template.t.id
+  %s
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[RunningEmulator]:
+    with launch(FAST_TIMINGS) as running:
+        yield running
+
+
+@pytest.fixture
+def account(emulator: RunningEmulator, tmp_path: Path) -> Account:
+    return new_account(emulator, tmp_path)
+
+
+@pytest.fixture
+def stack(make_terraform: Callable[..., Terraform], account: Account) -> Callable[[str], Terraform]:
+    def make(body: str) -> Terraform:
+        tf = make_terraform(PROVIDER_BLOCK + body, **account.env)
+        tf.init()
+        return tf
+
+    return make
+
+
+def instances(tf: Terraform, type_name: str) -> list[dict[str, Any]]:
+    return [i["attributes"] for r in tf.resources() if r["type"] == type_name for i in r["instances"]]
+
+
+def ssh_run(account: Account, pod: dict[str, Any], command: str) -> str:
+    """Run a command on the pod as root, checking the host key against the pinned one."""
+    key = paramiko.Ed25519Key.from_private_key(io.StringIO(account.key_file.read_text()))
+    client = paramiko.SSHClient()
+    key_type, key_b64 = pod["ssh_host_key"].split()
+    pinned = paramiko.PKey.from_type_string(key_type, base64.b64decode(key_b64))
+    client.get_host_keys().add(f"[{pod['ssh_host']}]:{pod['ssh_port']}", key_type, pinned)
+    client.set_missing_host_key_policy(paramiko.RejectPolicy())
+    client.connect(pod["ssh_host"], port=pod["ssh_port"], username="root", pkey=key, look_for_keys=False, allow_agent=False)
+    try:
+        _, stdout, _ = client.exec_command(command, timeout=30)
+        return stdout.read().decode()
+    finally:
+        client.close()
+
+
+def assert_nothing_left(account: Account) -> None:
+    live = account.live()
+    assert live == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}, live
+
+
+def test_pod_with_template_lifecycle(stack: Callable[[str], Terraform], account: Account) -> None:
+    tf = stack(TEMPLATE % ("python:3.11-slim", 'environment = { STACK = "tf" }') + POD % ("tf-pod-0", ""))
+    tf.apply()
+    (pod,) = instances(tf, "lium_pod")
+    (template,) = instances(tf, "lium_template")
+    assert pod["status"] == "RUNNING" and pod["gpu_count"] == 1
+    assert pod["ssh_host_key"].startswith("ssh-") and pod["ports"]["22"] == pod["ssh_port"]
+    assert pod["price_per_hour"] > 0 and pod["gpu"] and pod["executor_id"]
+    assert template["internal_ports"] == [22, 10022] and template["local_volume_path"] == "/root"
+    assert ssh_run(account, pod, "echo $((6*7))").strip() == "42"
+    assert tf.plan_exitcode()[0] == 0, "a fresh apply must plan no changes"
+
+    # In place: the template's startup command changes; the pod is kept.
+    tf.write(PROVIDER_BLOCK + TEMPLATE % ("python:3.11-slim", 'environment = { STACK = "tf2" }') + POD % ("tf-pod-0", ""))
+    code, plan = tf.plan_exitcode()
+    assert code == 2 and "1 to change, 0 to destroy" in plan
+    tf.apply()
+    assert instances(tf, "lium_template")[0]["environment"] == {"STACK": "tf2"}
+    assert instances(tf, "lium_pod")[0]["id"] == pod["id"]
+
+    # Replacement: a new pod name.
+    tf.write(PROVIDER_BLOCK + TEMPLATE % ("python:3.11-slim", 'environment = { STACK = "tf2" }') + POD % ("tf-pod-1", ""))
+    tf.apply()
+    (replaced,) = instances(tf, "lium_pod")
+    assert replaced["id"] != pod["id"] and replaced["name"] == "tf-pod-1"
+    live_ids = [p["id"] for p in account.live()["pods"]]
+    assert live_ids == [replaced["id"]]
+
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_out_of_band_delete_and_import(stack: Callable[[str], Terraform], account: Account) -> None:
+    tf = stack(TEMPLATE % ("python:3.11-slim", "") + POD % ("oob", ""))
+    tf.apply()
+    (pod,) = instances(tf, "lium_pod")
+    with account.api() as api:
+        assert api.delete(f"/pods/{pod['id']}").status_code == 200
+        deadline = time.monotonic() + 30
+        while api.get(f"/pods/{pod['id']}").status_code != 404:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    code, plan = tf.plan_exitcode()
+    assert code == 2 and "lium_pod.p will be created" in plan
+    tf.apply()
+    (recreated,) = instances(tf, "lium_pod")
+    assert recreated["id"] != pod["id"]
+
+    # Import both resources into a fresh working directory: the plan afterwards is empty for the template.
+    (template,) = instances(tf, "lium_template")
+    other = stack(TEMPLATE % ("python:3.11-slim", "") + POD % ("oob", ""))
+    other.run("import", "-no-color", "lium_template.t", template["id"])
+    other.run("import", "-no-color", "lium_pod.p", recreated["id"])
+    (imported,) = instances(other, "lium_pod")
+    assert imported["name"] == "oob" and imported["template_id"] == template["id"]
+    assert imported["status"] == "RUNNING"
+    assert instances(other, "lium_template")[0]["image"] == "python:3.11-slim"
+    other.run("state", "rm", "lium_pod.p", "lium_template.t")
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_private_image_needs_its_credential(stack: Callable[[str], Terraform], account: Account) -> None:
+    from lium_emulator.images import image_catalog
+
+    private = next(i for i in image_catalog() if i.private)
+    credential = """
+variable "registry_password" {
+  type      = string
+  sensitive = true
+  ephemeral = true
+}
+resource "lium_docker_credential" "c" {
+  username            = "%s"
+  password_wo         = var.registry_password
+  password_wo_version = 1
+}
+""" % private.registry_username
+    body = credential + TEMPLATE % (private.reference, "docker_credential_id = lium_docker_credential.c.id") + POD % (
+        "private",
+        "",
+    )
+    tf = stack(body)
+    tf.env["TF_VAR_registry_password"] = "wrong-password-123"
+    failed = tf.apply(check=False)
+    assert failed.returncode != 0
+    assert "did not start (CREATION_FAILED)" in failed.stderr, failed.stderr
+    assert "wrong-password-123" not in failed.stdout + failed.stderr
+    (tainted,) = next(r for r in tf.resources() if r["type"] == "lium_pod")["instances"]
+    assert tainted.get("status") == "tainted", "the failed pod must stay in state (tainted) so it is cleaned up"
+
+    # Rotate to the right password: the credential is updated in place, the pod replaced, and it runs.
+    tf.write(PROVIDER_BLOCK + body.replace("password_wo_version = 1", "password_wo_version = 2"))
+    tf.env["TF_VAR_registry_password"] = private.registry_password or ""
+    tf.apply()
+    (pod,) = instances(tf, "lium_pod")
+    assert pod["status"] == "RUNNING"
+    state_text = (tf.workdir / "terraform.tfstate").read_text()
+    assert private.registry_password not in state_text and "wrong-password-123" not in state_text
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_volume_data_persists_across_rentals(stack: Callable[[str], Terraform], account: Account) -> None:
+    volume = 'resource "lium_volume" "v" {\n  name = "datasets"\n}\n'
+    body = volume + TEMPLATE % ("python:3.11-slim", "") + POD % ("vol-0", "volume_id = lium_volume.v.id")
+    tf = stack(body)
+    tf.apply()
+    (pod,) = instances(tf, "lium_pod")
+    ssh_run(account, pod, "echo 'kept across rentals' > /mnt/proof.txt")
+
+    # Deleting the volume while a pod uses it: a clear error, nothing deleted.
+    with account.api() as api:
+        volume_id = instances(tf, "lium_volume")[0]["id"]
+        assert api.delete(f"/volumes/{volume_id}").status_code == 409
+
+    tf.write(PROVIDER_BLOCK + body.replace('"vol-0"', '"vol-1"'))  # a second rental
+    tf.apply()
+    (second,) = instances(tf, "lium_pod")
+    assert second["id"] != pod["id"]
+    assert ssh_run(account, second, "cat /mnt/proof.txt").strip() == "kept across rentals"
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_nothing_matches_the_price_limit(stack: Callable[[str], Terraform], account: Account) -> None:
+    tf = stack(TEMPLATE % ("python:3.11-slim", "") + POD % ("cheap", "max_price_per_hour = 0.01"))
+    result = tf.run("plan", "-no-color", check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1
+    assert "No Lium offer matches the pod's filter" in output
+    assert "at most $0.01/h" in output and "Searched" in output
+    assert "max_price_per_hour" in output
+
+
+@pytest.mark.parametrize(
+    ("body", "attribute", "message"),
+    [
+        (
+            TEMPLATE % ("python:3.11-slim", "") + POD % ("both", 'executor_id = "x"\n  gpu = "RTX 4090"'),
+            "executor_id",
+            "Choose either executor_id or an offer filter",
+        ),
+        (TEMPLATE % ("python:3.11-slim", "") + POD % ("zero", "gpu_count = 0"), "gpu_count", "greater than or equal to 1"),
+        (TEMPLATE % ("python:3.11-slim", "") + POD % ("gpu", 'gpu = "Voodoo 5"'), "gpu", "Unknown or unavailable GPU"),
+        (TEMPLATE % ("Not An Image!", "") , "image", "is not a Docker image reference"),
+        (
+            TEMPLATE % ("python:3.11-slim", "") + POD % ("vols", 'volume_id = "a"\n  volume_id = "b"'),
+            "volume_id",
+            "Attribute redefined",
+        ),
+    ],
+    ids=["both-placements", "gpu-count-0", "unknown-gpu", "bad-image", "two-volumes"],
+)
+def test_invalid_configs_fail_at_plan_naming_the_attribute(
+    make_terraform: Callable[..., Terraform], account: Account, body: str, attribute: str, message: str
+) -> None:
+    tf = make_terraform(PROVIDER_BLOCK + body, **account.env)
+    result = tf.run("init", "-no-color", check=False)  # a duplicated argument already fails here
+    if result.returncode == 0:
+        result = tf.run("plan", "-no-color", check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert message in output and attribute in output, output
+    assert account.live()["pods"] == []
+
+
+def test_sigint_while_provisioning_then_destroy_leaves_nothing(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    account.set_faults({"seed": 1, "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "stuck_pending"}]})
+    try:
+        tf = stack(TEMPLATE % ("python:3.11-slim", "") + POD % ("ctrl-c", ""))
+        process = tf.start("apply", "-auto-approve", "-no-color")
+        try:
+            deadline = time.monotonic() + 60
+            while not account.live()["pods"]:
+                assert process.poll() is None, process.stdout.read() if process.stdout else ""
+                assert time.monotonic() < deadline, "the rent never happened"
+                time.sleep(0.1)
+            interrupt(process)
+            output, _ = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                kill_group(process)
+        assert process.returncode != 0, output
+        assert [r["type"] for r in tf.resources()] == ["lium_pod", "lium_template"] or {
+            r["type"] for r in tf.resources()
+        } == {"lium_pod", "lium_template"}, "the pod rented before Ctrl-C must be in state"
+    finally:
+        account.set_faults({"seed": 0, "rules": []})
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_uncertain_rent_makes_exactly_one_pod(stack: Callable[[str], Terraform], account: Account) -> None:
+    account.set_faults(
+        {"seed": 2, "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "drop_after_commit", "first": 1}]}
+    )
+    try:
+        tf = stack(TEMPLATE % ("python:3.11-slim", "") + POD % ("uncertain", ""))
+        tf.apply()
+    finally:
+        account.set_faults({"seed": 0, "rules": []})
+    (pod,) = instances(tf, "lium_pod")
+    pods = account.report()["pods"]
+    assert [p["id"] for p in pods] == [pod["id"]], "exactly one pod, and it is the one in state"
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_offer_fallback_on_no_capacity(stack: Callable[[str], Terraform], account: Account) -> None:
+    account.set_faults(
+        {
+            "seed": 3,
+            "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "node_rent_in_progress", "first": 1}],
+        }
+    )
+    try:
+        tf = stack(TEMPLATE % ("python:3.11-slim", "") + POD % ("fallback", ""))
+        tf.apply()
+    finally:
+        account.set_faults({"seed": 0, "rules": []})
+    (pod,) = instances(tf, "lium_pod")
+    data = tf.show_json()
+    assert pod["status"] == "RUNNING" and data
+    with account.api() as api:
+        feed = api.get("/public/v1/nodes").json()["nodes"]
+    cheapest = min(feed, key=lambda n: (n["price_per_gpu_hour"], n["id"]))
+    assert pod["executor_id"] != cheapest["id"], "the first (cheapest) candidate refused; the next one was rented"
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_offers_and_lookup_data_sources(stack: Callable[[str], Terraform], account: Account) -> None:
+    body = TEMPLATE % ("python:3.11-slim", "") + POD % ("lookup", "") + """
+data "lium_offers" "cheap" {
+  max_price_per_hour = 1.0
+}
+data "lium_pod" "by_name" {
+  name       = lium_pod.p.name
+  depends_on = [lium_pod.p]
+}
+data "lium_templates" "mine" {
+  name_prefix = "tf-"
+  depends_on  = [lium_template.t]
+}
+output "offers" { value = data.lium_offers.cheap.offers }
+output "pod_status" { value = data.lium_pod.by_name.status }
+output "templates" { value = data.lium_templates.mine.templates }
+"""
+    tf = stack(body)
+    tf.apply()
+    outputs = json.loads(tf.run("output", "-json").stdout)
+    offers = outputs["offers"]["value"]
+    assert offers and all(o["price_per_hour"] <= 1.0 for o in offers)
+    assert [o["price_per_hour"] for o in offers] == sorted(o["price_per_hour"] for o in offers)
+    assert outputs["pod_status"]["value"] == "RUNNING"
+    assert [t["name"] for t in outputs["templates"]["value"]] == ["tf-template"]
+    tf.destroy()
+    assert_nothing_left(account)

@@ -1,0 +1,96 @@
+"""Lium-side helpers for end-to-end tests: an emulator account, an SSH key pair and the provider block."""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from lium_emulator.launcher import RunningEmulator
+
+PROVIDER_BLOCK = """
+terraform {
+  required_providers {
+    lium = { source = "lium-stacks/lium" }
+  }
+}
+provider "lium" {}
+"""
+
+FAST_TIMINGS = ("--pending-seconds", "0.3", "--ssh-delay-seconds", "0.2", "--deleting-seconds", "0.2")
+
+
+def ssh_keypair(directory: Path) -> Path:
+    """A fresh passwordless ed25519 key pair made by ssh-keygen; returns the private key's path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+    return path
+
+
+@dataclass
+class Account:
+    """One emulator account with the environment a Terraform run needs to use it."""
+
+    emulator: RunningEmulator
+    api_key: str
+    key_file: Path
+    state_dir: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            "LIUM_API_URL": self.emulator.api_url,
+            "LIUM_API_KEY": self.api_key,
+            "LIUM_SSH_PRIVATE_KEY_FILE": str(self.key_file),
+            "LIUM_RUNNER_DOWNLOAD_URL": self.emulator.runner_url,
+            "LIUM_STATE_DIR": str(self.state_dir),
+        }
+
+    def api(self) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.emulator.api_url, headers={"X-API-KEY": self.api_key}, timeout=30, follow_redirects=False
+        )
+
+    def report(self) -> dict[str, Any]:
+        """This account's part of the emulator's inspection report."""
+        with self.api() as api:
+            user_id = api.get("/users/me").json()["id"]
+        response = httpx.get(
+            f"{self.emulator.root_url}/_emulator/resources", headers=self.emulator.admin_headers, timeout=30
+        )
+        response.raise_for_status()
+        account: dict[str, Any] = next(a for a in response.json()["accounts"] if a["user_id"] == user_id)
+        return account
+
+    def live(self) -> dict[str, list[dict[str, Any]]]:
+        """What this account still holds: live pods, templates, credentials and volumes."""
+        report = self.report()
+        return {
+            "pods": [p for p in report["pods"] if p["status"] not in ("DELETED",)],
+            "templates": report["templates"],
+            "docker_credentials": report["docker_credentials"],
+            "volumes": report["volumes"],
+        }
+
+    def set_faults(self, plan: dict[str, Any]) -> None:
+        response = httpx.put(
+            f"{self.emulator.root_url}/_emulator/faults", json=plan, headers=self.emulator.admin_headers, timeout=30
+        )
+        assert response.status_code == 200, response.text
+
+
+def new_account(emulator: RunningEmulator, directory: Path, balance: float = 1000.0) -> Account:
+    api_key = "tf-" + secrets.token_hex(12)
+    response = httpx.post(
+        f"{emulator.root_url}/_emulator/accounts",
+        json={"api_key": api_key, "balance": balance},
+        headers=emulator.admin_headers,
+        timeout=30,
+    )
+    assert response.status_code == 200, response.text
+    return Account(emulator, api_key, ssh_keypair(directory / "ssh"), directory / "state")
