@@ -26,6 +26,8 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _STUCK_POLL_SECONDS = 0.1
+_SSHD_POLL_SECONDS = 0.05
+_SSHD_WAIT_SECONDS = 60.0
 
 
 class PodLifecycle:
@@ -225,8 +227,19 @@ class PodLifecycle:
             self._spawn(self._scheduled_removal(pod))
 
     async def _publish_ssh(self, pod: Pod) -> None:
-        # sshd answers ssh_delay_seconds after start (plus any ssh_late fault, which the row does not wait for).
+        """Publish ``ssh_connect_cmd`` once sshd answers (it starts ``ssh_delay_seconds`` after the sandbox).
+
+        With an ``ssh_late`` fault the command is published on the normal schedule without waiting, so
+        clients meet a published but silent sshd, as on Lium where the SSH bootstrap lags.
+        """
         await asyncio.sleep(self._config.ssh_delay_seconds)
+        port = (pod.ports_mapping or {}).get(22)
+        if port is None:
+            return
+        if pod.faults.ssh_late_seconds == 0 and not await _sshd_answers(port, lambda: pod.status == "RUNNING"):
+            if pod.status == "RUNNING":
+                logger.warning("sshd of pod %s never answered; ssh_connect_cmd stays unpublished", pod.id)
+            return
         if pod.status == "RUNNING":
             pod.ssh_ready = True
             pod.updated_at = utcnow()
@@ -346,6 +359,23 @@ class PodLifecycle:
 
     async def _in_pool(self, function: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, function, *args)
+
+
+async def _sshd_answers(port: int, still_wanted: Callable[[], bool]) -> bool:
+    """Poll 127.0.0.1:``port`` until an SSH banner arrives (True) or the wait is pointless or too long."""
+    deadline = asyncio.get_running_loop().time() + _SSHD_WAIT_SECONDS
+    while still_wanted() and asyncio.get_running_loop().time() < deadline:
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 1.0)
+            try:
+                if await asyncio.wait_for(reader.readexactly(4), 1.0) == b"SSH-":
+                    return True
+            finally:
+                writer.close()
+        except (OSError, TimeoutError, asyncio.IncompleteReadError):
+            pass
+        await asyncio.sleep(_SSHD_POLL_SECONDS)
+    return False
 
 
 def pod_internal_ports(template_ports: list[int]) -> list[int]:

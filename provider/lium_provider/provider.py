@@ -12,12 +12,12 @@ from lium_provider import __version__
 from lium_provider.api.client import LiumClient
 from lium_provider.api.errors import LiumAuthError, LiumError
 from lium_provider.journal import RentJournal
-from lium_provider.session import LiumSession, journal_dir
 from lium_provider.resources.data_sources import OffersDataSource, PodDataSource, TemplatesDataSource
 from lium_provider.resources.docker_credential import DockerCredentialResource
 from lium_provider.resources.pod import PodResource
 from lium_provider.resources.template import TemplateResource
 from lium_provider.resources.volume import VolumeResource
+from lium_provider.session import LiumSession, journal_dir
 from lium_provider.sshkeys import load_private_key
 from tfbridge import Attribute, Context, Provider, TFError
 
@@ -100,7 +100,9 @@ class LiumProvider(Provider[LiumProviderConfig]):
                 path=("api_key",),
             )
         key_file = config.ssh_private_key_file or os.environ.get("LIUM_SSH_PRIVATE_KEY_FILE")
-        private_key = config.ssh_private_key or (load_private_key(key_file, "ssh_private_key_file") if key_file else None)
+        private_key = config.ssh_private_key or (
+            load_private_key(key_file, "ssh_private_key_file") if key_file else None
+        )
         try:
             client = LiumClient(
                 endpoint,

@@ -47,5 +47,7 @@ def journal_dir() -> Path:
 def session(ctx: Context) -> LiumSession:
     """The configured session, or a clear error if Terraform never configured the provider."""
     if not isinstance(ctx.provider, LiumSession):
-        raise TFError("The lium provider is not configured", "Terraform did not configure the provider block.")
+        raise TFError(
+            "The lium provider is not configured", "Terraform did not configure the provider block."
+        )
     return ctx.provider

@@ -61,6 +61,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "TIMEOUTS_BLOCK",
     "Attribute",
     "AttributePath",
     "Block",
@@ -77,7 +78,6 @@ __all__ = [
     "Schema",
     "Severity",
     "TFError",
-    "TIMEOUTS_BLOCK",
     "Timeouts",
     "UseStateForUnknown",
     "parse_duration",

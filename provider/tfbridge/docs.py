@@ -23,13 +23,13 @@ def _type_name(t: cty.CtyType) -> str:
 
 def _render_type(raw: Any) -> str:
     if isinstance(raw, str):
-        return raw
+        return str(raw)
     kind = raw[0]
     if kind in ("list", "set", "map"):
         return f"{kind}({_render_type(raw[1])})"
     if kind == "object":
         return "object({" + ", ".join(f"{k} = {_render_type(v)}" for k, v in raw[1].items()) + "})"
-    return kind
+    return str(kind)
 
 
 def _line(attr: AttributeSchema) -> str:
@@ -63,7 +63,12 @@ def _block_reference(block: BlockSchema, heading: str = "##") -> list[str]:
         if entries:
             lines += [f"{heading}# {title}", "", *entries, ""]
     for name, nested in block.blocks.items():
-        lines += [f"{heading}# Nested block `{name}`", "", nested.spec.description or nested.block.description, ""]
+        lines += [
+            f"{heading}# Nested block `{name}`",
+            "",
+            nested.spec.description or nested.block.description,
+            "",
+        ]
         lines += _block_reference(nested.block, heading + "#")
     return lines
 
@@ -81,7 +86,11 @@ def render(kind: str, type_name: str, provider_name: str, schema: Schema, exampl
         schema.block.description,
         "",
     ]
-    folder = examples_dir / ("resources" if kind == "resource" else "data-sources") / type_name if examples_dir else None
+    folder = (
+        examples_dir / ("resources" if kind == "resource" else "data-sources") / type_name
+        if examples_dir
+        else None
+    )
     if folder is not None and (folder / f"{kind}.tf").exists():
         example = (folder / f"{kind}.tf").read_text().strip()
         lines += ["## Example Usage", "", "```terraform", example, "```", ""]

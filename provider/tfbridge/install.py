@@ -21,7 +21,9 @@ def platform_dir() -> str:
     return f"{platform.system().lower()}_{arch}"
 
 
-def launcher_path(plugins_dir: Path, source: str, version: str, hostname: str = "registry.terraform.io") -> Path:
+def launcher_path(
+    plugins_dir: Path, source: str, version: str, hostname: str = "registry.terraform.io"
+) -> Path:
     namespace, type_name = source.split("/")
     return (
         plugins_dir / hostname / namespace / type_name / version / platform_dir()

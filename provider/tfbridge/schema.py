@@ -135,7 +135,9 @@ class BlockSchema:
             attrs[name] = nested.block.type if nested.nesting == "single" else cty.List(nested.block.type)
         return cty.Object(attrs)
 
-    def walk_attributes(self, prefix: AttributePath = ()) -> typing.Iterator[tuple[AttributePath, AttributeSchema]]:
+    def walk_attributes(
+        self, prefix: AttributePath = ()
+    ) -> typing.Iterator[tuple[AttributePath, AttributeSchema]]:
         """Every attribute with its path; list blocks contribute their element attributes at index ``0``."""
         for name, attr in self.attributes.items():
             yield (*prefix, name), attr
@@ -162,7 +164,9 @@ def _unwrap_optional(annotation: Any) -> Any:
     if origin in (Union, types.UnionType):
         members = [a for a in get_args(annotation) if a is not type(None)]
         if len(members) != 1:
-            raise TypeError(f"unsupported union type {annotation!r}: use exactly one type, optionally with None")
+            raise TypeError(
+                f"unsupported union type {annotation!r}: use exactly one type, optionally with None"
+            )
         return _unwrap_optional(members[0])
     return annotation
 
@@ -202,7 +206,9 @@ def block_schema(model: type[BaseModel], description: str = "") -> BlockSchema:
     for name, info in model.model_fields.items():
         specs = [m for m in info.metadata if isinstance(m, Attribute | Block)]
         if len(specs) != 1:
-            raise TypeError(f"{model.__name__}.{name}: annotate with exactly one Attribute(...) or Block(...)")
+            raise TypeError(
+                f"{model.__name__}.{name}: annotate with exactly one Attribute(...) or Block(...)"
+            )
         spec = specs[0]
         if isinstance(spec, Block):
             inner = _unwrap_optional(info.annotation)

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import grpc
 
 from tfbridge import cty
-from tfbridge.cancel import CancelToken, Cancelled
+from tfbridge.cancel import Cancelled, CancelToken
 from tfbridge.diagnostics import AttributePath, Diagnostic, Severity, TFError, has_errors
 from tfbridge.logs import REDACTOR, Logger
 from tfbridge.proto import tfplugin6_pb2 as pb

@@ -22,7 +22,9 @@ def parse_duration(text: str) -> float:
     """Seconds in a Go-style duration such as ``"1h30m"``; raises ValueError with the accepted form."""
     stripped = text.strip()
     if not stripped or _DURATION.sub("", stripped):
-        raise ValueError(f'"{text}" is not a duration: use a number with a unit, like "30s", "20m" or "1h30m"')
+        raise ValueError(
+            f'"{text}" is not a duration: use a number with a unit, like "30s", "20m" or "1h30m"'
+        )
     return sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION.findall(stripped))
 
 

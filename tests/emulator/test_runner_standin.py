@@ -21,9 +21,9 @@ from typing import Any
 
 import httpx
 import pytest
-
 from lium_emulator.runner_standin import runner_standin_script
 from lium_emulator.sandbox import PodSpec, SandboxManager
+
 from tests.emulator.test_sandbox_support import (
     ClientKey,
     check,
@@ -67,10 +67,9 @@ def manager(base: Path, emulator_port: int) -> Iterator[SandboxManager]:
 def bootstrap(base: Path, pod_id: str, emulator_port: int, key: ClientKey) -> str:
     """dstack's startup command and monitor, written to the pod's /root; returns the SSH command."""
     runner = "/usr/local/bin/dstack-runner"
-    runner_command = shlex.join(
-        [runner, "--log-level", "6", "start", "--temp-dir", "/tmp/runner", "--http-port", "10999"]
-        + ["--ssh-port", "10022", "--ssh-authorized-key", key.public_line]
-    )
+    arguments = ["--log-level", "6", "start", "--temp-dir", "/tmp/runner", "--http-port", "10999"]
+    arguments += ["--ssh-port", "10022", "--ssh-authorized-key", key.public_line]
+    runner_command = shlex.join([runner, *arguments])
     startup = " && ".join(
         [
             f"curl --connect-timeout 60 --max-time 240 --retry 1 --output {runner} "
@@ -152,7 +151,12 @@ def submit_body(commands: list[str], **job_spec: Any) -> dict[str, Any]:
             **job_spec,
         },
         "job_submission": {"id": str(uuid.uuid4())},
-        "cluster_info": {"job_ips": ["10.0.0.1"], "master_job_ip": "10.0.0.1", "gpus_per_job": 1, "gpus_per_node": [1]},
+        "cluster_info": {
+            "job_ips": ["10.0.0.1"],
+            "master_job_ip": "10.0.0.1",
+            "gpus_per_job": 1,
+            "gpus_per_node": [1],
+        },
         "secrets": {},
         "repo_credentials": None,
         "log_quota_hour": None,
@@ -174,7 +178,8 @@ def tar_of(files: dict[str, str]) -> bytes:
 def pull_until_finished(api: httpx.Client) -> tuple[list[dict[str, Any]], str, str]:
     """Pull like dstack's server (advancing ``timestamp``) until the job ends; states, job log, runner log."""
     states: list[dict[str, Any]] = []
-    job_log, runner_log = [], []
+    job_log: list[bytes] = []
+    runner_log: list[bytes] = []
     timestamp = 0
 
     def step() -> bool:
@@ -200,12 +205,13 @@ def test_runner_runs_a_job_with_the_image_environment(
     # dstack's server reaches the API through the runner's own sshd (port 10022 in the pod).
     client = poll(lambda: try_ssh(ports[10022], key), 10, "runner sshd")
     try:
-        channel = client.get_transport().open_channel(  # type: ignore[union-attr]
-            "direct-tcpip", ("127.0.0.1", 10999), ("127.0.0.1", 0)
-        )
+        channel = client.get_transport().open_channel("direct-tcpip", ("127.0.0.1", 10999), ("127.0.0.1", 0))
         channel.sendall(b"GET /api/healthcheck HTTP/1.0\r\n\r\n")
         reply = b"".join(iter(lambda: channel.recv(4096), b""))
-        assert json.loads(reply.split(b"\r\n\r\n", 1)[1]) == {"service": "dstack-runner", "version": RUNNER_VERSION}
+        assert json.loads(reply.split(b"\r\n\r\n", 1)[1]) == {
+            "service": "dstack-runner",
+            "version": RUNNER_VERSION,
+        }
     finally:
         client.close()
 
@@ -216,9 +222,13 @@ def test_runner_runs_a_job_with_the_image_environment(
         "cat /workflow/hello.txt ~/files/data.txt",
         "test -t 1 && echo on-a-tty",
     ]
-    body = submit_body(commands, env={"JOB_VAR": "from-job"}, file_archives=[{"id": archive_id, "path": "~/files"}])
+    body = submit_body(
+        commands, env={"JOB_VAR": "from-job"}, file_archives=[{"id": archive_id, "path": "~/files"}]
+    )
     assert api.post("/api/submit", json=body).status_code == 200
-    upload = api.post("/api/upload_archive", files={"archive": (archive_id, tar_of({"data.txt": "archived\n"}))})
+    upload = api.post(
+        "/api/upload_archive", files={"archive": (archive_id, tar_of({"data.txt": "archived\n"}))}
+    )
     assert upload.status_code == 200
     assert api.post("/api/upload_code", content=tar_of({"hello.txt": "code\n"})).status_code == 200
     run = api.post("/api/run")

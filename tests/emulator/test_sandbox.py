@@ -13,11 +13,13 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
+import paramiko
 import pytest
-
 from lium_emulator.sandbox import PodSpec, SandboxError, SandboxManager
+
 from tests.emulator.test_sandbox_support import (
     ClientKey,
     check,
@@ -77,8 +79,8 @@ def start_pod(manager: SandboxManager, base: Path, key: ClientKey) -> Iterator[S
         manager.stop(pod_id)
 
 
-def environ_of_pid1(client: object) -> dict[str, str]:
-    raw = check(client, "cat /proc/1/environ")  # type: ignore[arg-type]
+def environ_of_pid1(client: paramiko.SSHClient) -> dict[str, str]:
+    raw = check(client, "cat /proc/1/environ")
     return dict(item.split("=", 1) for item in raw.split("\0") if item)
 
 
@@ -107,7 +109,9 @@ def test_pod_runs_the_image_like_docker_run(start_pod: StartPod, key: ClientKey,
         assert check(client, "cd -P /proc/1/cwd && pwd").strip() == "/workspace"
         assert check(client, "tr '\\0' ' ' < /proc/1/cmdline").strip() == "sleep infinity"
         assert check(client, "hostname").strip() == spec.hostname
-        assert check(client, "/opt/conda/bin/python -c 'import sys; print(sys.version_info[0])'").strip() == "3"
+        assert (
+            check(client, "/opt/conda/bin/python -c 'import sys; print(sys.version_info[0])'").strip() == "3"
+        )
         assert check(client, f"curl -sS http://127.0.0.1:{emulator_port}/marker").encode() == MARKER
         # Its own PID namespace: the host's processes (this test runner included) are not there.
         assert run(client, f"grep -qs pytest /proc/{os.getpid()}/cmdline")[0] != 0
@@ -120,7 +124,11 @@ def test_background_process_outlives_the_ssh_session(start_pod: StartPod, key: C
     with ssh(ports[22], key) as client:
         assert check(client, f"tr '\\0' ' ' < /proc/{pid}/cmdline").strip() == "sleep 300"
         # Orphaned by the ended session, it now belongs to the pod's PID 1.
-        poll(lambda: check(client, f"awk '/^PPid/ {{print $2}}' /proc/{pid}/status").strip() == "1", 10, "reparent")
+        poll(
+            lambda: check(client, f"awk '/^PPid/ {{print $2}}' /proc/{pid}/status").strip() == "1",
+            10,
+            "reparent",
+        )
 
 
 def test_pods_are_isolated_from_each_other(start_pod: StartPod, key: ClientKey, base: Path) -> None:
@@ -135,8 +143,8 @@ def test_pods_are_isolated_from_each_other(start_pod: StartPod, key: ClientKey, 
         assert check(pod_a, "cat /mnt/dataset.txt") == "weights"
         assert check(pod_b, "ls -A /mnt") == ""
         assert check(pod_b, "hostname").strip() == spec_b.hostname != spec_a.hostname
-        key_a = pod_a.get_transport().get_remote_server_key()  # type: ignore[union-attr]
-        key_b = pod_b.get_transport().get_remote_server_key()  # type: ignore[union-attr]
+        key_a = pod_a.get_transport().get_remote_server_key()
+        key_b = pod_b.get_transport().get_remote_server_key()
         assert key_a.asbytes() != key_b.asbytes()
         # Both pods serve the same internal port; each is reached through its own mapping.
         for client, name in ((pod_a, "a"), (pod_b, "b")):
@@ -146,10 +154,12 @@ def test_pods_are_isolated_from_each_other(start_pod: StartPod, key: ClientKey, 
                 "(nohup python3 -m http.server 10999 --bind 127.0.0.1 --directory /srv/www "
                 "> /dev/null 2>&1 < /dev/null &)",
             )
-        for ports, name in ((a, "a"), (b, "b")):
-            assert poll(lambda ports=ports: fetch(ports[10999], "/who"), 10, "http.server") == f"{name}\n"
+        for port, name in ((a[10999], "a"), (b[10999], "b")):
+            assert poll(partial(fetch, port, "/who"), 10, "http.server") == f"{name}\n"
         assert check(pod_a, "pgrep -c -f http.server").strip() == "1"
-    assert (base / "volumes" / "iso-a" / "secret.txt").read_text() == "a-secret\n"  # /root is the local volume
+    assert (
+        base / "volumes" / "iso-a" / "secret.txt"
+    ).read_text() == "a-secret\n"  # /root is the local volume
 
 
 def fetch(port: int, path: str) -> str | None:
@@ -169,7 +179,9 @@ def test_non_root_image_user(start_pod: StartPod, key: ClientKey) -> None:
         assert check(client, "stat -c %u /proc/1").strip() == "1000"  # PID 1 runs as USER app
         environ = environ_of_pid1(client)
         assert (environ["HOME"], environ["APP_ENV"]) == ("/home/app", "emulator")
-        as_app = "setpriv --reuid=1000 --regid=1000 --init-groups sh -c 'id -un && touch ~/made && python3 -V'"
+        as_app = (
+            "setpriv --reuid=1000 --regid=1000 --init-groups sh -c 'id -un && touch ~/made && python3 -V'"
+        )
         assert check(client, f"env HOME=/home/app {as_app}").split() == ["app", "Python", "3.11.2"]
 
 
@@ -208,7 +220,9 @@ def test_forwarding_carries_bulk_data_and_half_close(
     poll(lambda: manager.forwarded_connections() == 0, 5, "relays closed")
 
 
-def test_stop_is_idempotent_and_frees_everything(start_pod: StartPod, key: ClientKey, manager: SandboxManager, base: Path) -> None:
+def test_stop_is_idempotent_and_frees_everything(
+    start_pod: StartPod, key: ClientKey, manager: SandboxManager, base: Path
+) -> None:
     _, ports = start_pod("stopme")
     with ssh(ports[22], key) as client:
         check(client, "true")
@@ -228,7 +242,10 @@ def test_stop_is_idempotent_and_frees_everything(start_pod: StartPod, key: Clien
     ("options", "message"),
     [
         ({"entrypoint": "/no/such/binary"}, 'exec: "/no/such/binary": executable file not found'),
-        ({"entrypoint": None, "startup_commands": "nonexistent-tool --flag"}, "executable file not found in $PATH"),
+        (
+            {"entrypoint": None, "startup_commands": "nonexistent-tool --flag"},
+            "executable file not found in $PATH",
+        ),
         ({"startup_commands": "-c 'unterminated"}, "cannot parse"),
         ({"local_volume_path": "/usr/lib/data"}, "cannot be mounted"),
     ],

@@ -20,7 +20,6 @@ from typing import TypeVar
 import paramiko
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
-
 from lium_emulator.images import ImageConfig, resolve_image
 from lium_emulator.sandbox import PodSpec, SandboxManager
 
@@ -39,7 +38,9 @@ def make_client_key() -> ClientKey:
         serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
     ).decode()
     public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
-    return ClientKey(paramiko.Ed25519Key.from_private_key(io.StringIO(private)), public.decode() + " test@host")
+    return ClientKey(
+        paramiko.Ed25519Key.from_private_key(io.StringIO(private)), public.decode() + " test@host"
+    )
 
 
 def image(reference: str) -> ImageConfig:
@@ -129,7 +130,7 @@ def ssh(port: int, key: ClientKey, timeout: float = 15.0) -> Iterator[paramiko.S
 
 def run(client: paramiko.SSHClient, command: str, timeout: float = 30.0) -> tuple[int, str]:
     """Exit status and stdout+stderr of ``command`` run over SSH."""
-    channel = client.get_transport().open_session(timeout=timeout)  # type: ignore[union-attr]
+    channel = client.get_transport().open_session(timeout=timeout)
     channel.settimeout(timeout)
     channel.set_combine_stderr(True)
     channel.exec_command(command)

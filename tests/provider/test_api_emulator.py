@@ -403,6 +403,22 @@ def test_resume_of_a_deleted_pod_reports_deleted(session: Session) -> None:
     assert len(session.posts("/rent")) == 1
 
 
+def test_older_pod_with_the_same_name_is_not_adopted(old_session: Session) -> None:
+    first = new_attempt(old_session)
+    assert rent_reconciled(old_session.client, first).outcome == "rented"
+    # A later attempt reusing the name: the existing pod was created > 1 min before it started.
+    later = RentAttempt(
+        first.executor_id,
+        first.pod_name,
+        str(uuid.uuid4()),
+        first.body,
+        datetime.now(UTC) + timedelta(minutes=2),
+    )
+    with pytest.raises(LiumUncertainOutcome, match="no pod found"):
+        rent_reconciled(old_session.client, later, resume=True, rounds=1)
+    assert len(old_session.posts("/rent")) == 1
+
+
 def test_expired_key_is_never_replayed(session: Session) -> None:
     attempt = new_attempt(session)
     stale = RentAttempt(

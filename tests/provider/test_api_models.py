@@ -161,3 +161,10 @@ def test_event_deletion_markers() -> None:
     assert Event(to_status="DELETED").marks_deletion
     assert Event(sub_event_type="pod-delete.success").marks_deletion
     assert not Event(sub_event_type="pod-create.success", to_status="RUNNING").marks_deletion
+
+
+def test_event_free_text_is_kept_only_as_text() -> None:
+    event = parse_object(
+        Event, {"detail": {"exit": 1}, "error": "image pull failed"}, method="GET", path="/e"
+    )
+    assert (event.detail, event.error) == (None, "image pull failed")

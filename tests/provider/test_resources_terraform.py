@@ -12,8 +12,8 @@ from typing import Any
 
 import paramiko
 import pytest
-from lium_emulator.launcher import RunningEmulator, launch
 
+from lium_emulator.launcher import RunningEmulator, launch
 from tests.support.lium import FAST_TIMINGS, PROVIDER_BLOCK, Account, new_account
 from tests.support.terraform import Terraform, interrupt, kill_group
 
@@ -70,7 +70,14 @@ def ssh_run(account: Account, pod: dict[str, Any], command: str) -> str:
     pinned = paramiko.PKey.from_type_string(key_type, base64.b64decode(key_b64))
     client.get_host_keys().add(f"[{pod['ssh_host']}]:{pod['ssh_port']}", key_type, pinned)
     client.set_missing_host_key_policy(paramiko.RejectPolicy())
-    client.connect(pod["ssh_host"], port=pod["ssh_port"], username="root", pkey=key, look_for_keys=False, allow_agent=False)
+    client.connect(
+        pod["ssh_host"],
+        port=pod["ssh_port"],
+        username="root",
+        pkey=key,
+        look_for_keys=False,
+        allow_agent=False,
+    )
     try:
         _, stdout, _ = client.exec_command(command, timeout=30)
         return stdout.read().decode()
@@ -96,7 +103,11 @@ def test_pod_with_template_lifecycle(stack: Callable[[str], Terraform], account:
     assert tf.plan_exitcode()[0] == 0, "a fresh apply must plan no changes"
 
     # In place: the template's startup command changes; the pod is kept.
-    tf.write(PROVIDER_BLOCK + TEMPLATE % ("python:3.11-slim", 'environment = { STACK = "tf2" }') + POD % ("tf-pod-0", ""))
+    tf.write(
+        PROVIDER_BLOCK
+        + TEMPLATE % ("python:3.11-slim", 'environment = { STACK = "tf2" }')
+        + POD % ("tf-pod-0", "")
+    )
     code, plan = tf.plan_exitcode()
     assert code == 2 and "1 to change, 0 to destroy" in plan
     tf.apply()
@@ -104,7 +115,11 @@ def test_pod_with_template_lifecycle(stack: Callable[[str], Terraform], account:
     assert instances(tf, "lium_pod")[0]["id"] == pod["id"]
 
     # Replacement: a new pod name.
-    tf.write(PROVIDER_BLOCK + TEMPLATE % ("python:3.11-slim", 'environment = { STACK = "tf2" }') + POD % ("tf-pod-1", ""))
+    tf.write(
+        PROVIDER_BLOCK
+        + TEMPLATE % ("python:3.11-slim", 'environment = { STACK = "tf2" }')
+        + POD % ("tf-pod-1", "")
+    )
     tf.apply()
     (replaced,) = instances(tf, "lium_pod")
     assert replaced["id"] != pod["id"] and replaced["name"] == "tf-pod-1"
@@ -149,21 +164,26 @@ def test_private_image_needs_its_credential(stack: Callable[[str], Terraform], a
     from lium_emulator.images import image_catalog
 
     private = next(i for i in image_catalog() if i.private)
-    credential = """
-variable "registry_password" {
+    credential = f"""
+variable "registry_password" {{
   type      = string
   sensitive = true
   ephemeral = true
-}
-resource "lium_docker_credential" "c" {
-  username            = "%s"
+}}
+resource "lium_docker_credential" "c" {{
+  username            = "{private.registry_username}"
   password_wo         = var.registry_password
   password_wo_version = 1
-}
-""" % private.registry_username
-    body = credential + TEMPLATE % (private.reference, "docker_credential_id = lium_docker_credential.c.id") + POD % (
-        "private",
-        "",
+}}
+"""
+    body = (
+        credential
+        + TEMPLATE % (private.reference, "docker_credential_id = lium_docker_credential.c.id")
+        + POD
+        % (
+            "private",
+            "",
+        )
     )
     tf = stack(body)
     tf.env["TF_VAR_registry_password"] = "wrong-password-123"
@@ -172,7 +192,9 @@ resource "lium_docker_credential" "c" {
     assert "did not start (CREATION_FAILED)" in failed.stderr, failed.stderr
     assert "wrong-password-123" not in failed.stdout + failed.stderr
     (tainted,) = next(r for r in tf.resources() if r["type"] == "lium_pod")["instances"]
-    assert tainted.get("status") == "tainted", "the failed pod must stay in state (tainted) so it is cleaned up"
+    assert tainted.get("status") == "tainted", (
+        "the failed pod must stay in state (tainted) so it is cleaned up"
+    )
 
     # Rotate to the right password: the credential is updated in place, the pod replaced, and it runs.
     tf.write(PROVIDER_BLOCK + body.replace("password_wo_version = 1", "password_wo_version = 2"))
@@ -226,9 +248,17 @@ def test_nothing_matches_the_price_limit(stack: Callable[[str], Terraform], acco
             "executor_id",
             "Choose either executor_id or an offer filter",
         ),
-        (TEMPLATE % ("python:3.11-slim", "") + POD % ("zero", "gpu_count = 0"), "gpu_count", "greater than or equal to 1"),
-        (TEMPLATE % ("python:3.11-slim", "") + POD % ("gpu", 'gpu = "Voodoo 5"'), "gpu", "Unknown or unavailable GPU"),
-        (TEMPLATE % ("Not An Image!", "") , "image", "is not a Docker image reference"),
+        (
+            TEMPLATE % ("python:3.11-slim", "") + POD % ("zero", "gpu_count = 0"),
+            "gpu_count",
+            "greater than or equal to 1",
+        ),
+        (
+            TEMPLATE % ("python:3.11-slim", "") + POD % ("gpu", 'gpu = "Voodoo 5"'),
+            "gpu",
+            "Unknown or unavailable GPU",
+        ),
+        (TEMPLATE % ("Not An Image!", ""), "image", "is not a Docker image reference"),
         (
             TEMPLATE % ("python:3.11-slim", "") + POD % ("vols", 'volume_id = "a"\n  volume_id = "b"'),
             "volume_id",
@@ -253,7 +283,9 @@ def test_invalid_configs_fail_at_plan_naming_the_attribute(
 def test_sigint_while_provisioning_then_destroy_leaves_nothing(
     stack: Callable[[str], Terraform], account: Account
 ) -> None:
-    account.set_faults({"seed": 1, "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "stuck_pending"}]})
+    account.set_faults(
+        {"seed": 1, "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "stuck_pending"}]}
+    )
     try:
         tf = stack(TEMPLATE % ("python:3.11-slim", "") + POD % ("ctrl-c", ""))
         process = tf.start("apply", "-auto-approve", "-no-color")
@@ -280,7 +312,12 @@ def test_sigint_while_provisioning_then_destroy_leaves_nothing(
 
 def test_uncertain_rent_makes_exactly_one_pod(stack: Callable[[str], Terraform], account: Account) -> None:
     account.set_faults(
-        {"seed": 2, "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "drop_after_commit", "first": 1}]}
+        {
+            "seed": 2,
+            "rules": [
+                {"method": "POST", "path": "/executors/*/rent", "kind": "drop_after_commit", "first": 1}
+            ],
+        }
     )
     try:
         tf = stack(TEMPLATE % ("python:3.11-slim", "") + POD % ("uncertain", ""))
@@ -298,7 +335,9 @@ def test_offer_fallback_on_no_capacity(stack: Callable[[str], Terraform], accoun
     account.set_faults(
         {
             "seed": 3,
-            "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "node_rent_in_progress", "first": 1}],
+            "rules": [
+                {"method": "POST", "path": "/executors/*/rent", "kind": "node_rent_in_progress", "first": 1}
+            ],
         }
     )
     try:
@@ -312,13 +351,18 @@ def test_offer_fallback_on_no_capacity(stack: Callable[[str], Terraform], accoun
     with account.api() as api:
         feed = api.get("/public/v1/nodes").json()["nodes"]
     cheapest = min(feed, key=lambda n: (n["price_per_gpu_hour"], n["id"]))
-    assert pod["executor_id"] != cheapest["id"], "the first (cheapest) candidate refused; the next one was rented"
+    assert pod["executor_id"] != cheapest["id"], (
+        "the first (cheapest) candidate refused; the next one was rented"
+    )
     tf.destroy()
     assert_nothing_left(account)
 
 
 def test_offers_and_lookup_data_sources(stack: Callable[[str], Terraform], account: Account) -> None:
-    body = TEMPLATE % ("python:3.11-slim", "") + POD % ("lookup", "") + """
+    body = (
+        TEMPLATE % ("python:3.11-slim", "")
+        + POD % ("lookup", "")
+        + """
 data "lium_offers" "cheap" {
   max_price_per_hour = 1.0
 }
@@ -334,6 +378,7 @@ output "offers" { value = data.lium_offers.cheap.offers }
 output "pod_status" { value = data.lium_pod.by_name.status }
 output "templates" { value = data.lium_templates.mine.templates }
 """
+    )
     tf = stack(body)
     tf.apply()
     outputs = json.loads(tf.run("output", "-json").stdout)

@@ -53,7 +53,10 @@ class Account:
 
     def api(self) -> httpx.Client:
         return httpx.Client(
-            base_url=self.emulator.api_url, headers={"X-API-KEY": self.api_key}, timeout=30, follow_redirects=False
+            base_url=self.emulator.api_url,
+            headers={"X-API-KEY": self.api_key},
+            timeout=30,
+            follow_redirects=False,
         )
 
     def report(self) -> dict[str, Any]:
@@ -79,7 +82,10 @@ class Account:
 
     def set_faults(self, plan: dict[str, Any]) -> None:
         response = httpx.put(
-            f"{self.emulator.root_url}/_emulator/faults", json=plan, headers=self.emulator.admin_headers, timeout=30
+            f"{self.emulator.root_url}/_emulator/faults",
+            json=plan,
+            headers=self.emulator.admin_headers,
+            timeout=30,
         )
         assert response.status_code == 200, response.text
 

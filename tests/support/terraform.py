@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -24,14 +25,14 @@ def install_test_providers(plugins_dir: Path) -> None:
         plugins_dir,
         "lium-stacks/bridgetest",
         "0.0.1",
-        [sys.executable, str(REPO / "tests" / "tfbridge" / "bridgetest_provider.py")],
+        [sys.executable, "-I", str(REPO / "tests" / "tfbridge" / "serve_bridgetest.py")],
     )
     write_launcher(plugins_dir, PROVIDER_SOURCE, __version__, launcher_command())
 
 
 def write_cli_config(path: Path, plugins_dir: Path) -> Path:
     path.write_text(
-        'provider_installation {\n  filesystem_mirror {\n    path = "%s"\n  }\n}\n' % plugins_dir
+        f'provider_installation {{\n  filesystem_mirror {{\n    path = "{plugins_dir}"\n  }}\n}}\n'
     )
     return path
 
@@ -53,7 +54,9 @@ class Terraform:
         env.update(self.env)
         return env
 
-    def run(self, *args: str, check: bool = True, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, check: bool = True, timeout: float | None = None
+    ) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
             ["terraform", *args],
             cwd=self.workdir,
@@ -123,8 +126,6 @@ def interrupt(process: subprocess.Popen[str]) -> None:
 
 
 def kill_group(process: subprocess.Popen[str]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     process.wait(timeout=30)

@@ -2,15 +2,13 @@
 
 It exercises every part of the bridge through real Terraform: create, update in place, replacement
 (unconditional and conditional), out-of-band deletion, import, a write-only secret, a slow cancellable
-create that records partial state, state upgrades and a data source. Run directly, it serves the
-provider to Terraform.
+create that records partial state, state upgrades and a data source. ``serve_bridgetest.py`` serves it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,9 +35,12 @@ class BridgeTestConfig(BaseModel):
     """Where the test objects live."""
 
     model_config = ConfigDict(extra="forbid")
-    store_dir: Annotated[str, Attribute(required=True, description="Directory holding one JSON file per object.")]
+    store_dir: Annotated[
+        str, Attribute(required=True, description="Directory holding one JSON file per object.")
+    ]
     token: Annotated[
-        str | None, Attribute(optional=True, sensitive=True, description="A secret that must never be logged.")
+        str | None,
+        Attribute(optional=True, sensitive=True, description="A secret that must never be logged."),
     ] = None
 
 
@@ -52,11 +53,21 @@ class Thing(BaseModel):
     """A stored object."""
 
     model_config = ConfigDict(extra="forbid")
-    id: Annotated[str | None, Attribute(computed=True, plan=(UseStateForUnknown(),), description="Object id.")] = None
-    name: Annotated[str, Attribute(required=True, description="Name; can change in place.")] = Field(min_length=1)
+    id: Annotated[
+        str | None, Attribute(computed=True, plan=(UseStateForUnknown(),), description="Object id.")
+    ] = None
+    name: Annotated[str, Attribute(required=True, description="Name; can change in place.")] = Field(
+        min_length=1
+    )
     size: Annotated[
         int | None,
-        Attribute(optional=True, computed=True, default=1, plan=(RequiresReplace(),), description="Forces a new object."),
+        Attribute(
+            optional=True,
+            computed=True,
+            default=1,
+            plan=(RequiresReplace(),),
+            description="Forces a new object.",
+        ),
     ] = Field(default=None, ge=1, le=1000)
     zone: Annotated[
         str | None,
@@ -202,16 +213,3 @@ class BridgeTestProvider(Provider[BridgeTestConfig]):
             raise TFError("token rejected", path=("token",))
         ctx.log.info("configured", token=config.token or "")
         return Store(config.store_dir)
-
-
-def _factory() -> Any:
-    from tfbridge.server import ProviderServer
-
-    return ProviderServer(BridgeTestProvider())
-
-
-if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent))
-    from tfbridge.plugin import serve
-
-    serve(_factory)

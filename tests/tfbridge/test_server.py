@@ -23,7 +23,9 @@ def server(tmp_path: Path) -> ProviderServer:
     config = {"store_dir": str(tmp_path), "token": None}
     provider_type = BridgeTestProvider.schema().type
     response = srv.ConfigureProvider(
-        pb.ConfigureProvider.Request(config=pb.DynamicValue(msgpack=cty.encode_msgpack(config, provider_type))),
+        pb.ConfigureProvider.Request(
+            config=pb.DynamicValue(msgpack=cty.encode_msgpack(config, provider_type))
+        ),
         None,  # type: ignore[arg-type]
     )
     assert not response.diagnostics
@@ -69,18 +71,25 @@ def test_upgrade_from_version_0_renames_and_normalizes(server: ProviderServer) -
 
 def test_upgrade_from_a_newer_version_is_a_clear_error(server: ProviderServer) -> None:
     response = server.UpgradeResourceState(
-        pb.UpgradeResourceState.Request(type_name="bridgetest_thing", version=9, raw_state=pb.RawState(json=b"{}")),
+        pb.UpgradeResourceState.Request(
+            type_name="bridgetest_thing", version=9, raw_state=pb.RawState(json=b"{}")
+        ),
         None,  # type: ignore[arg-type]
     )
     assert response.diagnostics[0].severity == pb.Diagnostic.ERROR
     assert "newer than this provider" in response.diagnostics[0].summary
 
 
-def test_plan_create_marks_computed_unknown_applies_defaults_and_nulls_write_only(server: ProviderServer) -> None:
+def test_plan_create_marks_computed_unknown_applies_defaults_and_nulls_write_only(
+    server: ProviderServer,
+) -> None:
     config = thing(name="n", secret_wo="hidden-value")
     response = server.PlanResourceChange(
         pb.PlanResourceChange.Request(
-            type_name="bridgetest_thing", prior_state=dv(None), proposed_new_state=dv(config), config=dv(config)
+            type_name="bridgetest_thing",
+            prior_state=dv(None),
+            proposed_new_state=dv(config),
+            config=dv(config),
         ),
         None,  # type: ignore[arg-type]
     )
@@ -96,7 +105,10 @@ def test_plan_update_keeps_use_state_values_and_flags_replacement(server: Provid
     config = thing(name="n", size=2)
     response = server.PlanResourceChange(
         pb.PlanResourceChange.Request(
-            type_name="bridgetest_thing", prior_state=dv(prior), proposed_new_state=dv(proposed), config=dv(config)
+            type_name="bridgetest_thing",
+            prior_state=dv(prior),
+            proposed_new_state=dv(proposed),
+            config=dv(config),
         ),
         None,  # type: ignore[arg-type]
     )
@@ -111,7 +123,10 @@ def test_plan_without_changes_keeps_every_computed_value(server: ProviderServer)
     config = thing(name="n")
     response = server.PlanResourceChange(
         pb.PlanResourceChange.Request(
-            type_name="bridgetest_thing", prior_state=dv(prior), proposed_new_state=dv(prior), config=dv(config)
+            type_name="bridgetest_thing",
+            prior_state=dv(prior),
+            proposed_new_state=dv(prior),
+            config=dv(config),
         ),
         None,  # type: ignore[arg-type]
     )

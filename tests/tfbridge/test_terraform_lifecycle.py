@@ -170,7 +170,11 @@ def test_write_only_secret_never_stored(make_terraform: Callable[..., Terraform]
         assert "bridge-token-0123456789" not in text, f"the sensitive provider token leaked into {where}"
     assert only_instance(tf)["secret_wo"] is None
     # Rotation: a new version sends the new secret.
-    tf.write(config(store, variable + thing("w", "secret_wo = var.secret\n  secret_wo_version = 2"), token="var.token"))
+    tf.write(
+        config(
+            store, variable + thing("w", "secret_wo = var.secret\n  secret_wo_version = 2"), token="var.token"
+        )
+    )
     tf.env["TF_VAR_secret"] = "longer-secret-value-2"
     tf.apply()
     assert only_instance(tf)["secret_length"] == len("longer-secret-value-2")
@@ -188,7 +192,9 @@ def test_invalid_config_names_the_attribute(make_terraform: Callable[..., Terraf
     assert 'name = ""' in output, "the diagnostic must point at the configuration line"
 
 
-def test_provider_config_error_names_the_attribute(make_terraform: Callable[..., Terraform], store: Path) -> None:
+def test_provider_config_error_names_the_attribute(
+    make_terraform: Callable[..., Terraform], store: Path
+) -> None:
     tf = make_terraform(config(store, thing(), token='"reject-me"'))
     tf.init()
     result = tf.run("plan", "-no-color", check=False)
@@ -197,13 +203,16 @@ def test_provider_config_error_names_the_attribute(make_terraform: Callable[...,
 
 
 def test_data_source(make_terraform: Callable[..., Terraform], store: Path) -> None:
-    body = thing("keep-me") + """
+    body = (
+        thing("keep-me")
+        + """
 data "bridgetest_things" "all" {
   name_prefix = "keep"
   depends_on  = [bridgetest_thing.t]
 }
 output "names" { value = data.bridgetest_things.all.names }
 """
+    )
     tf = make_terraform(config(store, body))
     tf.init()
     tf.apply()
@@ -211,7 +220,9 @@ output "names" { value = data.bridgetest_things.all.names }
     assert outputs["names"]["value"] == ["keep-me"]
 
 
-def test_sigint_during_slow_create_keeps_the_object(make_terraform: Callable[..., Terraform], store: Path) -> None:
+def test_sigint_during_slow_create_keeps_the_object(
+    make_terraform: Callable[..., Terraform], store: Path
+) -> None:
     tf = make_terraform(config(store, thing("slow", "create_delay_seconds = 300")))
     tf.init()
     process = tf.start("apply", "-auto-approve", "-no-color")

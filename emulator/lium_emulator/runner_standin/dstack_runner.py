@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import grp
 import json
 import logging
@@ -93,7 +94,9 @@ class History:
         self._job_logs: list[dict[str, Any]] = []
         self._runner_logs: list[dict[str, Any]] = []
 
-    def add_state(self, state: str, reason: str = "", message: str = "", exit_status: int | None = None) -> None:
+    def add_state(
+        self, state: str, reason: str = "", message: str = "", exit_status: int | None = None
+    ) -> None:
         with self._lock:
             self._states.append(
                 {
@@ -262,6 +265,7 @@ class Executor:
         self.user: JobUser | None = None
         self.working_dir = ""
         self.process: subprocess.Popen[bytes] | None = None
+        self.terminal: int | None = None
         self.cancelled = threading.Event()
         self.started = threading.Event()
         self.finished = threading.Event()
@@ -339,9 +343,11 @@ class Executor:
         return response
 
     def stop(self) -> None:
+        """Interrupt the job (its final ``terminated`` state is still pulled) or give up waiting for one."""
         with self.lock:
             running = self.state == "serve_logs"
-            self.state = "wait_logs_finished"
+            if not running:
+                self.state = "wait_logs_finished"
         if running:
             self.cancelled.set()
             self._interrupt()
@@ -350,9 +356,17 @@ class Executor:
             self.finished.set()
 
     def _interrupt(self) -> None:
-        process = self.process
-        if process is not None and process.poll() is None:
-            os.killpg(process.pid, signal.SIGINT)
+        """Ctrl-C and hang-up for the job: SIGINT to its terminal's foreground process group, SIGHUP
+        to the job's shell (an interactive shell survives Ctrl-C, not a hang-up); SIGKILL follows
+        ``KILL_DELAY_SECONDS`` later if something still runs."""
+        process, terminal = self.process, self.terminal
+        if process is None or process.poll() is not None:
+            return
+        if terminal is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(os.tcgetpgrp(terminal), signal.SIGINT)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGHUP)
 
     def _run_job(self) -> None:
         try:
@@ -463,6 +477,7 @@ class Executor:
     def _exec(self, commands: list[str], env: dict[str, str], user: JobUser) -> tuple[int, bool]:
         """Run the job on a pty until it exits; returns (exit code, max duration exceeded)."""
         master, slave = os.openpty()
+        self.terminal = master
         tty = os.ttyname(slave)
         drop = user.uid != os.getuid()
         if drop:
@@ -492,6 +507,7 @@ class Executor:
                 self.output_done.set()
                 reader.join()
         finally:
+            self.terminal = None
             os.close(slave)
             os.close(master)
         return returncode, timed_out
@@ -514,7 +530,7 @@ class Executor:
             if kill_at is None and (timed_out or self.cancelled.is_set()):
                 kill_at = now + KILL_DELAY_SECONDS
             if kill_at is not None and now >= kill_at:
-                os.killpg(process.pid, signal.SIGKILL)
+                kill_session(process.pid)
 
     def _copy_output(self, master: int, job_log_file: BinaryIO) -> None:
         """Job output to the job logs until the job exited and its output went quiet."""
@@ -534,6 +550,20 @@ class Executor:
             job_log_file.write(data)
             job_log_file.flush()
             self.history.add_job_log(data)
+
+
+def kill_session(session: int) -> None:
+    """SIGKILL every process of a session: the job and whatever it started, in any process group."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[3]) == session:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry), signal.SIGKILL)
 
 
 def write_profile(env: dict[str, str]) -> None:
@@ -564,6 +594,7 @@ class RunnerSshd:
         self.base = DSTACK_DIR / "ssh"
         self.conf = self.base / "conf"
         self.process: subprocess.Popen[bytes] | None = None
+        self.terminal: int | None = None
         self._log_level = log_level
 
     def prepare(self, authorized_keys: list[str]) -> None:
@@ -748,6 +779,9 @@ def start(args: argparse.Namespace) -> int:
     threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
         signal.signal(signum, lambda *_: executor.stop())
+    # Started under nohup, SIGHUP is ignored, and an ignored signal stays ignored in the job. A
+    # handler keeps the runner immune while the job gets the default disposition back at exec.
+    signal.signal(signal.SIGHUP, lambda *_: log.info("SIGHUP ignored"))
     log.info("dstack-runner %s (Lium emulator stand-in) listening on %s", VERSION, args.http_port)
     try:
         if not executor.started.wait(START_WAIT_SECONDS):

@@ -13,7 +13,15 @@ import shlex
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from lium_provider.api.errors import LiumProtocolError
 
@@ -221,6 +229,14 @@ class Event(_Response):
     from_status: str | None = None
     to_status: str | None = None
     reason: str | None = None
+    detail: str | None = None
+    error: str | None = None
+
+    @field_validator("detail", "error", mode="before")
+    @classmethod
+    def _text_only(cls, value: Any) -> Any:
+        """``detail`` and ``error`` are free-form and sometimes objects: keep them only as text."""
+        return value if isinstance(value, str) else None
 
     @property
     def marks_deletion(self) -> bool:

@@ -34,7 +34,7 @@ from lium_provider.api.errors import (
     LiumUncertainOutcome,
     is_definitive,
 )
-from lium_provider.api.models import RentRequest
+from lium_provider.api.models import Pod, RentRequest
 
 # Lium keeps a completed idempotency record 24 h (contract §3). Like the official SDK, stop replaying an
 # hour earlier: a key that expires while the resend is in flight would rent a second pod.
@@ -198,13 +198,9 @@ def find_rented_pod(client: LiumClient, attempt: RentAttempt) -> RentResult | No
     """Look for the pod ``attempt`` created: live pods first, then the account event log."""
     earliest = attempt.started_at - CLOCK_SKEW
     for pod in client.list_pods():
-        if (
-            pod.pod_name == attempt.pod_name
-            and pod.executor_id == attempt.executor_id
-            # A same-named pod created before this attempt started belongs to someone else.
-            and (pod.created_at is None or pod.created_at >= earliest)
-        ):
+        if pod.pod_name == attempt.pod_name and _could_be_ours(pod, attempt, earliest):
             return RentResult("rented", pod_id=pod.id, reconciled=True)
+    # Events keep pods that are already gone; one GET per distinct pod id, not per event.
     deletion_seen: dict[str, bool] = {}
     for event in client.events(since=earliest):
         if event.pod_name == attempt.pod_name and event.pod_id:
@@ -213,9 +209,14 @@ def find_rented_pod(client: LiumClient, attempt: RentAttempt) -> RentResult | No
         current = client.get_pod(pod_id)
         if current is None and deleted:
             return RentResult("deleted", pod_id=pod_id, reconciled=True)
-        if current is not None and current.executor_id == attempt.executor_id:
+        if current is not None and _could_be_ours(current, attempt, earliest):
             return RentResult("rented", pod_id=current.id, reconciled=True)
     return None
+
+
+def _could_be_ours(pod: Pod, attempt: RentAttempt, earliest: datetime) -> bool:
+    """Same executor, and not created before the attempt started (that one belongs to someone else)."""
+    return pod.executor_id == attempt.executor_id and (pod.created_at is None or pod.created_at >= earliest)
 
 
 def can_replay(client: LiumClient, attempt: RentAttempt, now: datetime) -> bool:

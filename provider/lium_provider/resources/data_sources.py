@@ -16,16 +16,24 @@ from tfbridge import Attribute, Context, DataSource, TFError
 class OfferModel(BaseModel):
     """One rentable offer."""
 
-    executor_id: Annotated[str | None, Attribute(computed=True, description="Executor (node) id to rent.")] = None
+    executor_id: Annotated[
+        str | None, Attribute(computed=True, description="Executor (node) id to rent.")
+    ] = None
     gpu: Annotated[str | None, Attribute(computed=True, description="GPU model as the feed names it.")] = None
     gpu_count: Annotated[int | None, Attribute(computed=True, description="GPUs in this offer.")] = None
-    gpu_memory_gib: Annotated[float | None, Attribute(computed=True, description="Memory per GPU, GiB.")] = None
+    gpu_memory_gib: Annotated[float | None, Attribute(computed=True, description="Memory per GPU, GiB.")] = (
+        None
+    )
     cpu: Annotated[int | None, Attribute(computed=True, description="CPUs a pod of this size gets.")] = None
-    memory_gib: Annotated[float | None, Attribute(computed=True, description="RAM a pod of this size gets, GiB.")] = None
+    memory_gib: Annotated[
+        float | None, Attribute(computed=True, description="RAM a pod of this size gets, GiB.")
+    ] = None
     disk_gb: Annotated[float | None, Attribute(computed=True, description="Container disk quota, GB.")] = None
     region: Annotated[str | None, Attribute(computed=True, description="Region, e.g. `us-ca`.")] = None
     spot: Annotated[bool | None, Attribute(computed=True, description="Spot (reclaimable) capacity.")] = None
-    price_per_hour: Annotated[float | None, Attribute(computed=True, description="USD per hour for the pod.")] = None
+    price_per_hour: Annotated[
+        float | None, Attribute(computed=True, description="USD per hour for the pod.")
+    ] = None
 
 
 class OffersModel(BaseModel):
@@ -34,12 +42,12 @@ class OffersModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     gpu: Annotated[str | None, Attribute(optional=True, description="GPU model, e.g. `RTX 4090`.")] = None
-    gpu_count: Annotated[int | None, Attribute(optional=True, description="GPUs per pod. Default 1.")] = Field(
-        default=None, ge=1, le=64
+    gpu_count: Annotated[int | None, Attribute(optional=True, description="GPUs per pod. Default 1.")] = (
+        Field(default=None, ge=1, le=64)
     )
-    max_price_per_hour: Annotated[float | None, Attribute(optional=True, description="Most USD per hour.")] = Field(
-        default=None, gt=0
-    )
+    max_price_per_hour: Annotated[
+        float | None, Attribute(optional=True, description="Most USD per hour.")
+    ] = Field(default=None, gt=0)
     regions: Annotated[list[str] | None, Attribute(optional=True, description="Regions or countries.")] = None
     min_memory_gib: Annotated[float | None, Attribute(optional=True, description="Least RAM, GiB.")] = Field(
         default=None, ge=0
@@ -47,12 +55,12 @@ class OffersModel(BaseModel):
     min_disk_gb: Annotated[float | None, Attribute(optional=True, description="Least disk, GB.")] = Field(
         default=None, ge=0
     )
-    spot: Annotated[bool | None, Attribute(optional=True, description="`true` spot only, `false` secure only.")] = (
-        None
-    )
-    offers: Annotated[list[OfferModel] | None, Attribute(computed=True, description="Matching offers, cheapest first.")] = (
-        None
-    )
+    spot: Annotated[
+        bool | None, Attribute(optional=True, description="`true` spot only, `false` secure only.")
+    ] = None
+    offers: Annotated[
+        list[OfferModel] | None, Attribute(computed=True, description="Matching offers, cheapest first.")
+    ] = None
 
 
 class OffersDataSource(DataSource[OffersModel]):
@@ -108,9 +116,9 @@ class PodLookupModel(BaseModel):
     price_per_hour: Annotated[float | None, Attribute(computed=True, description="USD per hour.")] = None
     ssh_host: Annotated[str | None, Attribute(computed=True, description="SSH host.")] = None
     ssh_port: Annotated[int | None, Attribute(computed=True, description="SSH port.")] = None
-    ports: Annotated[dict[str, int] | None, Attribute(computed=True, description="Container → external port.")] = (
-        None
-    )
+    ports: Annotated[
+        dict[str, int] | None, Attribute(computed=True, description="Container → external port.")
+    ] = None
     template_id: Annotated[str | None, Attribute(computed=True, description="Template id.")] = None
 
     @model_validator(mode="after")
@@ -133,7 +141,11 @@ class PodDataSource(DataSource[PodLookupModel]):
             else:
                 named = [p for p in client.list_pods() if p.pod_name == config.name]
                 if len(named) > 1:
-                    raise TFError(f"{len(named)} pods are named {config.name!r}", "Look the pod up by `id`.", path=("name",))
+                    raise TFError(
+                        f"{len(named)} pods are named {config.name!r}",
+                        "Look the pod up by `id`.",
+                        path=("name",),
+                    )
                 pod = named[0] if named else None
         if pod is None:
             which = ("id", config.id) if config.id else ("name", config.name)
@@ -168,10 +180,12 @@ class TemplatesModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name_prefix: Annotated[str | None, Attribute(optional=True, description="Only names starting with this.")] = None
-    templates: Annotated[list[TemplateSummary] | None, Attribute(computed=True, description="Templates, by name.")] = (
-        None
-    )
+    name_prefix: Annotated[
+        str | None, Attribute(optional=True, description="Only names starting with this.")
+    ] = None
+    templates: Annotated[
+        list[TemplateSummary] | None, Attribute(computed=True, description="Templates, by name.")
+    ] = None
 
 
 class TemplatesDataSource(DataSource[TemplatesModel]):
@@ -187,7 +201,8 @@ class TemplatesDataSource(DataSource[TemplatesModel]):
         return config.model_copy(
             update={
                 "templates": [
-                    TemplateSummary(id=t.id, name=t.name, image=image_of(t), is_private=t.is_private) for t in chosen
+                    TemplateSummary(id=t.id, name=t.name, image=image_of(t), is_private=t.is_private)
+                    for t in chosen
                 ]
             }
         )

@@ -21,9 +21,12 @@ class DockerCredentialModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: Annotated[
-        str | None, Attribute(computed=True, plan=(UseStateForUnknown(),), description="Credential id (UUID).")
+        str | None,
+        Attribute(computed=True, plan=(UseStateForUnknown(),), description="Credential id (UUID)."),
     ] = None
-    username: Annotated[str, Attribute(required=True, description="Registry user name.")] = Field(min_length=1)
+    username: Annotated[str, Attribute(required=True, description="Registry user name.")] = Field(
+        min_length=1
+    )
     password_wo: Annotated[
         str | None,
         Attribute(
@@ -69,7 +72,9 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
             credential = session(ctx).client.get_docker_credential(state.id or "")
         if credential is None:
             return None
-        return state.model_copy(update={"username": credential.username or state.username, "password_wo": None})
+        return state.model_copy(
+            update={"username": credential.username or state.username, "password_wo": None}
+        )
 
     def update(
         self,

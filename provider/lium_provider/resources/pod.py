@@ -18,7 +18,6 @@ from lium_provider.api.errors import LiumError, LiumUncertainOutcome
 from lium_provider.api.models import DELETED, RUNNING, Pod, RentRequest
 from lium_provider.api.offers import OfferFilter, describe_filter, find_offers, known_gpu_names, matches
 from lium_provider.api.rent import RentAttempt, rent_reconciled
-from lium_provider.journal import RentJournal
 from lium_provider.resources.common import api_errors
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, public_key_line
@@ -50,13 +49,21 @@ class PodModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: Annotated[str | None, Attribute(computed=True, plan=_KEEP, description="Pod id (UUID).")] = None
-    name: Annotated[str, Attribute(required=True, plan=_REPLACE, description="Pod name (at most 63 characters).")] = (
-        Field(min_length=1, max_length=63)
-    )
-    template_id: Annotated[str, Attribute(required=True, plan=_REPLACE, description="`lium_template` to run.")]
+    name: Annotated[
+        str, Attribute(required=True, plan=_REPLACE, description="Pod name (at most 63 characters).")
+    ] = Field(min_length=1, max_length=63)
+    template_id: Annotated[
+        str, Attribute(required=True, plan=_REPLACE, description="`lium_template` to run.")
+    ]
     gpu_count: Annotated[
         int | None,
-        Attribute(optional=True, computed=True, default=1, plan=_REPLACE, description="GPUs for this pod. Default 1."),
+        Attribute(
+            optional=True,
+            computed=True,
+            default=1,
+            plan=_REPLACE,
+            description="GPUs for this pod. Default 1.",
+        ),
     ] = Field(default=None, ge=1, le=64)
     executor_id: Annotated[
         str | None,
@@ -77,7 +84,8 @@ class PodModel(BaseModel):
         ),
     ] = None
     max_price_per_hour: Annotated[
-        float | None, Attribute(optional=True, description="Offer filter: most USD per hour for the whole pod.")
+        float | None,
+        Attribute(optional=True, description="Offer filter: most USD per hour for the whole pod."),
     ] = Field(default=None, gt=0)
     regions: Annotated[
         list[str] | None,
@@ -87,10 +95,12 @@ class PodModel(BaseModel):
         float | None, Attribute(optional=True, description="Offer filter: least RAM for the pod, GiB.")
     ] = Field(default=None, ge=0)
     min_disk_gb: Annotated[
-        float | None, Attribute(optional=True, description="Offer filter: least container disk, GB. No default floor.")
+        float | None,
+        Attribute(optional=True, description="Offer filter: least container disk, GB. No default floor."),
     ] = Field(default=None, ge=0)
     spot: Annotated[
-        bool | None, Attribute(optional=True, description="Offer filter: `true` spot only, `false` secure only.")
+        bool | None,
+        Attribute(optional=True, description="Offer filter: `true` spot only, `false` secure only."),
     ] = None
     ssh_public_key: Annotated[
         str | None,
@@ -102,10 +112,13 @@ class PodModel(BaseModel):
         ),
     ] = None
     volume_id: Annotated[
-        str | None, Attribute(optional=True, plan=_REPLACE, description="`lium_volume` to mount at /mnt (one).")
+        str | None,
+        Attribute(optional=True, plan=_REPLACE, description="`lium_volume` to mount at /mnt (one)."),
     ] = None
     status: Annotated[str | None, Attribute(computed=True, description="Lium status, e.g. `RUNNING`.")] = None
-    region: Annotated[str | None, Attribute(computed=True, plan=_KEEP, description="Region of the executor.")] = None
+    region: Annotated[
+        str | None, Attribute(computed=True, plan=_KEEP, description="Region of the executor.")
+    ] = None
     price_per_hour: Annotated[
         float | None, Attribute(computed=True, plan=_KEEP, description="Billed USD per hour.")
     ] = None
@@ -207,7 +220,9 @@ class PodResource(Resource[PodModel]):
         with api_errors("searching Lium offers"):
             everything = find_offers(s.feed_url, OfferFilter(gpu_count=flt.gpu_count), client=s.client)
         offers = [o for o in everything if matches(o, flt)]
-        if flt.gpu and not any(matches(o, OfferFilter(gpu=flt.gpu, gpu_count=flt.gpu_count)) for o in everything):
+        if flt.gpu and not any(
+            matches(o, OfferFilter(gpu=flt.gpu, gpu_count=flt.gpu_count)) for o in everything
+        ):
             names = ", ".join(sorted(known_gpu_names(everything))) or "none"
             raise TFError(
                 f"Unknown or unavailable GPU {flt.gpu!r}",
@@ -248,7 +263,9 @@ class PodResource(Resource[PodModel]):
             ]
         pod_id, state = self._rent_first_available(ctx, s, state, candidates, public_key)
         ctx.record(state)  # from here on, Terraform tracks the paid pod whatever happens next
-        pod = s.watcher.wait(ctx, pod_id, lambda p: p is None or p.status == RUNNING or p.status in DEAD_STATES)
+        pod = s.watcher.wait(
+            ctx, pod_id, lambda p: p is None or p.status == RUNNING or p.status in DEAD_STATES
+        )
         if pod is None or pod.status != RUNNING:
             status = pod.status if pod else "gone"
             ctx.record(state.model_copy(update={"status": pod.status if pod else DELETED}))
@@ -297,9 +314,14 @@ class PodResource(Resource[PodModel]):
                     update={"id": result.pod_id, "executor_id": executor_id, "status": "PENDING"}
                 )
             s.journal.forget(state.name)
+            if result.outcome == "deleted":  # rented, then gone at once: as good as no capacity here
+                refusals.append(f"{executor_id}: pod {result.pod_id} was deleted right after the rent")
+                continue
             if result.outcome == "no_capacity":
                 refusals.append(f"{executor_id}: {result.code}")
-                ctx.log.info("offer has no capacity, trying the next", executor=executor_id, code=result.code or "")
+                ctx.log.info(
+                    "offer has no capacity, trying the next", executor=executor_id, code=result.code or ""
+                )
                 continue
             raise TFError("Lium refused the rent", str(result.error) if result.error else result.outcome)
         raise TFError(
@@ -313,7 +335,9 @@ class PodResource(Resource[PodModel]):
         except LiumError:
             return "Lium gave no reason."
         for event in events:
-            reason = " ".join(x for x in (event.reason, getattr(event, "detail", None), getattr(event, "error", None)) if x)
+            reason = " ".join(
+                x for x in (event.reason, getattr(event, "detail", None), getattr(event, "error", None)) if x
+            )
             if reason:
                 return f"Lium says: {reason}"
         return "Lium gave no reason."

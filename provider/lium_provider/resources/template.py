@@ -47,7 +47,9 @@ class TemplateModel(BaseModel):
     id: Annotated[
         str | None, Attribute(computed=True, plan=(UseStateForUnknown(),), description="Template id (UUID).")
     ] = None
-    name: Annotated[str, Attribute(required=True, description="Template name.")] = Field(min_length=1, max_length=255)
+    name: Annotated[str, Attribute(required=True, description="Template name.")] = Field(
+        min_length=1, max_length=255
+    )
     image: Annotated[
         str,
         Attribute(
@@ -90,7 +92,8 @@ class TemplateModel(BaseModel):
         Attribute(optional=True, computed=True, default=True, description="Visible only to this account."),
     ] = None
     docker_credential_id: Annotated[
-        str | None, Attribute(optional=True, description="`lium_docker_credential` id for a private registry.")
+        str | None,
+        Attribute(optional=True, description="`lium_docker_credential` id for a private registry."),
     ] = None
 
     @field_validator("image")
@@ -173,7 +176,9 @@ class TemplateResource(Resource[TemplateModel]):
             template = session(ctx).client.get_template(state.id or "")
         return None if template is None else _state(template, state)
 
-    def update(self, ctx: Context, prior: TemplateModel, plan: TemplateModel, config: TemplateModel) -> TemplateModel:
+    def update(
+        self, ctx: Context, prior: TemplateModel, plan: TemplateModel, config: TemplateModel
+    ) -> TemplateModel:
         with api_errors("updating the template"):
             template = session(ctx).client.update_template(prior.id or "", _spec(plan))
         return _state(template, plan)

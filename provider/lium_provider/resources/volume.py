@@ -24,7 +24,12 @@ class VolumeModel(BaseModel):
     id: Annotated[
         str | None, Attribute(computed=True, plan=(UseStateForUnknown(),), description="Volume id (UUID).")
     ] = None
-    name: Annotated[str, Attribute(required=True, description="Volume name (letters, digits, `-_.`, spaces, `,()!?/`; at most 100).")] = Field(min_length=1)
+    name: Annotated[
+        str,
+        Attribute(
+            required=True, description="Volume name (letters, digits, `-_.`, spaces, `,()!?/`; at most 100)."
+        ),
+    ] = Field(min_length=1)
     description: Annotated[str | None, Attribute(optional=True, description="Free text.")] = None
 
     @field_validator("name")

@@ -1,0 +1,138 @@
+"""In-process checks of the image catalog and of how a pod's command and environment are derived."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from lium_emulator.images import image_catalog, resolve_image
+from lium_emulator.sandbox import PodSpec, SandboxError, build_plan, pod_command, pod_environment
+
+from tests.emulator.test_sandbox_support import image
+
+
+@pytest.mark.parametrize(
+    ("docker_image", "tag"),
+    [
+        ("python:3.11-slim", ""),
+        ("python", "3.11-slim"),
+        ("library/python:3.11-slim", ""),
+        ("docker.io/library/python:3.11-slim", ""),
+        ("index.docker.io/library/python", "3.11-slim"),
+    ],
+)
+def test_docker_hub_spellings_name_one_image(docker_image: str, tag: str) -> None:
+    config = resolve_image(docker_image, tag)
+    assert config is not None and config.reference == "python:3.11-slim"
+
+
+def test_full_references_are_split_like_lium_does() -> None:
+    private = resolve_image("registry.lium-emulator.local/team/private-trainer:1.0", "")
+    assert private is not None and private.private
+    assert (private.registry_username, private.registry_password) == (
+        "trainer-bot",
+        "lium-emulator-registry-pass",
+    )
+    assert resolve_image("registry.lium-emulator.local/team/private-trainer", "1.0") == private
+    ubuntu = image("ubuntu:22.04")
+    assert resolve_image(f"ubuntu@{ubuntu.digest}", "") == ubuntu
+    assert resolve_image("ubuntu@sha256:" + "0" * 64, "") is None
+    assert resolve_image("ubuntu", "") is None  # tag "latest" is not in the catalog
+    assert resolve_image("python:3.11-slim", "3.11-slim") is None  # a tag twice is no reference
+    assert resolve_image("localhost:5000/team/python", "3.11-slim") is None  # a port is no tag
+    assert resolve_image("", "") is None
+
+
+def test_catalog_images_are_runnable_configs() -> None:
+    references = [config.reference for config in image_catalog()]
+    assert len(references) == len(set(references))
+    for config in image_catalog():
+        assert config.env["PATH"].startswith("/") and config.workdir.startswith("/")
+        assert config.entrypoint or config.cmd
+        assert resolve_image(config.reference, "") == config
+        if config.registry_password:
+            assert config.registry_password not in repr(config)
+    nonroot = image("lium-emulator/nonroot-python:3.11")
+    assert (nonroot.user, nonroot.user_uid, nonroot.user_gid, nonroot.workdir) == (
+        "app",
+        1000,
+        1000,
+        "/home/app",
+    )
+    torch = image("pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime")
+    assert torch.workdir == "/workspace" and torch.env["NVIDIA_VISIBLE_DEVICES"] == "all"
+    assert torch.env["PATH"].startswith("/opt/conda/bin:")
+
+
+def spec(tmp_path: Path, **fields: object) -> PodSpec:
+    values: dict[str, object] = {
+        "pod_id": "unit",
+        "hostname": "unit-host",
+        "image": image("python:3.11-slim"),
+        "entrypoint": None,
+        "startup_commands": "",
+        "environment": {},
+        "authorized_keys": ["ssh-ed25519 AAAA key"],
+        "internal_ports": [22],
+        "local_volume_path": "/root",
+        "local_volume_dir": tmp_path,
+        "volume_dir": None,
+        "ssh_delay_seconds": 0.0,
+        "cpu_count": 1,
+        "memory_gib": 1,
+        "disk_quota_gb": 10,
+        **fields,
+    }
+    return PodSpec(**values)  # type: ignore[arg-type]
+
+
+def test_pod_command_follows_docker_run(tmp_path: Path) -> None:
+    assert pod_command(spec(tmp_path)) == ["python3"]  # the image CMD
+    assert pod_command(spec(tmp_path, startup_commands="-m http.server")) == ["-m", "http.server"]
+    dstack = spec(tmp_path, entrypoint="/bin/sh", startup_commands="-c 'exec sleep infinity'")
+    assert pod_command(dstack) == ["/bin/sh", "-c", "exec sleep infinity"]
+    assert pod_command(spec(tmp_path, entrypoint="/bin/true")) == ["/bin/true"]  # --entrypoint drops CMD
+    with pytest.raises(SandboxError, match="cannot parse"):
+        pod_command(spec(tmp_path, startup_commands="-c 'open"))
+
+
+def test_pod_environment_is_image_env_with_docker_additions_and_template_overrides(tmp_path: Path) -> None:
+    env = pod_environment(spec(tmp_path, environment={"LANG": "en_US.UTF-8", "EXTRA": "1"}))
+    assert env == {
+        **image("python:3.11-slim").env,
+        "LANG": "en_US.UTF-8",
+        "EXTRA": "1",
+        "HOSTNAME": "unit-host",
+        "HOME": "/root",
+    }
+    assert (
+        pod_environment(spec(tmp_path, image=image("lium-emulator/nonroot-python:3.11")))["HOME"]
+        == "/home/app"
+    )
+
+
+def test_plan_adds_the_image_user_and_never_host_secrets(tmp_path: Path) -> None:
+    keys = {"ssh_host_ed25519_key": ("PRIVATE", "ssh-ed25519 PUBLIC\n")}
+    plan = build_plan(
+        spec(tmp_path, image=image("lium-emulator/nonroot-python:3.11")), tmp_path / "pod", keys
+    )
+    files = {file["path"]: file for file in plan["files"]}
+    assert "app:x:1000:1000::/home/app:/bin/sh\n" in files["/etc/passwd"]["content"]
+    shadow = files["/etc/shadow"]["content"].splitlines()
+    assert shadow and all(line.split(":")[1] == "*" for line in shadow)  # no host password hashes
+    assert files["/etc/ssh/ssh_host_ed25519_key"] == {
+        "path": "/etc/ssh/ssh_host_ed25519_key",
+        "content": "PRIVATE",
+        "mode": 0o600,
+    }
+    assert "UsePAM no" in files["/etc/ssh/sshd_config"]["content"]
+    assert plan["remove"] and all("ed25519" not in path for path in plan["remove"])  # host keys hidden
+    assert plan["dirs"] == [{"path": "/home/app", "mode": 0o755, "uid": 1000, "gid": 1000}]
+    assert (plan["workdir"], plan["user"]) == ("/home/app", {"name": "app", "uid": 1000, "gid": 1000})
+    assert plan["symlinks"]["/usr/local/bin/python3"] == "/usr/bin/python3"
+
+
+@pytest.mark.parametrize("path", ["/usr/data", "/proc/x", "relative", "/", "/a/../etc"])
+def test_volume_paths_that_would_break_the_pod_are_refused(tmp_path: Path, path: str) -> None:
+    with pytest.raises(SandboxError, match="cannot be mounted"):
+        build_plan(spec(tmp_path, local_volume_path=path), tmp_path / "pod", {})
