@@ -73,8 +73,20 @@ def launch(
     startup_timeout: float = 20.0,
 ) -> RunningEmulator:
     """Run ``lium-emulator serve --port 0 <args>`` with this interpreter and wait until it serves."""
-    command = [sys.executable, "-m", "lium_emulator.cli", "serve", "--port", "0", "--admin-key", admin_key, *args]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=dict(env) if env is not None else None)
+    command = [
+        sys.executable,
+        "-m",
+        "lium_emulator.cli",
+        "serve",
+        "--port",
+        "0",
+        "--admin-key",
+        admin_key,
+        *args,
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, text=True, env=dict(env) if env is not None else None
+    )
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_pump, args=(process, lines), daemon=True).start()
     api_url = runner_url = None

@@ -236,7 +236,9 @@ class PodLifecycle:
         port = (pod.ports_mapping or {}).get(22)
         if port is None:
             return
-        if pod.faults.ssh_late_seconds == 0 and not await _sshd_answers(port, lambda: pod.status == "RUNNING"):
+        if pod.faults.ssh_late_seconds == 0 and not await _sshd_answers(
+            port, lambda: pod.status == "RUNNING"
+        ):
             if pod.status == "RUNNING":
                 logger.warning("sshd of pod %s never answered; ssh_connect_cmd stays unpublished", pod.id)
             return

@@ -175,11 +175,13 @@ def mounts_under(path: Path) -> list[str]:
 
 
 def _remove_pod_dir(pod_dir: Path) -> None:
-    """Delete a pod's directory, never through a mount (that could reach a volume)."""
-    for mount_point in sorted(mounts_under(pod_dir), key=len, reverse=True):
-        subprocess.run(["umount", "--lazy", mount_point], check=False, env=_CLEAN_ENV)
+    """Delete a pod's directory, never through a mount (one could reach into a volume).
+
+    Pods mount only inside their own mount namespace, so the host never sees a mount here; the
+    check guards the volumes should that ever change.
+    """
     if mounts_under(pod_dir):
-        raise SandboxError(f"{pod_dir} still has mounts; not deleting it")
+        raise SandboxError(f"{pod_dir} has mounts in the emulator's namespace; not deleting it")
     shutil.rmtree(pod_dir, ignore_errors=True)
 
 
@@ -342,7 +344,7 @@ class SandboxManager:
         self._forwarder = PortForwarder()
         self._lock = threading.Lock()
         self._pods: dict[str, _Pod] = {}
-        self._starting: set[str] = set()
+        self._starting: dict[str, threading.Event] = {}
 
     def start(self, spec: PodSpec) -> dict[int, int]:
         """Run the pod; returns its published ports (internal -> host loopback port). Blocking."""
@@ -351,7 +353,7 @@ class SandboxManager:
         with self._lock:
             if spec.pod_id in self._pods or spec.pod_id in self._starting:
                 raise SandboxError(f"pod {spec.pod_id} is already running")
-            self._starting.add(spec.pod_id)
+            self._starting[spec.pod_id] = threading.Event()
         try:
             pod = self._launch(spec, unshare)
             with self._lock:
@@ -363,7 +365,7 @@ class SandboxManager:
                 pod.sshd_timer.start()
         finally:
             with self._lock:
-                self._starting.discard(spec.pod_id)
+                self._starting.pop(spec.pod_id).set()
         return dict(pod.ports)
 
     def is_alive(self, pod_id: str) -> bool:
@@ -373,7 +375,14 @@ class SandboxManager:
         return pod is not None and pod.unshare.poll() is None and process_is_running(pod.pid1, pod.pid1_start)
 
     def stop(self, pod_id: str) -> None:
-        """Kill everything in the pod, free its ports, delete its files. Blocking; unknown ids are fine."""
+        """Kill everything in the pod, free its ports, delete its files. Blocking; unknown ids are fine.
+
+        A start of the same pod still in progress is waited for, then undone.
+        """
+        with self._lock:
+            starting = self._starting.get(pod_id)
+        if starting is not None:
+            starting.wait()
         with self._lock:
             pod = self._pods.pop(pod_id, None)
         if pod is not None:

@@ -34,6 +34,32 @@ def cmd_docs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan_summary(args: argparse.Namespace) -> int:
+    from lium_provider.plan_summary import PlanError, main_summary
+
+    try:
+        sys.stdout.write(main_summary(args.plan_json, args.nodes_feed_url))
+    except PlanError as exc:
+        print(f"lium-tf plan-summary: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_constructs(args: argparse.Namespace) -> int:
+    from lium_provider import constructs_gen
+    from lium_provider.provider import LiumProvider
+
+    out_dir = Path(args.out)
+    if args.check:
+        stale = constructs_gen.stale_files(LiumProvider, out_dir)
+        for name in stale:
+            print(f"stale: {out_dir / name}")
+        return 1 if stale else 0
+    for path in constructs_gen.write(LiumProvider, out_dir):
+        print(path)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lium-tf", description=__doc__)
     parser.add_argument("--version", action="version", version=f"lium-tf {__version__}")
@@ -48,10 +74,36 @@ def build_parser() -> argparse.ArgumentParser:
     install.add_argument("--plugins-dir", help="mirror directory (default: ~/.terraform.d/plugins)")
     install.set_defaults(handler=cmd_install)
 
-    docs = commands.add_parser("docs", help="regenerate docs/resources and docs/data-sources from the schemas")
+    docs = commands.add_parser(
+        "docs", help="regenerate docs/resources and docs/data-sources from the schemas"
+    )
     docs.add_argument("--docs-dir", default="docs")
     docs.add_argument("--examples-dir", default="examples")
     docs.set_defaults(handler=cmd_docs)
+
+    constructs = commands.add_parser(
+        "constructs",
+        help="regenerate the typed CDKTF constructs (lium_constructs.generated) from the schemas",
+    )
+    constructs.add_argument("--out", default="constructs/lium_constructs/generated")
+    constructs.add_argument("--check", action="store_true", help="only report stale files (exit 1 if any)")
+    constructs.set_defaults(handler=cmd_constructs)
+
+    summary = commands.add_parser(
+        "plan-summary",
+        help="summarise `terraform show -json <planfile>` as Markdown: changes and GPU cost per hour and month",
+        description="Print a Markdown summary of a saved plan for a pull-request comment: what is created, "
+        "updated, replaced and destroyed, and each pod's GPU, count and price per hour now.",
+    )
+    summary.add_argument(
+        "plan_json", metavar="PLAN_JSON", help="output of `terraform show -json`; - reads stdin"
+    )
+    summary.add_argument(
+        "--nodes-feed-url",
+        help="Lium nodes feed for prices (default: env LIUM_NODES_FEED_URL, else <LIUM_API_URL>/public/v1/nodes, "
+        "else lium.io's public feed)",
+    )
+    summary.set_defaults(handler=cmd_plan_summary)
     return parser
 
 

@@ -5,16 +5,12 @@ from __future__ import annotations
 import io
 import socket
 from pathlib import Path
-
-import paramiko
+from typing import TYPE_CHECKING
 
 from tfbridge import TFError
 
-_KEY_CLASSES: tuple[type[paramiko.PKey], ...] = (
-    paramiko.Ed25519Key,
-    paramiko.ECDSAKey,
-    paramiko.RSAKey,
-)
+if TYPE_CHECKING:  # paramiko costs ~180 ms to import: only operations that use SSH load it
+    import paramiko
 
 
 def load_private_key(path: str, attribute: str) -> str:
@@ -28,7 +24,10 @@ def load_private_key(path: str, attribute: str) -> str:
 
 def parse_private_key(text: str) -> paramiko.PKey:
     """The paramiko key of a PEM/OpenSSH private key; the error never quotes the key."""
-    for key_class in _KEY_CLASSES:
+    import paramiko
+
+    key_classes: tuple[type[paramiko.PKey], ...] = (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey)
+    for key_class in key_classes:
         try:
             return key_class.from_private_key(io.StringIO(text))
         except (paramiko.SSHException, ValueError, IndexError):
@@ -51,6 +50,8 @@ def fetch_host_key(host: str, port: int, timeout: float = 10.0) -> str | None:
 
     No authentication happens: only the key exchange, which is where the server proves its key.
     """
+    import paramiko
+
     try:
         sock = socket.create_connection((host, port), timeout=timeout)
     except OSError:

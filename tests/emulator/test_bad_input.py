@@ -3,6 +3,7 @@ never another account's data."""
 
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -25,7 +26,9 @@ JSON = {"Content-Type": "application/json"}
         ("DELETE", f"/pods/{RANDOM_ID}"),
     ],
 )
-def test_malformed_json_is_a_422_in_the_validation_shape(account: httpx.Client, method: str, path: str) -> None:
+def test_malformed_json_is_a_422_in_the_validation_shape(
+    account: httpx.Client, method: str, path: str
+) -> None:
     response = account.request(method, path, content=b'{"name": "x",', headers=JSON)
     body = assert_error(response, 422, "validation_error")
     assert body["message"] == "Request validation failed"
@@ -36,7 +39,11 @@ def test_malformed_json_is_a_422_in_the_validation_shape(account: httpx.Client, 
 @pytest.mark.parametrize(
     ("path", "payload", "field"),
     [
-        ("/templates", {"name": "t", "docker_image": "python", "internal_ports": ["ssh"]}, "body -> internal_ports -> 0"),
+        (
+            "/templates",
+            {"name": "t", "docker_image": "python", "internal_ports": ["ssh"]},
+            "body -> internal_ports -> 0",
+        ),
         ("/templates", {"name": "t", "docker_image": "python", "environment": None}, "body -> environment"),
         ("/templates", {"name": 5, "docker_image": "python"}, "body -> name"),
         ("/templates", ["not", "an", "object"], "body"),
@@ -53,7 +60,7 @@ def test_wrong_types_name_the_field(account: httpx.Client, path: str, payload: o
 def test_rent_body_validation_and_rule_errors(account: httpx.Client) -> None:
     template = create_template(account)
     node = splittable_node(account, "RTX 4090")
-    cases = [
+    cases: list[tuple[dict[str, Any], int, str]] = [
         ({"gpu_count": "two"}, 422, "validation_error"),
         ({"gpu_count": 1.5}, 422, "validation_error"),
         ({"template_id": "not-a-uuid"}, 422, "validation_error"),
@@ -88,7 +95,13 @@ def test_unknown_ids_are_404_and_non_uuid_ids_422(account: httpx.Client) -> None
     assert_error(account.delete(f"/pods/{RANDOM_ID}"), 404, "pod_not_found")
     assert_error(account.delete(f"/docker-credentials/{RANDOM_ID}"), 404, "docker_credential_not_found")
     assert_error(account.delete(f"/ssh-keys/{RANDOM_ID}"), 404, "ssh_key_not_found")
-    for path in ("/pods/123", "/templates/abc", "/volumes/x-y", "/users/me/events?pod_id=nope", "/users/me/events?limit=0"):
+    for path in (
+        "/pods/123",
+        "/templates/abc",
+        "/volumes/x-y",
+        "/users/me/events?pod_id=nope",
+        "/users/me/events?limit=0",
+    ):
         assert_error(account.get(path), 422, "validation_error")
     assert_error(account.get("/users/me/events", params={"since": "yesterday"}), 422, "validation_error")
     assert_error(account.get("/no/such/route"), 404, "not_found")
@@ -98,7 +111,9 @@ def test_other_accounts_ids_are_not_found(make_account: Callable[..., httpx.Clie
     owner, stranger = make_account(), make_account()
     template = create_template(owner)
     volume = owner.post("/volumes", json={"name": "private"}).json()
-    credential = owner.post("/docker-credentials/", json={"docker_username": "u", "docker_password": "p"}).json()
+    credential = owner.post(
+        "/docker-credentials/", json={"docker_username": "u", "docker_password": "p"}
+    ).json()
     node = splittable_node(owner, "RTX 3090")
     pod_id = rent_pod(owner, node["id"], rent_body(template["id"]))
 
@@ -106,19 +121,31 @@ def test_other_accounts_ids_are_not_found(make_account: Callable[..., httpx.Clie
     assert_error(stranger.delete(f"/pods/{pod_id}"), 404, "pod_not_found")
     assert_error(stranger.get(f"/pods/{pod_id}/events"), 404, "pod_not_found")
     assert_error(stranger.get(f"/templates/{template['id']}"), 404, "template_not_found")
-    assert_error(stranger.put(f"/templates/{template['id']}", json={"name": "x", "docker_image": "y"}), 404, "template_not_found")
+    assert_error(
+        stranger.put(f"/templates/{template['id']}", json={"name": "x", "docker_image": "y"}),
+        404,
+        "template_not_found",
+    )
     assert_error(stranger.delete(f"/templates/{template['id']}"), 404, "template_not_found")
     assert_error(stranger.get(f"/volumes/{volume['id']}"), 404, "volume_not_found")
     assert_error(stranger.delete(f"/volumes/{volume['id']}"), 404, "volume_not_found")
-    assert_error(stranger.delete(f"/docker-credentials/{credential['id']}"), 404, "docker_credential_not_found")
+    assert_error(
+        stranger.delete(f"/docker-credentials/{credential['id']}"), 404, "docker_credential_not_found"
+    )
     stranger_template = create_template(stranger, docker_credential_id=None)
     assert_error(
-        stranger.post("/templates", json={"name": "t", "docker_image": "x", "docker_credential_id": credential["id"]}),
+        stranger.post(
+            "/templates", json={"name": "t", "docker_image": "x", "docker_credential_id": credential["id"]}
+        ),
         404,
         "docker_credential_not_found",
     )
     assert_error(rent(stranger, node["id"], rent_body(template["id"])), 404, "template_not_found")
-    assert_error(rent(stranger, node["id"], rent_body(stranger_template["id"], volume_id=volume["id"])), 404, "volume_not_found")
+    assert_error(
+        rent(stranger, node["id"], rent_body(stranger_template["id"], volume_id=volume["id"])),
+        404,
+        "volume_not_found",
+    )
     assert stranger.get("/pods").json() == [] and stranger.get("/volumes").json() == []
     assert stranger.get("/docker-credentials/").json() == []
     assert template["id"] not in [t["id"] for t in stranger.get("/templates").json()]
@@ -132,4 +159,8 @@ def test_public_templates_are_read_only(account: httpx.Client) -> None:
     public = next(t for t in account.get("/templates").json() if t["user_id"] is None)
     assert account.get(f"/templates/{public['id']}").status_code == 200
     assert_error(account.delete(f"/templates/{public['id']}"), 403, "template_read_only")
-    assert_error(account.put(f"/templates/{public['id']}", json={"name": "mine", "docker_image": "x"}), 403, "template_read_only")
+    assert_error(
+        account.put(f"/templates/{public['id']}", json={"name": "mine", "docker_image": "x"}),
+        403,
+        "template_read_only",
+    )

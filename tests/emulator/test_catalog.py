@@ -46,7 +46,14 @@ def test_worked_numbers_of_the_contract() -> None:
 def test_the_packaged_catalog_is_varied_and_roomy() -> None:
     nodes = list(Catalog.load(None).nodes.values())
     assert len(nodes) >= 12
-    assert {n.gpu_model for n in nodes} >= {"RTX 3090", "RTX 4090", "RTX 5090", "A100-SXM4-80GB", "H100 80GB HBM3", "H200"}
+    assert {n.gpu_model for n in nodes} >= {
+        "RTX 3090",
+        "RTX 4090",
+        "RTX 5090",
+        "A100-SXM4-80GB",
+        "H100 80GB HBM3",
+        "H200",
+    }
     assert {n.tier for n in nodes} == {"secure", "spot"}
     assert len({n.country_code for n in nodes}) >= 5
     assert any(n.splittable for n in nodes) and any(not n.splittable for n in nodes)

@@ -60,7 +60,9 @@ def test_2_version_needs_no_key_and_features_are_configurable(emulator: RunningE
 
 
 def test_3_docker_credentials_create_list_delete_without_leaking_the_password(account: httpx.Client) -> None:
-    created = account.post("/docker-credentials/", json={"docker_username": "bot", "docker_password": "s3cret-pw"})
+    created = account.post(
+        "/docker-credentials/", json={"docker_username": "bot", "docker_password": "s3cret-pw"}
+    )
     assert created.status_code == 200
     credential = created.json()
     assert UUID_RE.match(credential["id"]) and credential["username"] == "bot"
@@ -68,11 +70,14 @@ def test_3_docker_credentials_create_list_delete_without_leaking_the_password(ac
     listed = account.get("/docker-credentials/")
     assert [c["id"] for c in listed.json()] == [credential["id"]] and "s3cret-pw" not in listed.text
     updated = account.put(
-        f"/docker-credentials/{credential['id']}", json={"docker_username": "bot2", "docker_password": "other"}
+        f"/docker-credentials/{credential['id']}",
+        json={"docker_username": "bot2", "docker_password": "other"},
     )
     assert updated.json()["username"] == "bot2"
     assert account.delete(f"/docker-credentials/{credential['id']}").json() == {"success": True}
-    assert_error(account.delete(f"/docker-credentials/{credential['id']}"), 404, "docker_credential_not_found")
+    assert_error(
+        account.delete(f"/docker-credentials/{credential['id']}"), 404, "docker_credential_not_found"
+    )
     # legacy flow: no body -> platform-generated default credential
     default = account.post("/docker-credentials/")
     assert default.status_code == 200 and default.json()["username"].startswith("lium-default-")
@@ -105,17 +110,27 @@ def test_5_rent_with_idempotency_key_returns_pod_id_and_codes_in_error_code(acco
     assert "idempotent-replayed" not in first.headers
     again = rent(account, node["id"], body, key)
     assert again.json() == first.json() and again.headers["idempotent-replayed"] == "true"
-    assert_error(rent(account, "00000000-0000-4000-8000-000000000000", body, secrets.token_hex(8)), 404, "node_not_found")
+    assert_error(
+        rent(account, "00000000-0000-4000-8000-000000000000", body, secrets.token_hex(8)),
+        404,
+        "node_not_found",
+    )
     delete_and_wait(account, first.json()["pod_id"])
 
 
-def test_6_pod_rows_carry_what_dstack_reads_and_404_after_removal(account: httpx.Client, ssh_key: SshKey) -> None:
+def test_6_pod_rows_carry_what_dstack_reads_and_404_after_removal(
+    account: httpx.Client, ssh_key: SshKey
+) -> None:
     template = create_template(account)
     node = splittable_node(account, "RTX 4090")
     body = rent_body(template["id"], ssh_key.public)
     pod_id = rent_pod(account, node["id"], body)
     pending = next(p for p in account.get("/pods").json() if p["id"] == pod_id)  # listed at once
-    assert pending["status"] == "PENDING" and pending["ssh_connect_cmd"] is None and pending["ports_mapping"] is None
+    assert (
+        pending["status"] == "PENDING"
+        and pending["ssh_connect_cmd"] is None
+        and pending["ports_mapping"] is None
+    )
     assert pending["phase"] and isinstance(pending["estimated_ready_seconds"], int)
     pod = wait_ssh_ready(account, pod_id)
     assert (pod["pod_name"], pod["executor_id"]) == (body["pod_name"], node["id"])
@@ -141,7 +156,11 @@ def test_7_delete_goes_deleting_then_deleted_then_404(account: httpx.Client) -> 
     assert get_pod(account, pod_id)["status"] == "DELETING"  # type: ignore[index]
     assert account.delete(f"/pods/{pod_id}").status_code == 200, "repeating the delete is harmless"
     wait_gone(account, pod_id)
-    moves = [(e["from_status"], e["to_status"]) for e in account.get(f"/pods/{pod_id}/events").json() if e["to_status"]]
+    moves = [
+        (e["from_status"], e["to_status"])
+        for e in account.get(f"/pods/{pod_id}/events").json()
+        if e["to_status"]
+    ]
     assert moves[-2:] == [("RUNNING", "DELETING"), ("DELETING", "DELETED")]
     assert_error(account.delete(f"/pods/{pod_id}"), 404, "pod_not_found")
 
@@ -160,7 +179,11 @@ def test_8_account_events_keep_deleted_pods_and_honour_limit_and_since(account: 
     assert [e["created_at"] for e in events] == sorted((e["created_at"] for e in events), reverse=True)
     assert mine[0]["to_status"] == "DELETED", "newest first"
     assert any(e["sub_event_type"] == "pod-delete.success" for e in mine)
-    assert {e["sub_event_type"] for e in mine} >= {"pod-rent.requested", "pod-create.success", "pod-lifecycle.status"}
+    assert {e["sub_event_type"] for e in mine} >= {
+        "pod-rent.requested",
+        "pod-create.success",
+        "pod-lifecycle.status",
+    }
     # what dstack does after an uncertain rent: find the pod by name, then GET it
     found = next(e for e in events if e["pod_name"] == body["pod_name"] and e["pod_id"])
     assert get_pod(account, found["pod_id"]) is None
@@ -197,8 +220,14 @@ def test_10_feed_ids_are_rentable_and_availability_follows_rents(account: httpx.
     assert get_pod(account, pod_b)["gpu_count"] == "1"  # type: ignore[index]
     assert feed_node(account, node["id"]) is None, "a fully rented node leaves the feed"
     assert_error(rent(account, node["id"], rent_body(template["id"])), 400, "node_unavailable")
-    whole = next(n for n in account.get("/public/v1/nodes").json()["nodes"] if n["gpu_model"] == "A100-SXM4-80GB" and n["min_rentable_gpu_count"] == 4)
-    assert_error(rent(account, whole["id"], rent_body(template["id"], gpu_count=1)), 400, "gpu_split_not_allowed")
+    whole = next(
+        n
+        for n in account.get("/public/v1/nodes").json()["nodes"]
+        if n["gpu_model"] == "A100-SXM4-80GB" and n["min_rentable_gpu_count"] == 4
+    )
+    assert_error(
+        rent(account, whole["id"], rent_body(template["id"], gpu_count=1)), 400, "gpu_split_not_allowed"
+    )
     delete_and_wait(account, pod_a)
     assert feed_node(account, node["id"])["available_gpu_count"] == 3  # type: ignore[index]
     delete_and_wait(account, pod_b)

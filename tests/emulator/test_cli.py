@@ -21,7 +21,9 @@ CONSOLE_SCRIPT = Path(sys.executable).with_name("lium-emulator")
 def _start(*args: str) -> tuple[subprocess.Popen[str], list[str], float]:
     """Run the console script; its first two lines (a watchdog kills a silent process after 20 s)."""
     started = time.monotonic()
-    process = subprocess.Popen([str(CONSOLE_SCRIPT), "serve", "--port", "0", *args], stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [str(CONSOLE_SCRIPT), "serve", "--port", "0", *args], stdout=subprocess.PIPE, text=True
+    )
     assert process.stdout is not None
     watchdog = threading.Timer(20, process.kill)
     watchdog.start()
@@ -41,11 +43,15 @@ def test_serve_announces_itself_fast_serves_the_runner_and_exits_0_on_signals() 
             assert elapsed < 2.0, f"took {elapsed:.2f} s to serve"
             runner = re.fullmatch(r"runner download URL: (\S+)", lines[1])
             assert runner is not None and "{version}" in runner.group(1)
-            for version in ("0.19.30", "latest"):
+            for version in ("0.19.30", "0.22.5"):
                 download = httpx.get(runner.group(1).replace("{version}", version))
-                assert download.status_code == 200 and len(download.content) > 0
+                assert download.status_code == 200 and f'"{version}"'.encode() in download.content
+            assert httpx.get(runner.group(1).replace("{version}", "..bad")).status_code == 404
             api = listening.group(1)
-            ids = {httpx.get(f"{api}/users/me", headers={"X-API-KEY": k}).json()["id"] for k in ("k-one", "k-two")}
+            ids = {
+                httpx.get(f"{api}/users/me", headers={"X-API-KEY": k}).json()["id"]
+                for k in ("k-one", "k-two")
+            }
             assert len(ids) == 2, "each key is its own account"
             assert httpx.get(f"{api}/users/me", headers={"X-API-KEY": DEFAULT_KEY}).status_code == 401
         finally:

@@ -4,8 +4,8 @@ fault kind observed over real HTTP, plus the seeded engine's determinism."""
 import json
 import secrets
 import time
-from datetime import datetime
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -56,11 +56,23 @@ def set_faults(emulator: RunningEmulator) -> Iterator[Callable[[dict[str, Any]],
 def test_a_plan_from_a_file_injects_status_errors_and_rate_limits(tmp_path: Path) -> None:
     plan = {
         "seed": 7,
-        "rules": [{"name": "me-down", "method": "GET", "path": "/users/me", "kind": "status", "status": 503, "first": 1}],
+        "rules": [
+            {
+                "name": "me-down",
+                "method": "GET",
+                "path": "/users/me",
+                "kind": "status",
+                "status": 503,
+                "first": 1,
+            }
+        ],
         "rate_limits": [{"method": "GET", "path": "/pods", "per_minute": 2}],
     }
     (tmp_path / "faults.json").write_text(json.dumps(plan))
-    with launch(["--faults", str(tmp_path / "faults.json")]) as emulator, api_client(emulator, DEFAULT_KEY) as client:
+    with (
+        launch(["--faults", str(tmp_path / "faults.json")]) as emulator,
+        api_client(emulator, DEFAULT_KEY) as client,
+    ):
         assert_error(client.get("/users/me"), 503, "service_unavailable")
         assert client.get("/users/me").status_code == 200
         assert [client.get("/pods").status_code for _ in range(2)] == [200, 200]
@@ -100,11 +112,25 @@ def test_status_latency_garbage_and_rate_limit_rules(
         {
             "rules": [
                 {"path": "/templates", "method": "GET", "kind": "garbage", "body": "truncated", "first": 1},
-                {"path": "/templates", "method": "GET", "kind": "garbage", "body": "wrong_type", "every": 2, "times": 1},
+                {
+                    "path": "/templates",
+                    "method": "GET",
+                    "kind": "garbage",
+                    "body": "wrong_type",
+                    "every": 2,
+                    "times": 1,
+                },
                 {"path": "/volumes", "method": "GET", "kind": "garbage", "body": "not_json", "first": 1},
                 {"path": "/users/me", "kind": "latency", "seconds": 0.6, "first": 1},
                 {"path": "/volumes", "method": "POST", "kind": "rate_limit", "seconds": 7, "first": 1},
-                {"path": "/ssh-keys", "method": "POST", "kind": "status", "status": 402, "code": "API_KEY_BUDGET_EXCEEDED", "first": 1},
+                {
+                    "path": "/ssh-keys",
+                    "method": "POST",
+                    "kind": "status",
+                    "status": 402,
+                    "code": "API_KEY_BUDGET_EXCEEDED",
+                    "first": 1,
+                },
             ]
         }
     )
@@ -135,13 +161,24 @@ def test_errors_and_drops_after_commit_keep_the_change(
     set_faults(
         {
             "rules": [
-                {"path": "/templates", "method": "POST", "kind": "status", "status": 502, "after_commit": True, "first": 1},
+                {
+                    "path": "/templates",
+                    "method": "POST",
+                    "kind": "status",
+                    "status": 502,
+                    "after_commit": True,
+                    "first": 1,
+                },
                 {"path": "/volumes", "method": "POST", "kind": "drop_after_commit", "first": 1},
             ]
         }
     )
     name = "tpl-" + secrets.token_hex(4)
-    assert_error(account.post("/templates", json={"name": name, "docker_image": "python:3.11-slim"}), 502, "bad_gateway")
+    assert_error(
+        account.post("/templates", json={"name": name, "docker_image": "python:3.11-slim"}),
+        502,
+        "bad_gateway",
+    )
     assert [t["name"] for t in account.get("/templates").json()].count(name) == 1, "dstack finds it by name"
     with pytest.raises(httpx.RemoteProtocolError):
         account.post("/volumes", json={"name": "lost-answer"})
@@ -182,7 +219,9 @@ def test_stuck_pending_holds_the_pod_until_the_rule_is_removed(
     pod_id = rent_pod(account, node["id"], rent_body(template["id"]))
     stuck_since = time.monotonic()
     # well past --pending-seconds (0.3 s) it is still PENDING
-    wait_until(lambda: time.monotonic() - stuck_since > 1.5 and get_pod(account, pod_id), what="1.5 s to pass")
+    wait_until(
+        lambda: time.monotonic() - stuck_since > 1.5 and get_pod(account, pod_id), what="1.5 s to pass"
+    )
     assert get_pod(account, pod_id)["status"] == "PENDING"  # type: ignore[index]
     set_faults({})
     wait_status(account, pod_id, "RUNNING")
@@ -211,13 +250,22 @@ def test_delete_while_pending_cancels_the_creation(
 def test_creation_failed_fault_and_row_expiry(
     emulator: RunningEmulator, account: httpx.Client, set_faults: Callable[[dict[str, Any]], dict[str, Any]]
 ) -> None:
-    set_faults({"rules": [{"path": "/executors/*/rent", "kind": "creation_failed", "message": "disk full", "first": 1}]})
+    set_faults(
+        {
+            "rules": [
+                {"path": "/executors/*/rent", "kind": "creation_failed", "message": "disk full", "first": 1}
+            ]
+        }
+    )
     template = create_template(account)
     node = splittable_node(account, "RTX 5090")
     pod_id = rent_pod(account, node["id"], rent_body(template["id"]))
     failed = wait_status(account, pod_id, "CREATION_FAILED")
     assert failed["ssh_connect_cmd"] is None
-    assert failed["last_event"]["to_status"] == "CREATION_FAILED" and failed["last_event"]["detail"] == "disk full"
+    assert (
+        failed["last_event"]["to_status"] == "CREATION_FAILED"
+        and failed["last_event"]["detail"] == "disk full"
+    )
     wait_gone(account, pod_id)  # --failed-seconds 1
     assert account_report(emulator, account)["billed_pod_seconds"] == 0
 
@@ -241,10 +289,9 @@ def test_ssh_late_and_slow_deleting(
     pod_id = rent_pod(account, node["id"], rent_body(template["id"], ssh_key.public))
     pod = wait_ssh_ready(account, pod_id)
     host, port = ssh_target(pod)
-    with pytest.raises((paramiko.SSHException, OSError)):
-        with paramiko.Transport((host, port)) as transport:
-            transport.banner_timeout = 0.5
-            transport.start_client(timeout=0.5)
+    with pytest.raises((paramiko.SSHException, OSError)), paramiko.Transport((host, port)) as transport:
+        transport.banner_timeout = 0.5
+        transport.start_client(timeout=0.5)
     wait_until(lambda: _ssh_works(pod, ssh_key), timeout=10, what="late sshd")
     assert account.delete(f"/pods/{pod_id}").status_code == 200
     wait_gone(account, pod_id)
@@ -254,7 +301,9 @@ def test_ssh_late_and_slow_deleting(
     assert deleting >= 1.2, "0.2 s deleting time plus 1 s injected"
 
 
-def test_delete_conflict_then_success(account: httpx.Client, set_faults: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+def test_delete_conflict_then_success(
+    account: httpx.Client, set_faults: Callable[[dict[str, Any]], dict[str, Any]]
+) -> None:
     template = create_template(account)
     node = splittable_node(account, "RTX 3090")
     pod_id = rent_pod(account, node["id"], rent_body(template["id"]))
@@ -275,7 +324,9 @@ def test_the_seeded_engine_is_deterministic() -> None:
         runs.append([engine.decide("GET", f"/pods/{i}", "c").reject is not None for i in range(200)])
     assert runs[0] == runs[1]
     assert 30 < sum(runs[0]) < 90, "about 30 % fire"
-    every = FaultEngine(FaultPlan.model_validate({"rules": [{"path": "/**", "kind": "status", "every": 3, "times": 2}]}))
+    every = FaultEngine(
+        FaultPlan.model_validate({"rules": [{"path": "/**", "kind": "status", "every": 3, "times": 2}]})
+    )
     fired = [every.decide("POST", "/a/b", "c").reject is not None for _ in range(12)]
     assert [i for i, hit in enumerate(fired) if hit] == [2, 5]
     assert every.decide("GET", "/x", "c").fired == [], "times caps the firings"

@@ -48,7 +48,9 @@ def _key_report(emulator: RunningEmulator, client: httpx.Client, key: str) -> di
     return next(k for k in account_report(emulator, client)["idempotency_keys"] if k["key"] == key)
 
 
-def test_a_repeat_replays_the_first_answer_and_rents_once(emulator: RunningEmulator, account: httpx.Client) -> None:
+def test_a_repeat_replays_the_first_answer_and_rents_once(
+    emulator: RunningEmulator, account: httpx.Client
+) -> None:
     template = create_template(account)
     node = splittable_node(account, "RTX 3090")
     body, key = rent_body(template["id"]), secrets.token_hex(16)
@@ -57,7 +59,11 @@ def test_a_repeat_replays_the_first_answer_and_rents_once(emulator: RunningEmula
     assert all(r.status_code == 200 and r.json() == first.json() for r in replays)
     assert all(r.headers["idempotent-replayed"] == "true" for r in replays)
     assert [p["id"] for p in account.get("/pods").json()] == [first.json()["pod_id"]]
-    assert _key_report(emulator, account, key) == {**_key_report(emulator, account, key), "rent_count": 1, "state": "completed"}
+    assert _key_report(emulator, account, key) == {
+        **_key_report(emulator, account, key),
+        "rent_count": 1,
+        "state": "completed",
+    }
     # same key, different body: refused, nothing rented
     other = rent(account, node["id"], {**body, "pod_name": "another"}, key)
     assert_error(other, 422, "idempotency_key_reused")
@@ -67,7 +73,9 @@ def test_a_repeat_replays_the_first_answer_and_rents_once(emulator: RunningEmula
 
 def test_a_stored_refusal_is_replayed_too(emulator: RunningEmulator, account: httpx.Client) -> None:
     template = create_template(account)
-    whole = next(n for n in account.get("/public/v1/nodes").json()["nodes"] if n["min_rentable_gpu_count"] == 2)
+    whole = next(
+        n for n in account.get("/public/v1/nodes").json()["nodes"] if n["min_rentable_gpu_count"] == 2
+    )
     body, key = rent_body(template["id"], gpu_count=1), secrets.token_hex(16)
     first = rent(account, whole["id"], body, key)
     assert_error(first, 400, "gpu_split_not_allowed")
@@ -77,7 +85,9 @@ def test_a_stored_refusal_is_replayed_too(emulator: RunningEmulator, account: ht
     assert _key_report(emulator, account, key)["rent_count"] == 0
 
 
-def test_balance_refusals_answer_freshly_and_store_nothing(emulator: RunningEmulator, account: httpx.Client) -> None:
+def test_balance_refusals_answer_freshly_and_store_nothing(
+    emulator: RunningEmulator, account: httpx.Client
+) -> None:
     template = create_template(account)
     node = splittable_node(account, "H100 80GB HBM3")
     user_id = account.get("/users/me").json()["id"]
@@ -133,7 +143,9 @@ def test_a_dropped_answer_leaves_the_outcome_unknown(
     delete_and_wait(account, pod["id"])
 
 
-def test_keys_are_scoped_per_account(emulator: RunningEmulator, make_account: Callable[..., httpx.Client]) -> None:
+def test_keys_are_scoped_per_account(
+    emulator: RunningEmulator, make_account: Callable[..., httpx.Client]
+) -> None:
     first, second = make_account(), make_account()
     node = splittable_node(first, "RTX 3090")
     key = secrets.token_hex(16)

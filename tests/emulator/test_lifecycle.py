@@ -55,7 +55,9 @@ def test_a_private_image_needs_the_matching_credential(account: httpx.Client, ss
     image = _private_image()
     node = splittable_node(account, "A100-SXM4-80GB")
     without = create_template(account, image=image.reference)
-    wrong = account.post("/docker-credentials/", json={"docker_username": "intruder", "docker_password": "guess"}).json()
+    wrong = account.post(
+        "/docker-credentials/", json={"docker_username": "intruder", "docker_password": "guess"}
+    ).json()
     with_wrong = create_template(account, image=image.reference, docker_credential_id=wrong["id"])
     right = account.post(
         "/docker-credentials/",
@@ -88,7 +90,9 @@ def test_a_volume_attaches_to_one_pod_and_keeps_its_data(account: httpx.Client, 
     assert pod["volume"]["id"] == volume["id"]
     ssh_run(pod, ssh_key, "echo persisted > /mnt/hello.txt")
     assert account.get(f"/volumes/{volume['id']}").json()["current_file_count"] == 1
-    assert_error(rent(account, node["id"], rent_body(template["id"], volume_id=volume["id"])), 409, "volume_in_use")
+    assert_error(
+        rent(account, node["id"], rent_body(template["id"], volume_id=volume["id"])), 409, "volume_in_use"
+    )
     assert_error(account.delete(f"/volumes/{volume['id']}"), 409, "volume_in_use")
     delete_and_wait(account, first)
 
@@ -114,12 +118,19 @@ def test_only_running_time_is_billed(emulator: RunningEmulator, account: httpx.C
     assert report["billed_pod_seconds"] == pod["billed_seconds"] > 0
     expected = 1000 - pod["price"] * pod["billed_seconds"] / 3600
     assert abs(report["balance_usd"] - expected) < 1e-4
-    assert account.get("/users/me").json()["balance"] == report["balance_usd"], "nothing billed after the delete"
+    assert account.get("/users/me").json()["balance"] == report["balance_usd"], (
+        "nothing billed after the delete"
+    )
 
 
 def test_fifty_one_gpu_pods_fit_the_fleet(emulator: RunningEmulator, account: httpx.Client) -> None:
     template = create_template(account)
-    slots = [n["id"] for n in feed(account) if n["min_rentable_gpu_count"] == 1 for _ in range(n["available_gpu_count"])]
+    slots = [
+        n["id"]
+        for n in feed(account)
+        if n["min_rentable_gpu_count"] == 1
+        for _ in range(n["available_gpu_count"])
+    ]
     assert len(slots) >= 50
     pod_ids = [rent_pod(account, node_id, rent_body(template["id"])) for node_id in slots[:50]]
     try:
@@ -134,4 +145,6 @@ def test_fifty_one_gpu_pods_fit_the_fleet(emulator: RunningEmulator, account: ht
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda pod_id: account.delete(f"/pods/{pod_id}"), pod_ids))
     wait_until(lambda: account.get("/pods").json() == [], timeout=60, what="all pods deleted")
-    assert sum(n["available_gpu_count"] for n in feed(account) if n["min_rentable_gpu_count"] == 1) == len(slots)
+    assert sum(n["available_gpu_count"] for n in feed(account) if n["min_rentable_gpu_count"] == 1) == len(
+        slots
+    )

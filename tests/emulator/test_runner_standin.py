@@ -21,9 +21,9 @@ from typing import Any
 
 import httpx
 import pytest
+
 from lium_emulator.runner_standin import runner_standin_script
 from lium_emulator.sandbox import PodSpec, SandboxManager
-
 from tests.emulator.test_sandbox_support import (
     ClientKey,
     check,

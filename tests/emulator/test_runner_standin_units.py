@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from lium_emulator.runner_standin import DEFAULT_VERSION, dstack_runner, runner_standin_script
 
 

@@ -9,6 +9,7 @@ import random
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -18,8 +19,8 @@ from pathlib import Path
 
 import paramiko
 import pytest
-from lium_emulator.sandbox import PodSpec, SandboxError, SandboxManager
 
+from lium_emulator.sandbox import PodSpec, SandboxError, SandboxManager
 from tests.emulator.test_sandbox_support import (
     ClientKey,
     check,
@@ -185,6 +186,21 @@ def test_non_root_image_user(start_pod: StartPod, key: ClientKey) -> None:
         assert check(client, f"env HOME=/home/app {as_app}").split() == ["app", "Python", "3.11.2"]
 
 
+def test_sshd_answers_only_after_the_delay_and_volume_path_is_honoured(
+    start_pod: StartPod, key: ClientKey, base: Path
+) -> None:
+    (base / "volumes" / "late").mkdir(parents=True)
+    (base / "volumes" / "late" / "notebook.ipynb").write_text("{}")
+    began = time.monotonic()
+    _, ports = start_pod("late", ssh_delay_seconds=0.6, local_volume_path="/workspace")
+    with socket.create_connection(("127.0.0.1", ports[22]), timeout=5) as early:
+        assert early.recv(64) == b""  # published, but nothing listens in the pod yet: closed
+    with ssh(ports[22], key) as client:
+        assert time.monotonic() - began >= 0.6
+        assert check(client, "cat /workspace/notebook.ipynb") == "{}"
+        assert check(client, "stat -c %a /root && ls /root/.ssh").split() == ["700", "authorized_keys"]
+
+
 def test_forwarding_carries_bulk_data_and_half_close(
     start_pod: StartPod, key: ClientKey, base: Path, manager: SandboxManager
 ) -> None:
@@ -266,6 +282,7 @@ def test_pod_whose_entrypoint_exits_is_not_alive(start_pod: StartPod, manager: S
 def test_twenty_pods_at_once(base: Path, key: ClientKey, emulator_port: int) -> None:
     root = base / "many"
     specs = [pod_spec(base, f"many-{index:02d}", key) for index in range(20)]
+    threads_before, fds_before = set(threading.enumerate()), len(os.listdir("/proc/self/fd"))
     with manager_at(root, emulator_port) as sandboxes:
         began = time.monotonic()
         with ThreadPoolExecutor(max_workers=8) as pool:
@@ -290,6 +307,8 @@ def test_twenty_pods_at_once(base: Path, key: ClientKey, emulator_port: int) -> 
     assert mounts_mentioning(root) == []
     assert not any(port_listens(port) for ports in mappings for port in ports.values())
     assert list((root / "pods").iterdir()) == []
+    poll(lambda: set(threading.enumerate()) <= threads_before, 5, "sandbox threads to end")
+    assert len(os.listdir("/proc/self/fd")) == fds_before
 
 
 CRASHING_EMULATOR = """

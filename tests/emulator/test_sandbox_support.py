@@ -20,6 +20,7 @@ from typing import TypeVar
 import paramiko
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
+
 from lium_emulator.images import ImageConfig, resolve_image
 from lium_emulator.sandbox import PodSpec, SandboxManager
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from lium_emulator.images import image_catalog, resolve_image
 from lium_emulator.sandbox import PodSpec, SandboxError, build_plan, pod_command, pod_environment
-
 from tests.emulator.test_sandbox_support import image
 
 

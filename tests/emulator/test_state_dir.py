@@ -27,12 +27,16 @@ def test_state_survives_a_graceful_restart(tmp_path: Path, ssh_key: SshKey) -> N
     with launch(args) as first, api_client(first, DEFAULT_KEY) as client:
         user_id = client.get("/users/me").json()["id"]
         template = create_template(client)
-        credential = client.post("/docker-credentials/", json={"docker_username": "u", "docker_password": "p"}).json()
+        credential = client.post(
+            "/docker-credentials/", json={"docker_username": "u", "docker_password": "p"}
+        ).json()
         volume = client.post("/volumes", json={"name": "kept"}).json()
         node = splittable_node(client, "RTX 3090")
         gone = rent_pod(client, node["id"], rent_body(template["id"]))
         delete_and_wait(client, gone)
-        pod_id = rent_pod(client, node["id"], rent_body(template["id"], ssh_key.public, volume_id=volume["id"]))
+        pod_id = rent_pod(
+            client, node["id"], rent_body(template["id"], ssh_key.public, volume_id=volume["id"])
+        )
         pod = wait_ssh_ready(client, pod_id)
         ssh_run(pod, ssh_key, "echo before > /mnt/mark")
         assert first.stop() == 0
@@ -48,7 +52,10 @@ def test_state_survives_a_graceful_restart(tmp_path: Path, ssh_key: SshKey) -> N
         kinds = [e["sub_event_type"] for e in client.get(f"/pods/{pod_id}/events").json()]
         assert "pod-host-reboot-recovery.recovered" in kinds
         feed = client.get("/public/v1/nodes").json()["nodes"]
-        assert next(n for n in feed if n["id"] == node["id"])["available_gpu_count"] == node["available_gpu_count"] - 1
+        assert (
+            next(n for n in feed if n["id"] == node["id"])["available_gpu_count"]
+            == node["available_gpu_count"] - 1
+        )
         delete_and_wait(client, pod_id)
         assert second.stop() == 0
 

@@ -101,7 +101,9 @@ def dstack_template(name: str, image: str = "python:3.11-slim", **fields: Any) -
 
 def create_template(client: httpx.Client, name: str | None = None, **fields: Any) -> dict[str, Any]:
     """Create a dstack-style template and return it."""
-    response = client.post("/templates", json=dstack_template(name or "tpl-" + secrets.token_hex(4), **fields))
+    response = client.post(
+        "/templates", json=dstack_template(name or "tpl-" + secrets.token_hex(4), **fields)
+    )
     assert response.status_code == 200, response.text
     template: dict[str, Any] = response.json()
     return template
@@ -217,9 +219,11 @@ class SshKey:
             serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
         ).decode()
         self.pkey = paramiko.Ed25519Key.from_private_key(io.StringIO(pem))
-        self.public = private.public_key().public_bytes(
-            serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
-        ).decode()
+        self.public = (
+            private.public_key()
+            .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+            .decode()
+        )
 
 
 def ssh_target(pod: dict[str, Any]) -> tuple[str, int]:
@@ -246,7 +250,7 @@ def ssh_run(pod: dict[str, Any], key: SshKey, command: str, timeout: float = 10.
             look_for_keys=False,
         )
         _, stdout, stderr = client.exec_command(command, timeout=timeout)
-        output = stdout.read().decode()
+        output: str = stdout.read().decode()
         status = stdout.channel.recv_exit_status()
         assert status == 0, f"{command!r} exited {status}: {stderr.read().decode()}"
         return output

@@ -74,5 +74,9 @@ async def update_account(user_id: str, body: AccountUpdateRequest, runtime: Runt
 
 @runner_router.get(RUNNER_PATH)
 async def download_runner(version: str) -> Response:
-    """The runner stand-in, for any version (pods download it from 127.0.0.1:<emulator port>)."""
-    return Response(runner_standin_script(), media_type="application/octet-stream")
+    """The runner stand-in, reporting the version of the URL (pods download it from 127.0.0.1:<port>)."""
+    try:
+        script = runner_standin_script(version)
+    except ValueError:
+        raise ApiError(404, "runner_version_not_found", f"No runner for version {version!r}.") from None
+    return Response(script, media_type="application/octet-stream")

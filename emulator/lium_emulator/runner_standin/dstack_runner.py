@@ -387,7 +387,9 @@ class Executor:
             commands = list(self.job_spec.get("commands") or [])
             if not commands:
                 raise JobSetupError("executor_error", "the job has no commands")
-            os.makedirs(self.working_dir, exist_ok=True)
+            if not os.path.isdir(self.working_dir):
+                os.makedirs(self.working_dir)
+                os.chown(self.working_dir, user.uid, user.gid)
         except (JobSetupError, OSError, tarfile.TarError) as e:
             reason = e.reason if isinstance(e, JobSetupError) else "executor_error"
             self.history.add_state("failed", reason, f"Failed to set up the job ({e})")

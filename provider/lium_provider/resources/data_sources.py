@@ -6,7 +6,6 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from lium_provider.api.offers import OfferFilter, find_offers
 from lium_provider.resources.common import api_errors
 from lium_provider.resources.template import image_of
 from lium_provider.session import session
@@ -69,6 +68,8 @@ class OffersDataSource(DataSource[OffersModel]):
     description = OffersModel.__doc__ or ""
 
     def read(self, ctx: Context, config: OffersModel) -> OffersModel:
+        from lium_provider.api.offers import OfferFilter, find_offers  # gpuhunt: loaded only when used
+
         s = session(ctx)
         flt = OfferFilter(
             gpu=config.gpu,

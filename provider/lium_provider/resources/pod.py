@@ -10,14 +10,13 @@ blindly. Every rent attempt is journalled on disk before it is sent (see :mod:`l
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from lium_provider.api.errors import LiumError, LiumUncertainOutcome
 from lium_provider.api.models import DELETED, RUNNING, Pod, RentRequest
-from lium_provider.api.offers import OfferFilter, describe_filter, find_offers, known_gpu_names, matches
-from lium_provider.api.rent import RentAttempt, rent_reconciled
+from lium_provider.api.rent import RentAttempt, find_rented_pod, rent_reconciled
 from lium_provider.resources.common import api_errors
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, public_key_line
@@ -34,6 +33,9 @@ from tfbridge import (
     UseStateForUnknown,
 )
 from tfbridge.cty import UNKNOWN, is_unknown
+
+if TYPE_CHECKING:  # gpuhunt costs ~100 ms to import: only plans and creates that search offers load it
+    from lium_provider.api.offers import Offer, OfferFilter
 
 _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
@@ -136,6 +138,8 @@ class PodModel(BaseModel):
 
 
 def offer_filter(values: Mapping[str, Any]) -> OfferFilter:
+    from lium_provider.api.offers import OfferFilter
+
     regions = values.get("regions")
     return OfferFilter(
         gpu=values.get("gpu"),
@@ -214,7 +218,15 @@ class PodResource(Resource[PodModel]):
         if not ok or any(n in changed for n in ("min_memory_gib", "min_disk_gb", "spot")):
             change.requires_replace.extend((n,) for n in changed)
 
-    def _matching_offers(self, ctx: Context, values: Mapping[str, Any]) -> list[Any]:
+    def _matching_offers(self, ctx: Context, values: Mapping[str, Any]) -> list[Offer]:
+        from lium_provider.api.offers import (
+            OfferFilter,
+            describe_filter,
+            find_offers,
+            known_gpu_names,
+            matches,
+        )
+
         s = session(ctx)
         flt = offer_filter(values)
         with api_errors("searching Lium offers"):
@@ -261,7 +273,11 @@ class PodResource(Resource[PodModel]):
                 )
                 for o in self._matching_offers(ctx, plan.model_dump())
             ]
-        pod_id, state = self._rent_first_available(ctx, s, state, candidates, public_key)
+        adopted = self._adopt_unrecorded(ctx, s, state)
+        if adopted is not None:
+            pod_id, state = adopted
+        else:
+            pod_id, state = self._rent_first_available(ctx, s, state, candidates, public_key)
         ctx.record(state)  # from here on, Terraform tracks the paid pod whatever happens next
         pod = s.watcher.wait(
             ctx, pod_id, lambda p: p is None or p.status == RUNNING or p.status in DEAD_STATES
@@ -274,9 +290,39 @@ class PodResource(Resource[PodModel]):
         if not plan.gpu:
             state = state.model_copy(update={"gpu": pod.gpu_name or state.gpu})
         ctx.record(state)
-        state = state.model_copy(update={"ssh_host_key": self._wait_for_ssh(ctx, state)})
+        # The journal entry stays until Terraform is known to hold the pod (the next read or delete).
+        return state.model_copy(update={"ssh_host_key": self._wait_for_ssh(ctx, state)})
+
+    def _adopt_unrecorded(self, ctx: Context, s: LiumSession, state: PodModel) -> tuple[str, PodModel] | None:
+        """A pod an earlier, killed run rented under this name but never handed to Terraform.
+
+        If its rent matches this plan it is adopted instead of renting a second pod; otherwise it is
+        deleted first. The journal entry is resolved either way.
+        """
+        attempt = s.journal.find(state.name)
+        if attempt is None:
+            return None
+        try:
+            result = rent_reconciled(s.client, attempt, resume=True)
+        except LiumError as exc:
+            raise TFError(
+                "An earlier rent of this pod has an unknown outcome",
+                f"{exc}. Nothing new was rented; run apply again, or inspect with `lium-tf sweep`.",
+            ) from None
         s.journal.forget(state.name)
-        return state
+        if result.outcome != "rented" or not result.pod_id:
+            return None
+        same = attempt.body.template_id == state.template_id and attempt.body.gpu_count == (
+            state.gpu_count or 1
+        )
+        if not same or (state.executor_id and attempt.executor_id != state.executor_id):
+            ctx.log.warn("deleting an unrecorded pod that no longer matches the plan", pod=result.pod_id)
+            delete_pod_and_wait(ctx, s, result.pod_id)
+            return None
+        ctx.log.info("adopting a pod an interrupted run rented", pod=result.pod_id)
+        return result.pod_id, state.model_copy(
+            update={"id": result.pod_id, "executor_id": attempt.executor_id, "status": "PENDING"}
+        )
 
     def _rent_first_available(
         self,
@@ -372,24 +418,47 @@ class PodResource(Resource[PodModel]):
                     "volume_id": pod.volume_id,
                 }
             )
+        s.journal.forget(refreshed.name)  # Terraform holds this pod now: its rent needs no reconciling
         return refreshed
 
     def delete(self, ctx: Context, state: PodModel) -> None:
         s = session(ctx)
-        pod_id = state.id or ""
-        while True:
-            try:
-                s.client.delete_pod(pod_id)
-                break
-            except LiumError as exc:
-                if exc.code != "pod_state_conflict":
-                    raise TFError("Deleting the pod failed", str(exc)) from None
-                # dstack's rule: a conflict is fine only if the pod is already on its way out.
-                with api_errors("reading the pod"):
-                    pod = s.client.get_pod(pod_id)
-                if pod is None or pod.status in ("DELETING", DELETED):
-                    break
-                ctx.log.info("pod cannot be deleted yet, retrying", pod=pod_id, status=pod.status)
-                ctx.sleep(2.0)
-        s.watcher.wait(ctx, pod_id, lambda p: p is None or p.status == DELETED)
+        delete_pod_and_wait(ctx, s, state.id or "")
         s.journal.forget(state.name)
+
+
+def delete_pod_and_wait(ctx: Context, s: LiumSession, pod_id: str) -> None:
+    """Delete a pod and wait until Lium reports it DELETED or gone; 404 counts as success."""
+    while True:
+        try:
+            s.client.delete_pod(pod_id)
+            break
+        except LiumError as exc:
+            if exc.code != "pod_state_conflict":
+                raise TFError("Deleting the pod failed", str(exc)) from None
+            # dstack's rule: a conflict is fine only if the pod is already on its way out.
+            with api_errors("reading the pod"):
+                pod = s.client.get_pod(pod_id)
+            if pod is None or pod.status in ("DELETING", DELETED):
+                break
+            ctx.log.info("pod cannot be deleted yet, retrying", pod=pod_id, status=pod.status)
+            ctx.sleep(2.0)
+    s.watcher.wait(ctx, pod_id, lambda p: p is None or p.status == DELETED)
+
+
+def settle_orphans(ctx: Context, s: LiumSession, template_id: str) -> None:
+    """Delete pods that journalled rents created from ``template_id`` but Terraform never recorded.
+
+    Such a pod exists when the provider died between Lium's answer and the state write (SIGKILL, a
+    crash). Before its template goes, it goes: found by name and executor in the pod list, then in the
+    account events — never by renting again.
+    """
+    for attempt in s.journal.pending():
+        if attempt.body.template_id != template_id:
+            continue
+        with api_errors("reconciling an unrecorded rent"):
+            found = find_rented_pod(s.client, attempt)
+        if found is not None and found.outcome == "rented" and found.pod_id:
+            ctx.log.warn("deleting a pod Terraform never recorded", pod=found.pod_id, name=attempt.pod_name)
+            delete_pod_and_wait(ctx, s, found.pod_id)
+        s.journal.forget(attempt.pod_name)

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lium_provider.api.models import Template, TemplateSpec
 from lium_provider.resources.common import api_errors
+from lium_provider.resources.pod import settle_orphans
 from lium_provider.session import session
 from tfbridge import Attribute, Context, Resource, UseStateForUnknown
 
@@ -184,5 +185,7 @@ class TemplateResource(Resource[TemplateModel]):
         return _state(template, plan)
 
     def delete(self, ctx: Context, state: TemplateModel) -> None:
+        s = session(ctx)
+        settle_orphans(ctx, s, state.id or "")
         with api_errors("deleting the template"):
-            session(ctx).client.delete_template(state.id or "")
+            s.client.delete_template(state.id or "")

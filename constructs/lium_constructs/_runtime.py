@@ -1,0 +1,277 @@
+"""What every generated construct shares: argument specs, synthesis to JSON and HCL, and references.
+
+The generated classes (``lium_constructs.generated``) are plain Python subclasses of cdktf's
+``TerraformProvider``, ``TerraformResource`` and ``TerraformDataSource``: they keep the user's arguments
+in a dict and hand them to cdktf through the two jsii callbacks it asks every element for,
+``synthesizeAttributes`` (JSON) and ``synthesizeHclAttributes`` (``synth --hcl``). Unset arguments
+(``None``) are dropped, so Terraform sees them as null.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+from constructs import Construct
+
+from lium_constructs._cdk import cdk
+from lium_provider import PROVIDER_SOURCE, __version__
+
+PROVIDER_VERSION = __version__
+"""The provider version the stacks require (the constructs ship in the same wheel as the provider)."""
+
+
+@dataclass(frozen=True)
+class ValueKind:
+    """How cdktf's HCL renderer types a value: its ``type`` and ``storageClassType``."""
+
+    hcl_type: str
+    storage_class: str
+
+
+STRING = ValueKind("simple", "string")
+NUMBER = ValueKind("simple", "number")
+BOOL = ValueKind("simple", "boolean")
+STRING_LIST = ValueKind("list", "stringList")
+NUMBER_LIST = ValueKind("list", "numberList")
+BOOL_LIST = ValueKind("list", "booleanList")
+STRING_SET = ValueKind("set", "stringList")
+NUMBER_SET = ValueKind("set", "numberList")
+BOOL_SET = ValueKind("set", "booleanList")
+STRING_MAP = ValueKind("map", "stringMap")
+NUMBER_MAP = ValueKind("map", "numberMap")
+BOOL_MAP = ValueKind("map", "booleanMap")
+ANY = ValueKind("any", "any")
+
+
+class Struct:
+    """Base of the generated nested-block dataclasses (``PodTimeouts``)."""
+
+    _ARGUMENTS: ClassVar[tuple[Argument, ...]]
+
+    def _values(self) -> dict[str, object]:
+        raise NotImplementedError
+
+    def to_terraform(self) -> dict[str, Any]:
+        return to_terraform(self._ARGUMENTS, self._values())
+
+    def to_hcl(self) -> dict[str, Any]:
+        return to_hcl(self._ARGUMENTS, self._values())
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One settable attribute (``kind``) or nested block (``block``: its struct class and nesting)."""
+
+    name: str
+    kind: ValueKind | None = None
+    write_only: bool = False
+    block: tuple[type[Struct], Literal["single", "list"]] | None = None
+
+
+def check_write_only(arguments: Sequence[Argument], values: Mapping[str, object]) -> None:
+    """Refuse a literal for a write-only argument: it would be written into cdk.tf.json in clear text.
+
+    A reference (a token such as ``SecretVariable.value``) synthesizes as ``${var.name}``; Terraform then
+    reads the value from the environment at apply time and keeps it out of state and plans.
+    """
+    for argument in arguments:
+        value = values.get(argument.name)
+        if argument.write_only and value is not None and not cdk.Token.is_unresolved(value):
+            raise ValueError(
+                f"{argument.name} is write-only: pass a reference such as SecretVariable(...).value, not a "
+                "literal, so the secret never appears in the synthesized configuration"
+            )
+
+
+def to_terraform(arguments: Sequence[Argument], values: Mapping[str, object]) -> dict[str, Any]:
+    """The JSON attributes of an element: set arguments by Terraform name, nested blocks expanded."""
+    result: dict[str, Any] = {}
+    for argument in arguments:
+        value = values.get(argument.name)
+        if value is None:
+            continue
+        if argument.block is not None:
+            result[argument.name] = _structs(value, argument.block[1], Struct.to_terraform)
+        else:
+            result[argument.name] = value
+    return result
+
+
+def to_hcl(arguments: Sequence[Argument], values: Mapping[str, object]) -> dict[str, Any]:
+    """The same attributes as :func:`to_terraform`, each wrapped the way cdktf's HCL renderer expects."""
+    result: dict[str, Any] = {}
+    for argument in arguments:
+        value = values.get(argument.name)
+        if value is None:
+            continue
+        if argument.block is not None:
+            struct, nesting = argument.block
+            result[argument.name] = {
+                "value": _structs(value, nesting, Struct.to_hcl),
+                "isBlock": True,
+                "type": "struct" if nesting == "single" else "list",
+                "storageClassType": struct.__name__ if nesting == "single" else f"{struct.__name__}List",
+            }
+        else:
+            kind = argument.kind or ANY
+            result[argument.name] = {
+                "value": value,
+                "isBlock": False,
+                "type": kind.hcl_type,
+                "storageClassType": kind.storage_class,
+            }
+    return result
+
+
+def _structs(value: object, nesting: str, render: Callable[[Struct], dict[str, Any]]) -> object:
+    if nesting == "single":
+        if not isinstance(value, Struct):
+            raise TypeError(f"expected a block object, got {type(value).__name__}")
+        return render(value)
+    if not isinstance(value, Sequence) or not all(isinstance(v, Struct) for v in value):
+        raise TypeError("expected a list of block objects")
+    return [render(v) for v in value]
+
+
+def _generator_metadata() -> cdk.TerraformProviderGeneratorMetadata:
+    return cdk.TerraformProviderGeneratorMetadata(provider_name="lium", provider_version=PROVIDER_VERSION)
+
+
+class _Synthesized:
+    """The two jsii callbacks, shared by provider, resources and data sources."""
+
+    _ARGUMENTS: ClassVar[tuple[Argument, ...]]
+    _arguments: dict[str, object]
+
+    def _synthesize_attributes(self) -> Mapping[str, Any]:
+        return to_terraform(self._ARGUMENTS, self._arguments)
+
+    def _synthesize_hcl_attributes(self) -> Mapping[str, Any]:
+        return to_hcl(self._ARGUMENTS, self._arguments)
+
+
+class LiumProviderBase(_Synthesized, cdk.TerraformProvider):
+    """Base of the generated provider construct. Overrides ``alias``: cdktf's own property is a no-op."""
+
+    _TERRAFORM_TYPE: ClassVar[str]
+
+    def __init__(self, scope: Construct, id_: str, arguments: Mapping[str, object], *, alias: str | None) -> None:
+        self._alias = alias
+        super().__init__(
+            scope,
+            id_,
+            terraform_resource_type=self._TERRAFORM_TYPE,
+            terraform_generator_metadata=_generator_metadata(),
+            terraform_provider_source=PROVIDER_SOURCE,
+        )
+        check_write_only(self._ARGUMENTS, arguments)
+        self._arguments = dict(arguments)
+
+    @property
+    def alias(self) -> str | None:
+        """Name of this configuration when a stack declares several (resources pick one by ``provider``)."""
+        return self._alias
+
+    @alias.setter
+    def alias(self, value: str | None) -> None:
+        self._alias = value
+
+
+class LiumResourceBase(_Synthesized, cdk.TerraformResource):
+    """Base of the generated resource constructs."""
+
+    _TERRAFORM_TYPE: ClassVar[str]
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        arguments: Mapping[str, object],
+        *,
+        count: float | cdk.TerraformCount | None,
+        depends_on: Sequence[cdk.ITerraformDependable] | None,
+        for_each: cdk.ITerraformIterator | None,
+        lifecycle: cdk.TerraformResourceLifecycle | None,
+        provider: cdk.TerraformProvider | None,
+    ) -> None:
+        check_write_only(self._ARGUMENTS, arguments)
+        super().__init__(
+            scope,
+            id_,
+            terraform_resource_type=self._TERRAFORM_TYPE,
+            terraform_generator_metadata=_generator_metadata(),
+            count=count,
+            depends_on=depends_on,
+            for_each=for_each,
+            lifecycle=lifecycle,
+            provider=provider,
+        )
+        self._arguments = dict(arguments)
+
+
+class LiumDataSourceBase(_Synthesized, cdk.TerraformDataSource):
+    """Base of the generated data-source constructs."""
+
+    _TERRAFORM_TYPE: ClassVar[str]
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        arguments: Mapping[str, object],
+        *,
+        count: float | cdk.TerraformCount | None,
+        depends_on: Sequence[cdk.ITerraformDependable] | None,
+        for_each: cdk.ITerraformIterator | None,
+        lifecycle: cdk.TerraformResourceLifecycle | None,
+        provider: cdk.TerraformProvider | None,
+    ) -> None:
+        check_write_only(self._ARGUMENTS, arguments)
+        super().__init__(
+            scope,
+            id_,
+            terraform_resource_type=self._TERRAFORM_TYPE,
+            terraform_generator_metadata=_generator_metadata(),
+            count=count,
+            depends_on=depends_on,
+            for_each=for_each,
+            lifecycle=lifecycle,
+            provider=provider,
+        )
+        self._arguments = dict(arguments)
+
+
+Element = cdk.TerraformResource | cdk.TerraformDataSource
+
+
+class ObjectRef:
+    """References into one object of a computed list (``offers[0]``): its attributes as tokens."""
+
+    def __init__(self, element: Element, path: str) -> None:
+        self._element = element
+        self._base = path
+
+    def _path(self, name: str) -> str:
+        return f"{self._base}.{name}"
+
+
+RefT = TypeVar("RefT", bound=ObjectRef)
+
+
+class ComputedList(Generic[RefT]):
+    """A computed list of objects: ``get(i)`` gives typed references into element ``i``."""
+
+    def __init__(self, element: Element, attribute: str, ref: Callable[[Element, str], RefT]) -> None:
+        self._element = element
+        self._attribute = attribute
+        self._ref = ref
+
+    def get(self, index: int) -> RefT:
+        return self._ref(self._element, f"{self._attribute}[{index}]")
+
+    @property
+    def reference(self) -> cdk.IResolvable:
+        """The whole list (for ``Fn`` functions, outputs or ``for_each``)."""
+        return self._element.interpolation_for_attribute(self._attribute)
