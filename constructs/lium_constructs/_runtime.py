@@ -62,26 +62,29 @@ class Struct:
 
 @dataclass(frozen=True)
 class Argument:
-    """One settable attribute (``kind``) or nested block (``block``: its struct class and nesting)."""
+    """One settable attribute (``kind``) or nested block (``block``: its struct class and nesting).
+
+    ``secret`` marks write-only and sensitive attributes: they only take references, never literals.
+    """
 
     name: str
     kind: ValueKind | None = None
-    write_only: bool = False
+    secret: bool = False
     block: tuple[type[Struct], Literal["single", "list"]] | None = None
 
 
-def check_write_only(arguments: Sequence[Argument], values: Mapping[str, object]) -> None:
-    """Refuse a literal for a write-only argument: it would be written into cdk.tf.json in clear text.
+def check_secrets(arguments: Sequence[Argument], values: Mapping[str, object]) -> None:
+    """Refuse a literal for a secret argument: it would be written into cdk.tf.json in clear text.
 
-    A reference (a token such as ``SecretVariable.value``) synthesizes as ``${var.name}``; Terraform then
-    reads the value from the environment at apply time and keeps it out of state and plans.
+    A reference (a token such as ``SecretVariable.string_value``) synthesizes as ``${var.name}``; Terraform then
+    reads the value from the environment (``TF_VAR_name``) at plan and apply time.
     """
     for argument in arguments:
         value = values.get(argument.name)
-        if argument.write_only and value is not None and not cdk.Token.is_unresolved(value):
+        if argument.secret and value is not None and not cdk.Token.is_unresolved(value):
             raise ValueError(
-                f"{argument.name} is write-only: pass a reference such as SecretVariable(...).value, not a "
-                "literal, so the secret never appears in the synthesized configuration"
+                f"{argument.name} is secret: pass a reference such as SecretVariable(...).string_value, not a "
+                "literal, so it never appears in the synthesized configuration"
             )
 
 
@@ -166,7 +169,7 @@ class LiumProviderBase(_Synthesized, cdk.TerraformProvider):
             terraform_generator_metadata=_generator_metadata(),
             terraform_provider_source=PROVIDER_SOURCE,
         )
-        check_write_only(self._ARGUMENTS, arguments)
+        check_secrets(self._ARGUMENTS, arguments)
         self._arguments = dict(arguments)
 
     @property
@@ -196,7 +199,7 @@ class LiumResourceBase(_Synthesized, cdk.TerraformResource):
         lifecycle: cdk.TerraformResourceLifecycle | None,
         provider: cdk.TerraformProvider | None,
     ) -> None:
-        check_write_only(self._ARGUMENTS, arguments)
+        check_secrets(self._ARGUMENTS, arguments)
         super().__init__(
             scope,
             id_,
@@ -228,7 +231,7 @@ class LiumDataSourceBase(_Synthesized, cdk.TerraformDataSource):
         lifecycle: cdk.TerraformResourceLifecycle | None,
         provider: cdk.TerraformProvider | None,
     ) -> None:
-        check_write_only(self._ARGUMENTS, arguments)
+        check_secrets(self._ARGUMENTS, arguments)
         super().__init__(
             scope,
             id_,

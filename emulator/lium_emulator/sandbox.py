@@ -469,9 +469,8 @@ class SandboxManager:
                 )  # fmt: skip
             record.update(unshare_pid=process.pid, unshare_start=process_start_ticks(process.pid) or 0)
             _write_private(pod_dir / "pids.json", json.dumps(record))
-            pid1 = _await_ready(ready, process, record, pod_dir)
+            pid1, netns = _await_ready(ready, process, record, pod_dir)
             pod = _Pod(spec, pod_dir, process, pid1, record["pid1_start"], {})
-            netns = open_netns(pid1)
             try:
                 pod.ports = self._forwarder.publish(spec.pod_id, netns, spec.internal_ports)
                 if self._emulator_port:
@@ -537,36 +536,48 @@ def _read_record(pod_dir: Path) -> dict[str, int]:
     return {k: v for k, v in record.items() if isinstance(v, int)} if isinstance(record, dict) else {}
 
 
-def _await_ready(ready: int, process: subprocess.Popen[bytes], record: dict[str, int], pod_dir: Path) -> int:
-    """Follow the init program's reports until its entrypoint runs; returns PID 1's host pid."""
+def _await_ready(
+    ready: int, process: subprocess.Popen[bytes], record: dict[str, int], pod_dir: Path
+) -> tuple[int, int]:
+    """Follow the init program's reports until its entrypoint runs.
+
+    Returns PID 1's host pid and an fd on the pod's network namespace, opened while the init
+    program still sets up: an entrypoint may exit at once, yet its ports get published (as in
+    Docker, where such a container starts, then exits).
+    """
     deadline = time.monotonic() + _START_TIMEOUT_SECONDS
     buffer = b""
     lines: list[str] = []
+    netns: int | None = None
     poller = select.poll()
     poller.register(ready, select.POLLIN)
-    while True:
-        if time.monotonic() > deadline:
-            raise SandboxError("the pod sandbox did not start in time")
-        if not poller.poll(50):
-            if process.poll() is not None:
-                break  # unshare failed before the init program opened the FIFO
-            continue
-        chunk = os.read(ready, 4096)
-        if not chunk:
-            break  # the entrypoint was exec'd (close-on-exec) or init died
-        buffer += chunk
-        *complete, rest = buffer.split(b"\n")
-        buffer = rest
-        for raw in complete:
-            line = raw.decode(errors="replace")
-            lines.append(line)
-            if line.startswith("PID "):
-                pid1 = int(line.split()[1])
-                record.update(pid1=pid1, pid1_start=process_start_ticks(pid1) or 0)
-                _write_private(pod_dir / "pids.json", json.dumps(record))
-    errors = [line[4:] for line in lines if line.startswith("ERR ")]
-    if errors:
-        raise SandboxError(f"pod failed to start: {errors[-1]}")
-    if "READY" not in lines or "pid1" not in record:
-        raise SandboxError(f"the pod sandbox exited during setup (status {process.poll()})")
-    return record["pid1"]
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                raise SandboxError("the pod sandbox did not start in time")
+            if not poller.poll(50):
+                if process.poll() is not None:
+                    break  # unshare failed before the init program opened the FIFO
+                continue
+            chunk = os.read(ready, 4096)
+            if not chunk:
+                break  # the entrypoint was exec'd (close-on-exec) or init died
+            *complete, buffer = (buffer + chunk).split(b"\n")
+            for raw in complete:
+                line = raw.decode(errors="replace")
+                lines.append(line)
+                if line.startswith("PID ") and netns is None:
+                    pid1 = int(line.split()[1])
+                    record.update(pid1=pid1, pid1_start=process_start_ticks(pid1) or 0)
+                    _write_private(pod_dir / "pids.json", json.dumps(record))
+                    netns = open_netns(pid1)
+        errors = [line[4:] for line in lines if line.startswith("ERR ")]
+        if errors:
+            raise SandboxError(f"pod failed to start: {errors[-1]}")
+        if "READY" not in lines or netns is None:
+            raise SandboxError(f"the pod sandbox exited during setup (status {process.poll()})")
+    except BaseException:
+        if netns is not None:
+            os.close(netns)
+        raise
+    return record["pid1"], netns

@@ -13,6 +13,7 @@ from lium_emulator.api.admin import RUNNER_PATH
 from lium_emulator.app import create_app
 from lium_emulator.config import EmulatorConfig
 from lium_emulator.runtime import build_runtime
+from lium_emulator.sandbox import SandboxError
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -51,8 +52,13 @@ def bind_listener(host: str, port: int) -> socket.socket:
 
 def serve(config: EmulatorConfig) -> int:
     """Serve until SIGTERM/SIGINT; every pod is torn down before returning. Returns the exit status."""
-    listener = bind_listener(config.host, config.port)
-    runtime = build_runtime(config, listener.getsockname()[1])
+    try:
+        listener = bind_listener(config.host, config.port)
+        runtime = build_runtime(config, listener.getsockname()[1])
+    except (OSError, ValueError, SandboxError) as error:
+        # A taken port, an unreadable or invalid --nodes/--faults file, an unusable --state-dir.
+        print(f"lium-emulator cannot start: {error}", file=sys.stderr, flush=True)
+        return 2
 
     def announce() -> None:
         print(f"listening on {runtime.base_url}/api", flush=True)

@@ -60,6 +60,35 @@ def cmd_constructs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    from lium_provider.api.client import LiumClient
+    from lium_provider.api.errors import LiumError
+    from lium_provider.journal import RentJournal
+    from lium_provider.session import journal_dir
+    from lium_provider.sweep import delete_leftovers, find_leftovers
+
+    endpoint = os.environ.get("LIUM_API_URL") or "https://lium.io/api"
+    api_key = os.environ.get("LIUM_API_KEY")
+    if not api_key:
+        print("lium-tf sweep: set LIUM_API_KEY (and LIUM_API_URL for another endpoint)", file=sys.stderr)
+        return 2
+    journal = RentJournal(journal_dir())
+    try:
+        with LiumClient(endpoint, api_key) as client:
+            leftovers = find_leftovers(client, args.name_prefix, journal)
+            print(json.dumps(leftovers.as_dict(), indent=2))
+            if args.delete and not leftovers.empty():
+                delete_leftovers(client, leftovers, journal, include_volumes=args.include_volumes)
+                print("deleted", file=sys.stderr)
+    except (LiumError, TimeoutError) as exc:
+        print(f"lium-tf sweep: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lium-tf", description=__doc__)
     parser.add_argument("--version", action="version", version=f"lium-tf {__version__}")
@@ -73,6 +102,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     install.add_argument("--plugins-dir", help="mirror directory (default: ~/.terraform.d/plugins)")
     install.set_defaults(handler=cmd_install)
+
+    sweep = commands.add_parser(
+        "sweep",
+        help="list (and with --delete remove) pods, templates, credentials and volumes a stack left behind",
+        description="Uses LIUM_API_URL and LIUM_API_KEY. Prints the leftovers as JSON.",
+    )
+    sweep.add_argument("--name-prefix", required=True, help="only resources whose names start with this")
+    sweep.add_argument("--delete", action="store_true", help="delete what was found")
+    sweep.add_argument("--include-volumes", action="store_true", help="with --delete, delete volumes too")
+    sweep.set_defaults(handler=cmd_sweep)
 
     docs = commands.add_parser(
         "docs", help="regenerate docs/resources and docs/data-sources from the schemas"

@@ -184,12 +184,9 @@ class _Writer:
 def _argument_doc(attr: AttributeSchema) -> str:
     notes = []
     if attr.spec.write_only:
-        notes.append(
-            "Write-only: pass a reference (``SecretVariable.value``), never a literal; Terraform keeps it "
-            "out of state and plans."
-        )
+        notes.append("Pass a reference (``SecretVariable.string_value``), never a literal.")
     elif attr.spec.sensitive:
-        notes.append("Sensitive.")
+        notes.append("Sensitive: pass a reference (a sensitive variable), never a literal.")
     description = _docstring_text(attr.spec.description) or "(no description)"
     if attr.spec.computed and not any(word in description.lower() for word in ("default", "computed")):
         notes.append("Computed when unset.")
@@ -215,7 +212,7 @@ def _arguments_tuple(w: _Writer, block: BlockSchema, owner: str, indent: int) ->
     entries = []
     for attr in block.attributes.values():
         if _settable(attr):
-            extra = ", write_only=True" if attr.spec.write_only else ""
+            extra = ", secret=True" if attr.spec.write_only or attr.spec.sensitive else ""
             entries.append(f'Argument("{attr.name}", {type_mapping(attr.type).kind}{extra})')
     for nested in block.blocks.values():
         struct = _nested_struct_name(owner, nested)

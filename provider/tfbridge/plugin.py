@@ -86,6 +86,7 @@ def serve(
 
     import grpc
 
+    tls_material = certificate.result() if certificate is not None else None
     # Before anything that must be cleaned up: a SIGTERM from here on is handled after the handshake.
     lifecycle = _Lifecycle()
     signal.signal(signal.SIGTERM, _note_signal)
@@ -100,10 +101,10 @@ def serve(
         options=[("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES)],
     )
     server_cert_field = ""
-    if certificate is None:
+    if tls_material is None:
         server.add_insecure_port(f"unix:{socket_path}")
     else:
-        cert_der, key_pem = certificate.result()
+        cert_der, key_pem = tls_material
         # gRPC listens in plaintext inside the private socket directory; the TLS front end owns the
         # socket Terraform connects to (see _MutualTlsFrontEnd for why grpcio's own TLS cannot be used).
         server.add_insecure_port(f"unix:{grpc_socket_path}")

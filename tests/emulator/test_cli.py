@@ -78,3 +78,20 @@ def test_resources_command_prints_the_inspection_json(emulator: RunningEmulator)
         text=True,
     )
     assert wrong.returncode == 1 and "HTTP 401" in wrong.stderr
+
+
+def test_serve_refuses_a_bad_fault_plan_or_a_taken_port(tmp_path: Path, emulator: RunningEmulator) -> None:
+    plan = tmp_path / "faults.json"
+    plan.write_text(json.dumps({"rules": [{"path": "/pods", "kind": "explode"}]}))
+    bad_plan = subprocess.run(
+        [str(CONSOLE_SCRIPT), "serve", "--port", "0", "--faults", str(plan)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert bad_plan.returncode == 2 and "cannot start" in bad_plan.stderr and "kind" in bad_plan.stderr
+    taken_port = emulator.root_url.rsplit(":", 1)[1]
+    taken = subprocess.run(
+        [str(CONSOLE_SCRIPT), "serve", "--port", taken_port], capture_output=True, text=True, timeout=30
+    )
+    assert taken.returncode == 2 and "cannot start" in taken.stderr

@@ -21,7 +21,7 @@ class DockerCredential(LiumResourceBase):
     _TERRAFORM_TYPE = "lium_docker_credential"
     _ARGUMENTS = (
         Argument("username", STRING),
-        Argument("password_wo", STRING, write_only=True),
+        Argument("password_wo", STRING, secret=True),
         Argument("password_wo_version", NUMBER),
     )
 
@@ -43,7 +43,7 @@ class DockerCredential(LiumResourceBase):
 
         Args:
             username: Registry user name.
-            password_wo: Registry password or token. Write-only: never stored in state or shown in plans. Required when creating, and whenever `password_wo_version` changes. Write-only: pass a reference (``SecretVariable.value``), never a literal; Terraform keeps it out of state and plans.
+            password_wo: Registry password or token. Write-only: never stored in state or shown in plans. Required when creating, and whenever `password_wo_version` changes. Pass a reference (``SecretVariable.string_value``), never a literal.
             password_wo_version: Change this number to send a new `password_wo` (rotation).
 
         ``count``, ``depends_on``, ``for_each``, ``lifecycle`` and ``provider`` are Terraform's

@@ -18,9 +18,9 @@ class LiumProvider(LiumProviderBase):
     _TERRAFORM_TYPE = "lium"
     _ARGUMENTS = (
         Argument("endpoint", STRING),
-        Argument("api_key", STRING),
+        Argument("api_key", STRING, secret=True),
         Argument("nodes_feed_url", STRING),
-        Argument("ssh_private_key", STRING),
+        Argument("ssh_private_key", STRING, secret=True),
         Argument("ssh_private_key_file", STRING),
         Argument("runner_download_url", STRING),
     )
@@ -42,9 +42,9 @@ class LiumProvider(LiumProviderBase):
 
         Args:
             endpoint: Lium API base URL. Default: env `LIUM_API_URL`, else `https://lium.io/api`.
-            api_key: Lium API key. Default: env `LIUM_API_KEY`. Sensitive.
+            api_key: Lium API key. Default: env `LIUM_API_KEY`. Sensitive: pass a reference (a sensitive variable), never a literal.
             nodes_feed_url: Public nodes feed used to find offers. Default: the public feed on lium.io, or `<endpoint>/public/v1/nodes` when `endpoint` is not lium.io.
-            ssh_private_key: PEM/OpenSSH private key used to reach pods as root (readiness checks, the runner). Sensitive.
+            ssh_private_key: PEM/OpenSSH private key used to reach pods as root (readiness checks, the runner). Sensitive: pass a reference (a sensitive variable), never a literal.
             ssh_private_key_file: Path of the private key file. Default: env `LIUM_SSH_PRIVATE_KEY_FILE`.
             runner_download_url: Default download URL of the dstack runner for every `lium_runner` (may contain `{version}`). Default: env `LIUM_RUNNER_DOWNLOAD_URL`, else dstack's official URL.
             alias: Name of this configuration when a stack declares more than one.

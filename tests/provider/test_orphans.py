@@ -1,0 +1,122 @@
+"""Pods Terraform never recorded: a provider killed between Lium's rent answer and the state write.
+
+The provider journals every rent before sending it; the next apply adopts the pod, the next destroy
+deletes it, and ``lium-tf sweep`` lists and removes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from lium_emulator.launcher import RunningEmulator, launch
+from tests.support.lium import FAST_TIMINGS, PROVIDER_BLOCK, Account, new_account
+from tests.support.procs import find_descendant
+from tests.support.terraform import Terraform, kill_group
+
+pytestmark = pytest.mark.terraform
+
+STACK = (
+    PROVIDER_BLOCK
+    + """
+resource "lium_template" "t" {
+  name             = "orphan-template"
+  image            = "python:3.11-slim"
+  entrypoint       = "/bin/sh"
+  startup_commands = "-c 'exec sleep infinity'"
+}
+resource "lium_pod" "p" {
+  name        = "orphan-pod"
+  template_id = lium_template.t.id
+}
+"""
+)
+STUCK = {
+    "seed": 5,
+    "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "stuck_pending", "first": 1}],
+}
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[RunningEmulator]:
+    with launch(FAST_TIMINGS) as running:
+        yield running
+
+
+@pytest.fixture
+def account(emulator: RunningEmulator, tmp_path: Path) -> Iterator[Account]:
+    account = new_account(emulator, tmp_path)
+    yield account
+    account.set_faults({"seed": 0, "rules": []})
+
+
+def live_pods(account: Account) -> list[dict[str, object]]:
+    return account.live()["pods"]
+
+
+def kill_provider_after_rent(tf: Terraform, account: Account) -> None:
+    """Apply until the pod is rented (and held PENDING), then SIGKILL the provider process."""
+    account.set_faults(STUCK)
+    process = tf.start("apply", "-auto-approve", "-no-color")
+    try:
+        deadline = time.monotonic() + 60
+        while not live_pods(account):
+            assert process.poll() is None, process.stdout.read() if process.stdout else ""
+            assert time.monotonic() < deadline, "the rent never happened"
+            time.sleep(0.1)
+        provider = find_descendant(process.pid, "lium_provider")
+        assert provider is not None, "the provider process was not found"
+        os.kill(provider, signal.SIGKILL)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            kill_group(process)
+    assert process.returncode != 0, output
+    account.set_faults({"seed": 0, "rules": []})
+    assert "lium_pod" not in {r["type"] for r in tf.resources()}, "the killed create must not be in state"
+    assert len(live_pods(account)) == 1
+
+
+@pytest.fixture
+def crashed(make_terraform: Callable[..., Terraform], account: Account) -> Terraform:
+    tf = make_terraform(STACK, **account.env)
+    tf.init()
+    kill_provider_after_rent(tf, account)
+    return tf
+
+
+def test_next_apply_adopts_the_unrecorded_pod(crashed: Terraform, account: Account) -> None:
+    (orphan,) = live_pods(account)
+    crashed.apply()
+    (pod,) = [r for r in crashed.resources() if r["type"] == "lium_pod"]
+    assert pod["instances"][0]["attributes"]["id"] == orphan["id"], "adopted, not rented again"
+    assert [p["id"] for p in account.report()["pods"]] == [orphan["id"]], "no second pod was ever rented"
+    assert crashed.plan_exitcode()[0] == 0
+    crashed.destroy()
+    assert live_pods(account) == [] and account.live()["templates"] == []
+
+
+def test_next_destroy_deletes_the_unrecorded_pod(crashed: Terraform, account: Account) -> None:
+    crashed.destroy()
+    assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
+
+
+def test_sweep_lists_and_deletes_leftovers(crashed: Terraform, account: Account) -> None:
+    env = {**os.environ, **account.env}
+    command = [sys.executable, "-m", "lium_provider.cli", "sweep", "--name-prefix", "orphan-"]
+    listed = json.loads(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
+    assert [p["name"] for p in listed["pods"]] == ["orphan-pod"]
+    assert [t["name"] for t in listed["templates"]] == ["orphan-template"]
+    assert [a["pod_name"] for a in listed["journal"]] == ["orphan-pod"]
+    subprocess.run([*command, "--delete"], env=env, capture_output=True, text=True, check=True)
+    assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
+    after = json.loads(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
+    assert after == {"pods": [], "templates": [], "docker_credentials": [], "volumes": [], "journal": []}

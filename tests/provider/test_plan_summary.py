@@ -1,0 +1,291 @@
+"""``lium-tf plan-summary`` on real plans: real terraform against the emulator, priced from its live feed.
+
+Expected prices are computed here straight from the emulator's raw feed (price per GPU times count over the
+nodes that can take the order now), independently of the provider's offer code the summary uses.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from lium_emulator.launcher import RunningEmulator, launch
+
+from tests.support.lium import FAST_TIMINGS, PROVIDER_BLOCK, Account, new_account
+from tests.support.terraform import Terraform
+
+pytestmark = pytest.mark.terraform
+
+SECRET_TOKEN = "plan-summary-secret-7c1e"
+STACK = """
+variable "token" {
+  type      = string
+  sensitive = true
+}
+resource "lium_template" "t" {
+  name             = "summary"
+  image            = "python:3.11-slim"
+  entrypoint       = "/bin/sh"
+  startup_commands = "-c 'exec sleep infinity'"
+  environment      = { STAGE = "%(stage)s", TOKEN = var.token }
+}
+resource "lium_pod" "a" {
+  name        = "%(name_a)s"
+  template_id = lium_template.t.id
+  gpu         = "RTX 4090"
+}
+resource "lium_pod" "b" {
+  name        = "pinned"
+  template_id = lium_template.t.id
+  executor_id = "%(executor_b)s"
+}
+%(extra)s
+"""
+POD_C = """
+resource "lium_pod" "c" {
+  name        = "pair"
+  template_id = lium_template.t.id
+  gpu         = "RTX 4090"
+  gpu_count   = 2
+}
+"""
+# A one-GPU RTX 4090 node of the packaged catalog that is not the cheapest: pod b pins it by executor_id.
+PINNED_EXECUTOR = "b46e889b-7a41-5bdd-a827-3dcbf1926d07"
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[RunningEmulator]:
+    with launch(FAST_TIMINGS) as running:
+        yield running
+
+
+@pytest.fixture
+def account(emulator: RunningEmulator, tmp_path: Path) -> Account:
+    return new_account(emulator, tmp_path)
+
+
+def stack(stage: str = "one", name_a: str = "alpha", extra: str = "") -> str:
+    return PROVIDER_BLOCK + STACK % {"stage": stage, "name_a": name_a, "executor_b": PINNED_EXECUTOR, "extra": extra}
+
+
+def feed_nodes(emulator: RunningEmulator) -> list[dict[str, Any]]:
+    response = httpx.get(f"{emulator.api_url}/public/v1/nodes", timeout=30)
+    response.raise_for_status()
+    nodes: list[dict[str, Any]] = response.json()["nodes"]
+    return nodes
+
+
+def cheapest(nodes: list[dict[str, Any]], gpu_model: str, count: int) -> tuple[str, float]:
+    """(node id, pod price) of the cheapest node that rents ``count`` GPUs of ``gpu_model`` now."""
+    prices = [
+        (round(n["price_per_gpu_hour"] * count, 6), n["id"])
+        for n in nodes
+        if n["gpu_model"] == gpu_model and n["min_rentable_gpu_count"] <= count <= n["available_gpu_count"]
+    ]
+    price, node_id = min(prices)
+    return node_id, price
+
+
+def node_price(nodes: list[dict[str, Any]], node_id: str, count: int) -> float:
+    (node,) = [n for n in nodes if n["id"] == node_id]
+    return round(node["price_per_gpu_hour"] * count, 6)
+
+
+def run_summary(*args: str, env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lium_provider.cli", "plan-summary", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", **env},
+        timeout=120,
+    )
+
+
+def summarize_plan(tf: Terraform, *plan_args: str) -> tuple[str, str]:
+    """``terraform plan -out`` + ``show -json`` + ``lium-tf plan-summary``: (plan JSON text, Markdown)."""
+    tf.run("plan", "-input=false", "-no-color", "-out=plan.bin", *plan_args)
+    plan_json = tf.run("show", "-json", "plan.bin").stdout
+    (tf.workdir / "plan.json").write_text(plan_json)
+    result = run_summary(str(tf.workdir / "plan.json"), env={"LIUM_API_URL": tf.env["LIUM_API_URL"]})
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    return plan_json, result.stdout
+
+
+def pod_rows(markdown: str) -> dict[str, dict[str, str]]:
+    """The pod table, by address: column title → cell text."""
+    lines = [line for line in markdown.splitlines() if line.startswith("| ")]
+    header = [cell.strip() for cell in lines[0].strip("|").split(" | ")]
+    rows = {}
+    for line in lines[2:]:
+        cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+        row = dict(zip(header, cells, strict=True))
+        rows[row["Pod"].strip("`")] = row
+    return rows
+
+
+def sections(markdown: str) -> dict[str, list[str]]:
+    """Change sections (``#### Create (2)``) → the addresses listed under each."""
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in markdown.splitlines():
+        if line.startswith("#### "):
+            title = line.removeprefix("#### ").rsplit(" (", 1)[0]
+            current = found.setdefault(title, [])
+        elif line.startswith("- `") and current is not None:
+            current.append(line.removeprefix("- `").split("`", 1)[0])
+    return found
+
+
+def cost_line(per_hour: float) -> str:
+    return f"**GPU cost after apply: ${per_hour:,.2f}/h · ${per_hour * 730:,.2f}/month**"
+
+
+@pytest.fixture
+def make_stack(make_terraform: Callable[..., Terraform], account: Account) -> Callable[[str], Terraform]:
+    def make(main_tf: str) -> Terraform:
+        tf = make_terraform(main_tf, **account.env, TF_VAR_token=SECRET_TOKEN)
+        tf.init()
+        return tf
+
+    return make
+
+
+def test_summaries_of_create_update_replace_and_destroy(
+    make_stack: Callable[[str], Terraform], account: Account, emulator: RunningEmulator
+) -> None:
+    tf = make_stack(stack())
+
+    # Create: every pod at today's offer (the cheapest match, or the pinned executor's price).
+    plan_json, summary = summarize_plan(tf)
+    nodes = feed_nodes(emulator)
+    executor_a, price_a = cheapest(nodes, "RTX 4090", 1)
+    price_b = node_price(nodes, PINNED_EXECUTOR, 1)
+    assert executor_a != PINNED_EXECUTOR and price_a < price_b
+    assert summary.startswith("### Lium plan: 3 to create, 0 to update, 0 to replace, 0 to destroy\n")
+    assert cost_line(price_a + price_b) in summary
+    rows = pod_rows(summary)
+    assert set(rows) == {"lium_pod.a", "lium_pod.b"}
+    assert rows["lium_pod.a"]["Action"] == "create" and rows["lium_pod.a"]["Name"] == "`alpha`"
+    assert rows["lium_pod.a"]["GPU"] == "`RTX 4090`" and rows["lium_pod.a"]["GPUs"] == "`1`"
+    assert rows["lium_pod.a"]["USD/h"] == f"${price_a:.2f}"
+    assert f"executor `{executor_a}`" in rows["lium_pod.a"]["Price"]
+    assert rows["lium_pod.b"]["USD/h"] == f"${price_b:.2f}"
+    assert rows["lium_pod.b"]["Price"].startswith(f"executor `{PINNED_EXECUTOR}` now")
+    assert sections(summary) == {"Create": ["lium_pod.a", "lium_pod.b", "lium_template.t"]}
+    assert SECRET_TOKEN in plan_json and SECRET_TOKEN not in summary
+
+    tf.apply()
+    state_prices = {
+        r["name"]: r["instances"][0]["attributes"]["price_per_hour"] for r in tf.resources() if r["type"] == "lium_pod"
+    }
+    assert state_prices == {"a": price_a, "b": price_b}
+
+    # Update: the template's environment changes in place; both pods are kept at their billed price,
+    # even though the pinned executor has no free GPU left to offer now.
+    assert not [n for n in feed_nodes(emulator) if n["id"] == PINNED_EXECUTOR]
+    tf.write(stack(stage="two"))
+    plan_json, summary = summarize_plan(tf)
+    assert summary.startswith("### Lium plan: 0 to create, 1 to update, 0 to replace, 0 to destroy\n")
+    assert cost_line(price_a + price_b) in summary
+    rows = pod_rows(summary)
+    assert [rows[a]["Action"] for a in ("lium_pod.a", "lium_pod.b")] == ["keep", "keep"]
+    assert rows["lium_pod.b"]["USD/h"] == f"${price_b:.2f}" and rows["lium_pod.b"]["Price"] == "current rental"
+    assert sections(summary) == {"Update in place": ["lium_template.t"]}
+    environment_line = next(line for line in summary.splitlines() if "`environment`" in line)
+    assert '"STAGE" = "one"' in environment_line and '"STAGE" = "two"' in environment_line
+    assert environment_line.count("(sensitive value)") == 2
+    assert SECRET_TOKEN in plan_json and SECRET_TOKEN not in summary
+
+    # Replace (pod a renamed) and create (a two-GPU pod): both priced at today's cheapest offer.
+    tf.write(stack(name_a="alpha-2", extra=POD_C))
+    _, summary = summarize_plan(tf)
+    nodes = feed_nodes(emulator)
+    _, price_a_now = cheapest(nodes, "RTX 4090", 1)
+    executor_c, price_c = cheapest(nodes, "RTX 4090", 2)
+    assert price_c != 2 * price_a_now, "the two-GPU pod must be priced from a two-GPU offer"
+    assert summary.startswith("### Lium plan: 1 to create, 0 to update, 1 to replace, 0 to destroy\n")
+    assert cost_line(price_a_now + price_b + price_c) in summary
+    assert f"before: ${price_a + price_b:.2f}/h" in summary
+    rows = pod_rows(summary)
+    assert rows["lium_pod.a"]["Action"] == "replace" and rows["lium_pod.a"]["Name"] == "`alpha-2`"
+    assert rows["lium_pod.a"]["USD/h"] == f"${price_a_now:.2f}"
+    assert rows["lium_pod.a"]["Price"].endswith(f"; was ${price_a:.2f}/h")
+    assert rows["lium_pod.c"]["GPUs"] == "`2`" and rows["lium_pod.c"]["USD/h"] == f"${price_c:.2f}"
+    assert f"executor `{executor_c}`" in rows["lium_pod.c"]["Price"]
+    assert sections(summary) == {"Create": ["lium_pod.c"], "Replace": ["lium_pod.a"]}
+    assert '  - `name`: `"alpha"` → `"alpha-2"` (forces replacement)' in summary.splitlines()
+
+    # Destroy: nothing is left to pay for; the pods' last prices are shown struck through.
+    tf.write(stack())
+    _, summary = summarize_plan(tf, "-destroy")
+    assert summary.startswith("### Lium plan: 0 to create, 0 to update, 0 to replace, 3 to destroy\n")
+    assert cost_line(0.0) in summary and f"before: ${price_a + price_b:.2f}/h" in summary
+    rows = pod_rows(summary)
+    assert rows["lium_pod.a"]["Action"] == "destroy" and rows["lium_pod.a"]["USD/h"] == f"~~${price_a:.2f}~~"
+    assert sections(summary) == {"Destroy": ["lium_pod.a", "lium_pod.b", "lium_template.t"]}
+
+    tf.destroy()
+    assert account.live()["pods"] == []
+
+
+def test_feed_url_flag_env_and_stdin(
+    make_stack: Callable[[str], Terraform], account: Account, emulator: RunningEmulator
+) -> None:
+    tf = make_stack(stack())
+    tf.run("plan", "-input=false", "-no-color", "-out=plan.bin")
+    plan_json = tf.run("show", "-json", "plan.bin").stdout
+    _, price_a = cheapest(feed_nodes(emulator), "RTX 4090", 1)
+    feed = f"{emulator.api_url}/public/v1/nodes"
+    missing = f"{emulator.api_url}/public/v1/no-such-feed"
+
+    # Derived from LIUM_API_URL, plan read from standard input.
+    derived = run_summary("-", env={"LIUM_API_URL": emulator.api_url}, stdin=plan_json)
+    assert derived.returncode == 0 and pod_rows(derived.stdout)["lium_pod.a"]["USD/h"] == f"${price_a:.2f}"
+
+    # LIUM_NODES_FEED_URL wins over LIUM_API_URL: a feed that 404s leaves new pods unpriced, with a warning.
+    broken = run_summary("-", env={"LIUM_API_URL": emulator.api_url, "LIUM_NODES_FEED_URL": missing}, stdin=plan_json)
+    assert broken.returncode == 0
+    assert "**Warning:** prices of new pods are unknown: the nodes feed could not be read" in broken.stdout
+    assert pod_rows(broken.stdout)["lium_pod.a"]["USD/h"] == "?"
+    assert "**GPU cost after apply: at least $0.00/h" in broken.stdout
+
+    # --nodes-feed-url wins over both.
+    flagged = run_summary(
+        "-", "--nodes-feed-url", feed, env={"LIUM_NODES_FEED_URL": missing, "LIUM_API_URL": missing}, stdin=plan_json
+    )
+    assert flagged.returncode == 0 and pod_rows(flagged.stdout)["lium_pod.a"]["USD/h"] == f"${price_a:.2f}"
+    assert account.live()["pods"] == [], "planning must not rent anything"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot read"),
+        ("", "not JSON"),
+        ("{not json", "not JSON"),
+        ('["a list"]', "not a Terraform JSON document"),
+        ('{"format_version": "1.0", "values": {}}', "this is a state, not a plan"),
+        ('{"format_version": "2.0", "resource_changes": []}', "unsupported plan format_version '2.0'"),
+        ('{"format_version": "1.2", "resource_changes": [{"change": {"actions": "create"}}]}', "resource_changes[0]"),
+    ],
+)
+def test_unreadable_input_fails_with_one_line(tmp_path: Path, content: str | None, message: str) -> None:
+    path = tmp_path / "plan.json"
+    if content is not None:
+        path.write_text(content)
+    by_path = run_summary(str(path), env={"LIUM_NODES_FEED_URL": "http://127.0.0.1:9/unused"})
+    by_stdin = run_summary("-", env={}, stdin=content or "")
+    for result in (by_path, by_stdin) if content is not None else (by_path,):
+        assert result.returncode == 1 and result.stdout == ""
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("lium-tf plan-summary: ")
+        assert message in result.stderr
+    if content:
+        assert content not in by_path.stderr, "the input itself is never echoed"
