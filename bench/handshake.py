@@ -26,11 +26,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbridge.proto import health_pb2, health_pb2_grpc
-
 from bench.null_provider import VERSION as NULL_VERSION
 from bench.null_provider import null_provider_binary
 from tests.tfbridge.plugin_host import ClientIdentity, Handshake, plugin_env, read_handshake_line, stub
+from tfbridge.proto import health_pb2, health_pb2_grpc
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 VENV_PYTHON = REPO_ROOT / ".venv" / "bin" / "python"

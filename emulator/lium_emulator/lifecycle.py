@@ -101,7 +101,7 @@ class PodLifecycle:
             if pod.status == "PENDING":
                 self.begin_create(pod)
             elif pod.status == "RUNNING":
-                self._spawn(self._restart(pod))
+                self._creating[pod.id] = self._spawn(self._restart(pod))
             elif pod.status == "DELETING":
                 self._spawn(self._delete(pod, 0.0))
             elif pod.status == "CREATION_FAILED" and pod.failed_at is not None:
@@ -134,9 +134,9 @@ class PodLifecycle:
                 return
             try:
                 ports = await self._in_pool(self._sandboxes.start, self._spec(pod, image))
-            except SandboxError as error:
+            except Exception as error:
                 if pod.status == "PENDING":
-                    self._fail(pod, "sandbox_error", str(error))
+                    self._fail(pod, "sandbox_error", _start_failure(pod, error))
                 return
             if pod.status != "PENDING":
                 return  # deleted while starting: the delete step stops the sandbox
@@ -306,32 +306,40 @@ class PodLifecycle:
             self._state.forget(template)
 
     async def _restart(self, pod: Pod) -> None:
-        """Bring a pod that was RUNNING before a restart back as a fresh sandbox."""
-        pod.ports_mapping, pod.ssh_ready = None, False
-        self._state.save(pod)
-        image, failure = self._resolve(pod)
-        detail = failure[1]
-        if image is not None:
-            try:
-                ports = await self._in_pool(self._sandboxes.start, self._spec(pod, image))
-            except SandboxError as error:
-                detail = str(error)
-            else:
-                pod.ports_mapping = dict(ports)
-                pod.updated_at = utcnow()
+        """Bring a pod that was RUNNING before a restart back as a fresh sandbox (BROKEN if it cannot)."""
+        try:
+            pod.ports_mapping, pod.ssh_ready = None, False
+            self._state.save(pod)
+            image, failure = self._resolve(pod)
+            detail = failure[1]
+            if image is not None:
+                try:
+                    ports = await self._in_pool(self._sandboxes.start, self._spec(pod, image))
+                except Exception as error:
+                    detail = _start_failure(pod, error)
+                else:
+                    if pod.status == "RUNNING":  # else deleted meanwhile: the delete step stops it
+                        self._mark_recovered(pod, ports)
+                    return
+            if pod.status == "RUNNING":
+                pod.status = "BROKEN"
+                pod.billing_stopped_at = pod.updated_at = utcnow()
                 self._state.save(pod)
-                self._state.record_event(
-                    pod.user_id,
-                    "pod-host-reboot-recovery.recovered",
-                    pod=pod,
-                    detail="restarted after an emulator restart",
-                )
-                self._after_running(pod)
-                return
-        pod.status = "BROKEN"
-        pod.billing_stopped_at = pod.updated_at = utcnow()
+                self._status_event(pod, "RUNNING", "BROKEN", "executor_offline", detail)
+        finally:
+            self._creating.pop(pod.id, None)
+
+    def _mark_recovered(self, pod: Pod, ports: dict[int, int]) -> None:
+        pod.ports_mapping = dict(ports)
+        pod.updated_at = utcnow()
         self._state.save(pod)
-        self._status_event(pod, "RUNNING", "BROKEN", "executor_offline", detail)
+        self._state.record_event(
+            pod.user_id,
+            "pod-host-reboot-recovery.recovered",
+            pod=pod,
+            detail="restarted after an emulator restart",
+        )
+        self._after_running(pod)
 
     # --- helpers -----------------------------------------------------------------------------------
 
@@ -361,6 +369,14 @@ class PodLifecycle:
 
     async def _in_pool(self, function: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, function, *args)
+
+
+def _start_failure(pod: Pod, error: Exception) -> str:
+    """What to tell the pod's owner about a failed sandbox start (internal errors only by type)."""
+    if isinstance(error, SandboxError):
+        return str(error)
+    logger.error("starting the sandbox of pod %s failed", pod.id, exc_info=error)
+    return f"internal sandbox error ({type(error).__name__})"
 
 
 async def _sshd_answers(port: int, still_wanted: Callable[[], bool]) -> bool:

@@ -15,6 +15,7 @@ from lium_provider.journal import RentJournal
 from lium_provider.resources.data_sources import OffersDataSource, PodDataSource, TemplatesDataSource
 from lium_provider.resources.docker_credential import DockerCredentialResource
 from lium_provider.resources.pod import PodResource
+from lium_provider.resources.runner import RunnerResource
 from lium_provider.resources.template import TemplateResource
 from lium_provider.resources.volume import VolumeResource
 from lium_provider.session import LiumSession, journal_dir
@@ -87,7 +88,7 @@ class LiumProvider(Provider[LiumProviderConfig]):
     type_name = "lium"
     model = LiumProviderConfig
     description = LiumProviderConfig.__doc__ or ""
-    resources = (PodResource, TemplateResource, DockerCredentialResource, VolumeResource)
+    resources = (PodResource, TemplateResource, DockerCredentialResource, VolumeResource, RunnerResource)
     data_sources = (OffersDataSource, PodDataSource, TemplatesDataSource)
 
     def configure(self, ctx: Context, config: LiumProviderConfig) -> LiumSession:

@@ -217,6 +217,14 @@ def test_stuck_pending_holds_the_pod_until_the_rule_is_removed(
     template = create_template(account)
     node = splittable_node(account, "RTX 4090")
     pod_id = rent_pod(account, node["id"], rent_body(template["id"]))
+    pending = next(p for p in account.get("/pods").json() if p["id"] == pod_id)
+    assert (pending["status"], pending["ssh_connect_cmd"], pending["ports_mapping"]) == (
+        "PENDING",
+        None,
+        None,
+    )
+    assert pending["phase"] and isinstance(pending["estimated_ready_seconds"], int)
+    assert pending["eta_basis"] == "fleet_default"
     stuck_since = time.monotonic()
     # well past --pending-seconds (0.3 s) it is still PENDING
     wait_until(

@@ -107,7 +107,7 @@ def test_balance_refusals_answer_freshly_and_store_nothing(
 def test_a_repeat_during_the_first_request_is_in_progress(
     emulator: RunningEmulator, account: httpx.Client, set_faults: Callable[[dict[str, Any]], None]
 ) -> None:
-    set_faults({"rules": [{"path": "/executors/*/rent", "kind": "latency", "seconds": 1.5, "first": 1}]})
+    set_faults({"rules": [{"path": "/executors/*/rent", "kind": "latency", "seconds": 3, "first": 1}]})
     template = create_template(account)
     node = splittable_node(account, "RTX 4090")
     body, key = rent_body(template["id"]), secrets.token_hex(16)

@@ -2,9 +2,11 @@
 billing, and the fleet's capacity for 50 one-GPU pods."""
 
 import concurrent.futures
+from datetime import datetime
 from typing import Any
 
 import httpx
+import pytest
 
 from lium_emulator.images import ImageConfig, image_catalog
 from lium_emulator.launcher import RunningEmulator
@@ -108,13 +110,18 @@ def test_only_running_time_is_billed(emulator: RunningEmulator, account: httpx.C
     template = create_template(account)
     node = splittable_node(account, "H100 80GB HBM3")
     pod_id = rent_pod(account, node["id"], rent_body(template["id"]))
-    assert account_report(emulator, account)["billed_pod_seconds"] == 0, "PENDING is not billed"
     wait_status(account, pod_id, "RUNNING")
     wait_until(lambda: account.get("/users/me").json()["balance"] < 1000, what="billing to start")
     delete_and_wait(account, pod_id)
     report = account_report(emulator, account)
     pod = report["pods"][0]
-    assert pod["running_at"] and pod["deleted_at"] and pod["status"] == "DELETED"
+    assert pod["status"] == "DELETED"
+    created, running, deleting = (
+        datetime.fromisoformat(pod[k]) for k in ("created_at", "running_at", "deleting_at")
+    )
+    assert created < running < deleting
+    # billed from RUNNING to the delete request: neither PENDING nor DELETING counts
+    assert pod["billed_seconds"] == pytest.approx((deleting - running).total_seconds(), abs=1e-3)
     assert report["billed_pod_seconds"] == pod["billed_seconds"] > 0
     expected = 1000 - pod["price"] * pod["billed_seconds"] / 3600
     assert abs(report["balance_usd"] - expected) < 1e-4

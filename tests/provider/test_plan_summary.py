@@ -6,7 +6,6 @@ nodes that can take the order now), independently of the provider's offer code t
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -15,8 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
-from lium_emulator.launcher import RunningEmulator, launch
 
+from lium_emulator.launcher import RunningEmulator, launch
 from tests.support.lium import FAST_TIMINGS, PROVIDER_BLOCK, Account, new_account
 from tests.support.terraform import Terraform
 
@@ -71,7 +70,12 @@ def account(emulator: RunningEmulator, tmp_path: Path) -> Account:
 
 
 def stack(stage: str = "one", name_a: str = "alpha", extra: str = "") -> str:
-    return PROVIDER_BLOCK + STACK % {"stage": stage, "name_a": name_a, "executor_b": PINNED_EXECUTOR, "extra": extra}
+    return PROVIDER_BLOCK + STACK % {
+        "stage": stage,
+        "name_a": name_a,
+        "executor_b": PINNED_EXECUTOR,
+        "extra": extra,
+    }
 
 
 def feed_nodes(emulator: RunningEmulator) -> list[dict[str, Any]]:
@@ -94,10 +98,12 @@ def cheapest(nodes: list[dict[str, Any]], gpu_model: str, count: int) -> tuple[s
 
 def node_price(nodes: list[dict[str, Any]], node_id: str, count: int) -> float:
     (node,) = [n for n in nodes if n["id"] == node_id]
-    return round(node["price_per_gpu_hour"] * count, 6)
+    return round(float(node["price_per_gpu_hour"]) * count, 6)
 
 
-def run_summary(*args: str, env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run_summary(
+    *args: str, env: dict[str, str], stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "lium_provider.cli", "plan-summary", *args],
         input=stdin,
@@ -184,7 +190,9 @@ def test_summaries_of_create_update_replace_and_destroy(
 
     tf.apply()
     state_prices = {
-        r["name"]: r["instances"][0]["attributes"]["price_per_hour"] for r in tf.resources() if r["type"] == "lium_pod"
+        r["name"]: r["instances"][0]["attributes"]["price_per_hour"]
+        for r in tf.resources()
+        if r["type"] == "lium_pod"
     }
     assert state_prices == {"a": price_a, "b": price_b}
 
@@ -197,7 +205,9 @@ def test_summaries_of_create_update_replace_and_destroy(
     assert cost_line(price_a + price_b) in summary
     rows = pod_rows(summary)
     assert [rows[a]["Action"] for a in ("lium_pod.a", "lium_pod.b")] == ["keep", "keep"]
-    assert rows["lium_pod.b"]["USD/h"] == f"${price_b:.2f}" and rows["lium_pod.b"]["Price"] == "current rental"
+    assert (
+        rows["lium_pod.b"]["USD/h"] == f"${price_b:.2f}" and rows["lium_pod.b"]["Price"] == "current rental"
+    )
     assert sections(summary) == {"Update in place": ["lium_template.t"]}
     environment_line = next(line for line in summary.splitlines() if "`environment`" in line)
     assert '"STAGE" = "one"' in environment_line and '"STAGE" = "two"' in environment_line
@@ -251,7 +261,9 @@ def test_feed_url_flag_env_and_stdin(
     assert derived.returncode == 0 and pod_rows(derived.stdout)["lium_pod.a"]["USD/h"] == f"${price_a:.2f}"
 
     # LIUM_NODES_FEED_URL wins over LIUM_API_URL: a feed that 404s leaves new pods unpriced, with a warning.
-    broken = run_summary("-", env={"LIUM_API_URL": emulator.api_url, "LIUM_NODES_FEED_URL": missing}, stdin=plan_json)
+    broken = run_summary(
+        "-", env={"LIUM_API_URL": emulator.api_url, "LIUM_NODES_FEED_URL": missing}, stdin=plan_json
+    )
     assert broken.returncode == 0
     assert "**Warning:** prices of new pods are unknown: the nodes feed could not be read" in broken.stdout
     assert pod_rows(broken.stdout)["lium_pod.a"]["USD/h"] == "?"
@@ -259,7 +271,11 @@ def test_feed_url_flag_env_and_stdin(
 
     # --nodes-feed-url wins over both.
     flagged = run_summary(
-        "-", "--nodes-feed-url", feed, env={"LIUM_NODES_FEED_URL": missing, "LIUM_API_URL": missing}, stdin=plan_json
+        "-",
+        "--nodes-feed-url",
+        feed,
+        env={"LIUM_NODES_FEED_URL": missing, "LIUM_API_URL": missing},
+        stdin=plan_json,
     )
     assert flagged.returncode == 0 and pod_rows(flagged.stdout)["lium_pod.a"]["USD/h"] == f"${price_a:.2f}"
     assert account.live()["pods"] == [], "planning must not rent anything"
@@ -274,18 +290,25 @@ def test_feed_url_flag_env_and_stdin(
         ('["a list"]', "not a Terraform JSON document"),
         ('{"format_version": "1.0", "values": {}}', "this is a state, not a plan"),
         ('{"format_version": "2.0", "resource_changes": []}', "unsupported plan format_version '2.0'"),
-        ('{"format_version": "1.2", "resource_changes": [{"change": {"actions": "create"}}]}', "resource_changes[0]"),
+        (
+            '{"format_version": "1.2", "resource_changes": [{"change": {"actions": "create"}}]}',
+            "resource_changes[0]",
+        ),
     ],
 )
 def test_unreadable_input_fails_with_one_line(tmp_path: Path, content: str | None, message: str) -> None:
     path = tmp_path / "plan.json"
     if content is not None:
         path.write_text(content)
-    by_path = run_summary(str(path), env={"LIUM_NODES_FEED_URL": "http://127.0.0.1:9/unused"})
-    by_stdin = run_summary("-", env={}, stdin=content or "")
-    for result in (by_path, by_stdin) if content is not None else (by_path,):
-        assert result.returncode == 1 and result.stdout == ""
-        assert result.stderr.count("\n") == 1 and result.stderr.startswith("lium-tf plan-summary: ")
-        assert message in result.stderr
+    result = run_summary(str(path), env={"LIUM_NODES_FEED_URL": "http://127.0.0.1:9/unused"})
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("lium-tf plan-summary: ")
+    assert message in result.stderr
     if content:
-        assert content not in by_path.stderr, "the input itself is never echoed"
+        assert content not in result.stderr, "the input itself is never echoed"
+
+
+def test_unreadable_stdin_fails_with_one_line() -> None:
+    result = run_summary("-", env={}, stdin="terraform plan output, not JSON")
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == "lium-tf plan-summary: not JSON (line 1, column 1: Expecting value)\n"

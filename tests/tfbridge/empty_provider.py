@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import grpc
+
 from tfbridge.proto import tfplugin6_pb2, tfplugin6_pb2_grpc
 
 

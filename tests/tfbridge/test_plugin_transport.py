@@ -23,6 +23,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from google.protobuf import empty_pb2  # type: ignore[import-untyped]  # types-protobuf is not a dependency
+
+from tests.support.terraform import Terraform, write_cli_config
+from tests.tfbridge.plugin_host import ClientIdentity, PluginProcess, plugin_env, stub
 from tfbridge.install import write_launcher
 from tfbridge.plugin import NOT_A_COMMAND_MESSAGE, self_signed_certificate
 from tfbridge.proto import (
@@ -34,9 +37,6 @@ from tfbridge.proto import (
     tfplugin6_pb2,
     tfplugin6_pb2_grpc,
 )
-
-from tests.support.terraform import Terraform, write_cli_config
-from tests.tfbridge.plugin_host import ClientIdentity, PluginProcess, plugin_env, stub
 
 HERE = Path(__file__).resolve().parent
 SERVE_SCRIPT = HERE / "serve_empty_provider.py"
@@ -120,7 +120,7 @@ def test_provider_calls_reach_the_servicer(plugin: PluginProcess, identity: Clie
 
 
 def test_messages_above_grpcio_default_limit_pass(plugin: PluginProcess, identity: ClientIdentity) -> None:
-    large_config = tfplugin6_pb2.DynamicValue(msgpack=os.urandom(6 << 20))  # grpcio's default limit: 4 MiB
+    large_config = tfplugin6_pb2.DynamicValue(msgpack=bytes(6 << 20))  # grpcio's default limit: 4 MiB
     with plugin.handshake().channel(identity) as channel:
         provider = stub(tfplugin6_pb2_grpc.ProviderStub, channel)
         with pytest.raises(grpc.RpcError) as answer:
@@ -131,12 +131,14 @@ def test_messages_above_grpcio_default_limit_pass(plugin: PluginProcess, identit
         assert answer.value.code() == grpc.StatusCode.UNIMPLEMENTED
 
 
-def test_client_with_another_certificate_is_rejected(plugin: PluginProcess) -> None:
+def test_client_with_another_certificate_is_rejected(plugin: PluginProcess, identity: ClientIdentity) -> None:
     handshake = plugin.handshake()
     for stranger in (ClientIdentity.generate(), None):
         with handshake.channel(stranger) as channel, pytest.raises(grpc.RpcError) as rejected:
             health_status(channel)
         assert rejected.value.code() == grpc.StatusCode.UNAVAILABLE
+    with handshake.channel(identity) as channel:
+        assert health_status(channel) == SERVING
 
 
 def test_sigint_to_the_process_group_is_ignored(plugin: PluginProcess, identity: ClientIdentity) -> None:

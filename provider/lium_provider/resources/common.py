@@ -1,15 +1,26 @@
-"""Helpers every Lium resource shares: turning API errors into diagnostics."""
+"""Helpers every Lium resource shares: API errors as diagnostics, and reconciled creates and deletes.
+
+Creating a template, credential or volume is not idempotent on Lium, and a 5xx or a dropped connection
+leaves it unknown whether the object exists. As dstack does, such an outcome is reconciled by looking
+for the object (by name, or by user name for credentials, created since the request began) instead of
+sending the request again, which could make a second one. Deletes are idempotent (a 404 is success), so
+an uncertain delete is checked and repeated until the object is gone.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from lium_provider.api.errors import LiumError, LiumNotFound
-from tfbridge import TFError
+from lium_provider.api.errors import LiumError, LiumNotFound, is_definitive
+from tfbridge import Context, TFError
 
 T = TypeVar("T")
+CLOCK_SKEW = timedelta(minutes=1)
+RECONCILE_ROUNDS = 5
+RECONCILE_PAUSE_SECONDS = 1.0
 
 
 @contextmanager
@@ -23,6 +34,56 @@ def api_errors(action: str, path: tuple[str, ...] | None = None) -> Iterator[Non
         raise TFError(f"{action} failed", str(exc), path=path) from None
 
 
-def call(action: str, fn: Callable[[], T], path: tuple[str, ...] | None = None) -> T:
-    with api_errors(action, path):
-        return fn()
+def create_reconciled(
+    ctx: Context, action: str, create: Callable[[], T], find: Callable[[datetime], T | None]
+) -> T:
+    """``create()``; after an uncertain failure, ``find(since)`` what it may have made instead of resending."""
+    since = datetime.now(UTC) - CLOCK_SKEW
+    try:
+        return create()
+    except LiumError as exc:
+        if is_definitive(exc):
+            raise TFError(f"{action} failed", str(exc)) from None
+        first_error = exc
+    for round_number in range(RECONCILE_ROUNDS):
+        try:
+            found = find(since)
+        except LiumError:
+            found = None
+        if found is not None:
+            ctx.log.info(f"{action}: found the object an uncertain request created")
+            return found
+        if round_number + 1 < RECONCILE_ROUNDS:
+            ctx.sleep(RECONCILE_PAUSE_SECONDS * (round_number + 1))
+    raise TFError(
+        f"{action}: the outcome is unknown",
+        f"{first_error}. Nothing matching was found afterwards, so nothing was recorded; run apply again "
+        "(and `lium-tf sweep` to check for leftovers).",
+    )
+
+
+def delete_reconciled(
+    ctx: Context, action: str, delete: Callable[[], None], exists: Callable[[], bool]
+) -> None:
+    """Delete until the object is gone: an uncertain delete is checked, then repeated."""
+    for round_number in range(RECONCILE_ROUNDS):
+        try:
+            delete()
+            return
+        except LiumError as exc:
+            if is_definitive(exc):
+                raise TFError(f"{action} failed", str(exc)) from None
+            last = exc
+        try:
+            if not exists():
+                return
+        except LiumError:
+            pass
+        ctx.sleep(RECONCILE_PAUSE_SECONDS * (round_number + 1))
+    raise TFError(f"{action} failed", str(last))
+
+
+def newest(items: list[T], created: Callable[[T], datetime | None], since: datetime) -> T | None:
+    """The most recently created item created at or after ``since`` (items without a time do not count)."""
+    recent = [(stamp, i) for i in items if (stamp := created(i)) is not None and stamp >= since]
+    return max(recent, key=lambda pair: pair[0])[1] if recent else None

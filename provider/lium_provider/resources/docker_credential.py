@@ -10,7 +10,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lium_provider.resources.common import api_errors
+from lium_provider.resources.common import api_errors, create_reconciled, delete_reconciled, newest
 from lium_provider.session import session
 from tfbridge import Attribute, Context, Resource, TFError, UseStateForUnknown
 
@@ -63,8 +63,17 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
         self, ctx: Context, plan: DockerCredentialModel, config: DockerCredentialModel
     ) -> DockerCredentialModel:
         password = _password(config)
-        with api_errors("creating the Docker credential"):
-            credential = session(ctx).client.create_docker_credential(plan.username, password)
+        client = session(ctx).client
+        credential = create_reconciled(
+            ctx,
+            "creating the Docker credential",
+            lambda: client.create_docker_credential(plan.username, password),
+            lambda since: newest(
+                [c for c in client.list_docker_credentials() if c.username == plan.username],
+                lambda c: c.created_at,
+                since,
+            ),
+        )
         return plan.model_copy(update={"id": credential.id, "password_wo": None})
 
     def read(self, ctx: Context, state: DockerCredentialModel) -> DockerCredentialModel | None:
@@ -89,5 +98,11 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
         return plan.model_copy(update={"id": prior.id, "password_wo": None})
 
     def delete(self, ctx: Context, state: DockerCredentialModel) -> None:
-        with api_errors("deleting the Docker credential"):
-            session(ctx).client.delete_docker_credential(state.id or "")
+        client = session(ctx).client
+        credential_id = state.id or ""
+        delete_reconciled(
+            ctx,
+            "deleting the Docker credential",
+            lambda: client.delete_docker_credential(credential_id),
+            lambda: client.get_docker_credential(credential_id) is not None,
+        )

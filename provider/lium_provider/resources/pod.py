@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lium_provider.api.errors import LiumError, LiumUncertainOutcome
+from lium_provider.api.errors import LiumError, LiumUncertainOutcome, is_definitive
 from lium_provider.api.models import DELETED, RUNNING, Pod, RentRequest
 from lium_provider.api.rent import RentAttempt, find_rented_pod, rent_reconciled
 from lium_provider.resources.common import api_errors
@@ -434,9 +434,9 @@ def delete_pod_and_wait(ctx: Context, s: LiumSession, pod_id: str) -> None:
             s.client.delete_pod(pod_id)
             break
         except LiumError as exc:
-            if exc.code != "pod_state_conflict":
+            if exc.code != "pod_state_conflict" and is_definitive(exc):
                 raise TFError("Deleting the pod failed", str(exc)) from None
-            # dstack's rule: a conflict is fine only if the pod is already on its way out.
+            # dstack's rule: a conflict (or an unknown outcome) is fine only if the pod is on its way out.
             with api_errors("reading the pod"):
                 pod = s.client.get_pod(pod_id)
             if pod is None or pod.status in ("DELETING", DELETED):

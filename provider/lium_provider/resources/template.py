@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lium_provider.api.models import Template, TemplateSpec
-from lium_provider.resources.common import api_errors
+from lium_provider.resources.common import api_errors, create_reconciled, delete_reconciled, newest
 from lium_provider.resources.pod import settle_orphans
 from lium_provider.session import session
 from tfbridge import Attribute, Context, Resource, UseStateForUnknown
@@ -168,8 +168,17 @@ class TemplateResource(Resource[TemplateModel]):
     description = TemplateModel.__doc__ or ""
 
     def create(self, ctx: Context, plan: TemplateModel, config: TemplateModel) -> TemplateModel:
-        with api_errors("creating the template"):
-            template = session(ctx).client.create_template(_spec(plan))
+        client = session(ctx).client
+        template = create_reconciled(
+            ctx,
+            "creating the template",
+            lambda: client.create_template(_spec(plan)),
+            lambda since: newest(
+                [t for t in client.list_templates() if t.name == plan.name and t.user_id == client.me().id],
+                lambda t: t.created_at,
+                since,
+            ),
+        )
         return _state(template, plan)
 
     def read(self, ctx: Context, state: TemplateModel) -> TemplateModel | None:
@@ -186,6 +195,11 @@ class TemplateResource(Resource[TemplateModel]):
 
     def delete(self, ctx: Context, state: TemplateModel) -> None:
         s = session(ctx)
-        settle_orphans(ctx, s, state.id or "")
-        with api_errors("deleting the template"):
-            s.client.delete_template(state.id or "")
+        template_id = state.id or ""
+        settle_orphans(ctx, s, template_id)
+        delete_reconciled(
+            ctx,
+            "deleting the template",
+            lambda: s.client.delete_template(template_id),
+            lambda: s.client.get_template(template_id) is not None,
+        )

@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lium_provider.api.errors import LiumError
-from lium_provider.resources.common import api_errors
+from lium_provider.resources.common import api_errors, create_reconciled, delete_reconciled, newest
 from lium_provider.session import session
 from tfbridge import Attribute, Context, Resource, TFError, UseStateForUnknown
 
@@ -48,8 +48,15 @@ class VolumeResource(Resource[VolumeModel]):
     description = VolumeModel.__doc__ or ""
 
     def create(self, ctx: Context, plan: VolumeModel, config: VolumeModel) -> VolumeModel:
-        with api_errors("creating the volume"):
-            volume = session(ctx).client.create_volume(plan.name, plan.description)
+        client = session(ctx).client
+        volume = create_reconciled(
+            ctx,
+            "creating the volume",
+            lambda: client.create_volume(plan.name, plan.description),
+            lambda since: newest(
+                [v for v in client.list_volumes() if v.name == plan.name], lambda v: v.created_at, since
+            ),
+        )
         return plan.model_copy(update={"id": volume.id})
 
     def read(self, ctx: Context, state: VolumeModel) -> VolumeModel | None:
@@ -67,13 +74,20 @@ class VolumeResource(Resource[VolumeModel]):
 
     def delete(self, ctx: Context, state: VolumeModel) -> None:
         client = session(ctx).client
-        try:
-            client.delete_volume(state.id or "")
-        except LiumError as exc:
-            if exc.code == "volume_in_use":
-                raise TFError(
-                    "The volume is still attached to a live pod",
-                    f"Lium refused to delete volume {state.id} ({exc}). Nothing was deleted: destroy or "
-                    "replace the pod that mounts it first, then run destroy again.",
-                ) from None
-            raise TFError("deleting the volume failed", str(exc)) from None
+        volume_id = state.id or ""
+
+        def delete() -> None:
+            try:
+                client.delete_volume(volume_id)
+            except LiumError as exc:
+                if exc.code == "volume_in_use":
+                    raise TFError(
+                        "The volume is still attached to a live pod",
+                        f"Lium refused to delete volume {volume_id} ({exc}). Nothing was deleted: destroy or "
+                        "replace the pod that mounts it first, then run destroy again.",
+                    ) from None
+                raise
+
+        delete_reconciled(
+            ctx, "deleting the volume", delete, lambda: client.get_volume(volume_id) is not None
+        )

@@ -15,15 +15,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-import paramiko
+from typing import TYPE_CHECKING, Any
 
 from lium_provider.sshkeys import parse_private_key
 from tfbridge import Context
 
+if TYPE_CHECKING:  # paramiko costs ~180 ms to import: loaded only when a pod is contacted
+    import paramiko
+
 CONNECT_TIMEOUT_SECONDS = 10.0
 _POLL_SECONDS = 0.02
+_EOF_GRACE_SECONDS = 2.0
 
 
 class PodUnreachable(Exception):
@@ -63,6 +65,8 @@ class CommandResult:
 
 def pinned_key(host_key: str) -> paramiko.PKey:
     """The paramiko key of ``<type> <base64>``; ValueError when it is not one."""
+    import paramiko
+
     try:
         key_type, encoded = host_key.split()[:2]
         return paramiko.PKey.from_type_string(key_type, base64.b64decode(encoded, validate=True))
@@ -78,6 +82,8 @@ class _TunnelledHTTPConnection(http.client.HTTPConnection):
         self._transport = transport
 
     def connect(self) -> None:
+        import paramiko
+
         try:
             channel = self._transport.open_channel(
                 "direct-tcpip", ("127.0.0.1", self.port), ("127.0.0.1", 0), timeout=self.timeout
@@ -99,6 +105,8 @@ class PodSSH:
 
     @classmethod
     def connect(cls, host: str, port: int, host_key: str, private_key: str) -> PodSSH:
+        import paramiko
+
         pinned = pinned_key(host_key)
         client = paramiko.SSHClient()
         client.get_host_keys().add(host if port == 22 else f"[{host}]:{port}", pinned.get_name(), pinned)
@@ -145,32 +153,40 @@ class PodSSH:
 
     def run(self, ctx: Context, command: str, stdin: bytes = b"", timeout: float = 60.0) -> CommandResult:
         """Run ``command``; Ctrl-C, the deadline or ``timeout`` close the channel and raise."""
+        import paramiko
+
         try:
             channel = self._transport().open_session(timeout=CONNECT_TIMEOUT_SECONDS)
         except (paramiko.SSHException, EOFError, OSError) as exc:
             raise PodUnreachable(str(exc) or type(exc).__name__) from None
         stdout, stderr = bytearray(), bytearray()
+
+        def drain() -> None:
+            # Reading keeps the SSH window open, so a chatty command never blocks on a full channel.
+            while channel.recv_ready():
+                stdout.extend(channel.recv(65536))
+            while channel.recv_stderr_ready():
+                stderr.extend(channel.recv_stderr(65536))
+
         give_up = time.monotonic() + timeout
         try:
             channel.exec_command(command)
             if stdin:
                 channel.sendall(stdin)
             channel.shutdown_write()
-            while True:
-                while channel.recv_ready():
-                    stdout += channel.recv(65536)
-                while channel.recv_stderr_ready():
-                    stderr += channel.recv_stderr(65536)
-                if channel.exit_status_ready() and channel.eof_received:
-                    if not channel.recv_ready() and not channel.recv_stderr_ready():
-                        break
-                    continue
+            while not channel.status_event.wait(_POLL_SECONDS):
+                drain()
                 if channel.closed:
                     raise PodUnreachable("the pod closed the SSH channel before the command finished")
                 ctx.check()
                 if time.monotonic() > give_up:
                     raise TimeoutError(f"a command on the pod did not finish within {timeout:g} s")
-                channel.status_event.wait(_POLL_SECONDS)
+            # Output sent before the exit status may still be in flight until end-of-file.
+            eof_by = time.monotonic() + _EOF_GRACE_SECONDS
+            while not (channel.eof_received or channel.closed) and time.monotonic() < eof_by:
+                drain()
+                time.sleep(_POLL_SECONDS / 4)
+            drain()
             return CommandResult(channel.recv_exit_status(), bytes(stdout), bytes(stderr))
         except (paramiko.SSHException, EOFError, OSError) as exc:
             raise PodUnreachable(str(exc) or type(exc).__name__) from None
@@ -179,6 +195,7 @@ class PodSSH:
 
     def upload(self, ctx: Context, local: Path, remote: str) -> None:
         """Copy a local file to the pod over SFTP, checking for Ctrl-C between chunks."""
+        import paramiko
 
         def progress(_sent: int, _total: int) -> None:
             ctx.check()
@@ -189,12 +206,16 @@ class PodSSH:
         except (paramiko.SSHException, EOFError) as exc:
             raise PodUnreachable(f"SFTP upload failed: {exc}") from None
 
-    def http(self, method: str, path: str, port: int, body: bytes | None = None, timeout: float = 10.0) -> tuple[int, bytes]:
+    def http(
+        self, method: str, path: str, port: int, body: bytes | None = None, timeout: float = 10.0
+    ) -> tuple[int, bytes]:
         """One HTTP request to ``127.0.0.1:port`` inside the pod: ``(status, body)``.
 
         Raises :class:`NothingListening` when nothing accepts the connection, :class:`PodUnreachable`
         when the SSH connection or the exchange breaks.
         """
+        import paramiko
+
         connection = _TunnelledHTTPConnection(self._transport(), port, timeout)
         try:
             headers = {"Content-Type": "application/json"} if body is not None else {}

@@ -1,0 +1,178 @@
+"""``GpuStack``: ``count`` GPU pods from one image, ready to SSH into, with the dstack runner on each.
+
+Per pod it declares what dstack's Lium backend creates per job: a private ``lium_template`` and, for a
+private image, a temporary ``lium_docker_credential`` (the password is write-only and comes from a
+``SecretVariable``, never from the program), then the ``lium_pod`` and its ``lium_runner``. Every one of
+them belongs to its pod: ``cdktf destroy`` (or a smaller ``count``) removes all of them together.
+
+Pods are placed by an :class:`OfferFilter`: by default the cheapest offer with one GPU; every other
+field narrows the search (lower bounds for memory and disk, an upper bound for the price).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from constructs import Construct
+from lium_constructs._cdk import cdk
+from lium_constructs.generated import DockerCredential, Pod, Template
+from lium_constructs.secrets import SecretVariable
+
+KEEP_ALIVE_ENTRYPOINT = "/bin/sh"
+KEEP_ALIVE_ARGUMENTS = "-c 'exec sleep infinity'"
+_NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
+
+
+@dataclass(frozen=True)
+class OfferFilter:
+    """Which offer each pod rents: the cheapest one that satisfies every field set here."""
+
+    gpu: str | None = None
+    """GPU model, e.g. ``"RTX 4090"`` (any model when unset)."""
+    gpu_count: int = 1
+    max_price_per_hour: float | None = None
+    """Most USD per hour for one pod."""
+    min_memory_gib: float | None = None
+    min_disk_gb: float | None = None
+    regions: Sequence[str] | None = None
+    """Regions (``us-ca``) or countries (``us``)."""
+    spot: bool | None = None
+    """``True``: spot capacity only; ``False``: secure only; unset: either."""
+
+
+@dataclass(frozen=True)
+class RegistryAuth:
+    """Credentials of a private registry. The password is read from ``TF_VAR_<password_variable>``."""
+
+    username: str
+    password_variable: str = "registry_password"
+
+
+class GpuStack(Construct):
+    """``count`` pods from one image, with their templates, optional registry login and optional volume.
+
+    Outputs (names prefixed with ``output_prefix``): ``ssh_commands``, ``price_per_hour`` (per pod)
+    and ``stack_price_per_hour``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        image: str,
+        count: int = 1,
+        name: str | None = None,
+        offer: OfferFilter | None = None,
+        registry: RegistryAuth | None = None,
+        volume_id: str | None = None,
+        environment: Mapping[str, str] | None = None,
+        entrypoint: str | None = KEEP_ALIVE_ENTRYPOINT,
+        startup_commands: str | None = KEEP_ALIVE_ARGUMENTS,
+        ssh_public_key: str | None = None,
+        provider: cdk.TerraformProvider | None = None,
+        output_prefix: str = "",
+    ) -> None:
+        """Declare the stack.
+
+        Args:
+            image: Image reference every pod runs, e.g. ``"python:3.11-slim"``.
+            count: How many pods (0 is allowed: everything is removed).
+            name: Prefix of Lium names (``<name>-<i>``) and Terraform resource names; default ``id_``.
+            offer: Which offer each pod rents (default: the cheapest with one GPU).
+            registry: Login for a private image: a temporary credential per pod.
+            volume_id: A ``lium_volume`` (``Volume(...).id``) to mount at /mnt. A volume is attached to one
+                pod at a time, so it needs ``count`` ≤ 1; declare it outside the stack so that it outlives
+                the pods.
+            environment: Environment variables of the pods.
+            entrypoint: Entrypoint of the pods; the default keeps the container alive (``sleep infinity``).
+            startup_commands: Arguments of the entrypoint.
+            ssh_public_key: Key authorised for root; default: derived from the provider's private key.
+            provider: A provider configuration (an alias) for every resource of the stack.
+            output_prefix: Prefix of the output names, for apps with several stacks.
+        """
+        super().__init__(scope, id_)
+        if count < 0:
+            raise ValueError("count must be 0 or more")
+        if volume_id is not None and count > 1:
+            raise ValueError("a volume is mounted in one pod at a time: use count=1 with volume_id")
+        self.name = name or id_
+        base = _identifier(self.name)
+        flt = offer or OfferFilter()
+        self.password = (
+            SecretVariable(
+                self,
+                "registry-password",
+                name=registry.password_variable,
+                description=f"Password of registry user {registry.username} (write-only: never stored).",
+            )
+            if registry is not None
+            else None
+        )
+        self.credentials: list[DockerCredential] = []
+        self.templates: list[Template] = []
+        self.pods: list[Pod] = []
+        for index in range(count):
+            logical = f"{base}_{index}"
+            credential_id = None
+            if registry is not None and self.password is not None:
+                credential = DockerCredential(
+                    self,
+                    f"credential-{index}",
+                    username=registry.username,
+                    password_wo=self.password.string_value,
+                    password_wo_version=1,
+                    provider=provider,
+                )
+                credential.override_logical_id(logical)
+                self.credentials.append(credential)
+                credential_id = credential.id
+            template = Template(
+                self,
+                f"template-{index}",
+                name=f"{self.name}-{index}",
+                image=image,
+                entrypoint=entrypoint,
+                startup_commands=startup_commands,
+                environment=environment,
+                docker_credential_id=credential_id,
+                is_private=True,
+                provider=provider,
+            )
+            template.override_logical_id(logical)
+            self.templates.append(template)
+            pod = Pod(
+                self,
+                f"pod-{index}",
+                name=f"{self.name}-{index}",
+                template_id=template.id,
+                gpu_count=flt.gpu_count,
+                gpu=flt.gpu,
+                max_price_per_hour=flt.max_price_per_hour,
+                min_memory_gib=flt.min_memory_gib,
+                min_disk_gb=flt.min_disk_gb,
+                regions=flt.regions,
+                spot=flt.spot,
+                ssh_public_key=ssh_public_key,
+                volume_id=volume_id,
+                provider=provider,
+            )
+            pod.override_logical_id(logical)
+            self.pods.append(pod)
+        self.ssh_commands = [f"ssh -p {cdk.Token.as_string(p.ssh_port)} root@{p.ssh_host}" for p in self.pods]
+        self.prices = [p.price_per_hour for p in self.pods]
+        self.hourly_price = cdk.Token.as_number(cdk.Fn.sum(self.prices)) if self.pods else 0.0
+        self._output(output_prefix + "ssh_commands", self.ssh_commands, "root SSH command per pod")
+        self._output(output_prefix + "price_per_hour", self.prices, "billed USD per hour, per pod")
+        self._output(output_prefix + "stack_price_per_hour", self.hourly_price, "billed USD per hour, all pods")
+
+    def _output(self, name: str, value: object, description: str) -> None:
+        cdk.TerraformOutput(self, name, value=value, description=description, static_id=True)
+
+
+def _identifier(name: str) -> str:
+    """A Terraform resource name from a stack name (letters, digits and ``_``; not starting with a digit)."""
+    cleaned = _NOT_IDENTIFIER.sub("_", name)
+    return cleaned if cleaned[:1].isalpha() or cleaned[:1] == "_" else f"_{cleaned}"

@@ -1,0 +1,67 @@
+# A team's GPU stack, planned on every pull request and applied on merge by
+# ../.github/workflows/terraform.yml. State and its lock live in PostgreSQL, so
+# two runs (CI or laptops) never apply at the same time.
+
+terraform {
+  required_version = ">= 1.6"
+
+  required_providers {
+    lium = { source = "lium-stacks/lium" }
+  }
+
+  # The connection string comes from the environment (PG_CONN_STR), never from git.
+  # Terraform keeps each workspace's state in the table terraform_remote_state.states
+  # and holds a PostgreSQL advisory lock on it for the whole of every plan or apply.
+  backend "pg" {}
+}
+
+# LIUM_API_KEY and LIUM_SSH_PRIVATE_KEY_FILE come from the environment.
+provider "lium" {}
+
+variable "gpu" {
+  description = "GPU model of the trainer pods."
+  type        = string
+  default     = "RTX 4090"
+}
+
+variable "max_price_per_hour" {
+  description = "Most a trainer pod may cost, USD per hour (all its GPUs)."
+  type        = number
+  default     = 0.8
+}
+
+variable "trainers" {
+  description = "How many trainer pods to run."
+  type        = number
+  default     = 1
+}
+
+resource "lium_template" "trainer" {
+  name             = "trainer"
+  image            = "python:3.11-slim"
+  entrypoint       = "/bin/sh"
+  startup_commands = "-c 'exec sleep infinity'"
+  environment      = { HF_HOME = "/root/.cache/huggingface" }
+}
+
+resource "lium_pod" "trainer" {
+  count              = var.trainers
+  name               = "trainer-${count.index}"
+  template_id        = lium_template.trainer.id
+  gpu                = var.gpu
+  max_price_per_hour = var.max_price_per_hour
+
+  timeouts {
+    create = "20m"
+  }
+}
+
+output "ssh" {
+  description = "SSH command of each trainer pod."
+  value       = [for pod in lium_pod.trainer : "ssh root@${pod.ssh_host} -p ${pod.ssh_port}"]
+}
+
+output "price_per_hour" {
+  description = "What the trainer pods cost together, USD per hour."
+  value       = sum(concat([0], [for pod in lium_pod.trainer : pod.price_per_hour]))
+}

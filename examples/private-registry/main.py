@@ -1,0 +1,44 @@
+"""Private registry: a pod from a private image, logged in with a temporary, write-only credential.
+
+    export TF_VAR_registry_password=...   # read by Terraform at apply time; never written to cdk.tf.json
+    npx cdktf deploy --app ".venv/bin/python examples/private-registry/main.py"
+
+The image and user default to the Lium emulator's private image; set LIUM_PRIVATE_IMAGE and
+LIUM_REGISTRY_USERNAME for your own registry.
+"""
+
+from __future__ import annotations
+
+import os
+
+from constructs import Construct
+from lium_constructs import GpuStack, LiumProvider, RegistryAuth, cdk, ssh_public_key_from_env
+
+DEFAULT_IMAGE = "registry.lium-emulator.local/team/private-trainer:1.0"
+DEFAULT_USERNAME = "trainer-bot"
+
+
+class PrivateRegistryStack(cdk.TerraformStack):
+    """One pod from a private image; the credential and template live and die with the pod."""
+
+    def __init__(self, scope: Construct, id_: str) -> None:
+        super().__init__(scope, id_)
+        LiumProvider(self, "lium")
+        GpuStack(
+            self,
+            "trainer",
+            name="private-trainer",
+            image=os.environ.get("LIUM_PRIVATE_IMAGE", DEFAULT_IMAGE),
+            registry=RegistryAuth(username=os.environ.get("LIUM_REGISTRY_USERNAME", DEFAULT_USERNAME)),
+            ssh_public_key=ssh_public_key_from_env(),
+        )
+
+
+def main() -> None:
+    app = cdk.App()
+    PrivateRegistryStack(app, "private-registry")
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""Quickstart: one GPU pod on ``python:3.11-slim``, the cheapest offer, with the dstack runner and a smoke test.
+
+    npx cdktf deploy      # from the repository root (cdktf.json runs this file)
+    npx cdktf destroy
+
+The provider reads LIUM_API_URL, LIUM_API_KEY and LIUM_SSH_PRIVATE_KEY_FILE when Terraform runs; this
+program only reads the public key next to the private one (``<path>.pub``).
+"""
+
+from __future__ import annotations
+
+from constructs import Construct
+from lium_constructs import GpuStack, LiumProvider, cdk, ssh_public_key_from_env
+
+
+class QuickstartStack(cdk.TerraformStack):
+    """One pod, its template and runner; outputs the SSH command and what it costs per hour."""
+
+    def __init__(self, scope: Construct, id_: str) -> None:
+        super().__init__(scope, id_)
+        LiumProvider(self, "lium")
+        GpuStack(
+            self,
+            "gpu",
+            name="quickstart",
+            image="python:3.11-slim",
+            ssh_public_key=ssh_public_key_from_env(),
+        )
+
+
+def main() -> None:
+    app = cdk.App()
+    QuickstartStack(app, "quickstart")
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

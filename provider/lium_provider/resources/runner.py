@@ -1,0 +1,430 @@
+"""``lium_runner``: the stock dstack runner running on a ``lium_pod`` — what makes a GPU stack ready.
+
+Create does what dstack's Lium backend does, declaratively (see :mod:`lium_provider.runner`): root SSH
+to the pod, refusing any host key but the one ``lium_pod`` pinned; an idempotent bootstrap that adopts a
+runner already started with the same settings; the runner started with PID 1's environment and working
+directory; the healthcheck through an SSH tunnel; then an optional smoke test through the runner's job
+API, as the image user. The state is recorded as soon as the runner process exists, so a failed or
+cancelled apply still tracks it. Read checks health: a dead runner becomes ``healthy = false`` and the
+next plan replaces the runner, not the pod; a pod that is gone takes the runner with it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from lium_provider.api.models import RUNNING, Pod
+from lium_provider.resources.common import api_errors
+from lium_provider.runner import bootstrap
+from lium_provider.runner.pod_ssh import HostKeyMismatch, LoginRefused, PodSSH, PodUnreachable
+from lium_provider.runner.scripts import SSH_PORT
+from lium_provider.session import LiumSession, session
+from lium_provider.sshkeys import public_key_line
+from tfbridge import (
+    TIMEOUTS_BLOCK,
+    Attribute,
+    Context,
+    Diagnostic,
+    PlanChange,
+    RequiresReplace,
+    Resource,
+    TFError,
+    Timeouts,
+    UseStateForUnknown,
+)
+from tfbridge.cty import UNKNOWN, is_unknown
+
+_REPLACE = (RequiresReplace(),)
+_KEEP = (UseStateForUnknown(),)
+SSH_WAIT_SECONDS = 120.0
+SSH_RETRY_SECONDS = 1.0
+HEALTH_GRACE_SECONDS = 10.0  # a runner restarting after a job is not drift
+SMOKE_TEST_RUN_NAME = "lium-smoke-test"
+_HOST_KEY = re.compile(r"[a-z0-9][a-z0-9@.-]* [A-Za-z0-9+/]+={0,2}")
+_PUBLIC_KEY = re.compile(r"(ssh|ecdsa|sk)-[a-z0-9@.-]+ [A-Za-z0-9+/]+={0,2}( [^\n\r]*)?")
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class RunnerModel(BaseModel):
+    """The stock dstack runner on a `lium_pod`, started over root SSH with the image's environment, working
+    directory and user, kept running by a supervisor, health-checked on every refresh."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: Annotated[
+        str | None, Attribute(computed=True, plan=_KEEP, description="The pod id (one runner per pod).")
+    ] = None
+    pod_id: Annotated[
+        str,
+        Attribute(
+            required=True,
+            plan=_REPLACE,
+            description="`lium_pod` to run on. Its template must publish port 10022 (the default `internal_ports`).",
+        ),
+    ] = Field(min_length=1)
+    ssh_host_key: Annotated[
+        str,
+        Attribute(
+            required=True,
+            plan=_REPLACE,
+            description="The pod's pinned host key, `lium_pod.<name>.ssh_host_key`. Any other key is refused "
+            "before a command runs.",
+        ),
+    ]
+    runner_version: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            computed=True,
+            default=bootstrap.DEFAULT_RUNNER_VERSION,
+            plan=_REPLACE,
+            description="dstack runner release; the apply fails unless the runner reports exactly this version.",
+        ),
+    ] = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
+    runner_download_url: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            computed=True,
+            plan=_KEEP,
+            description="Where the pod downloads the runner; `{version}` and `{arch}` are filled in. Default: the "
+            "provider's `runner_download_url`, else dstack's official URL.",
+        ),
+    ] = Field(default=None, pattern=r"^https?://")
+    runner_binary_path: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            plan=_REPLACE,
+            description="A local runner binary to upload over SFTP instead of downloading it on the pod.",
+        ),
+    ] = None
+    authorized_keys: Annotated[
+        list[str] | None,
+        Attribute(
+            optional=True,
+            plan=_REPLACE,
+            description="Extra public keys for the runner's own sshd (port 10022); the provider's key is always "
+            "authorised.",
+        ),
+    ] = None
+    environment: Annotated[
+        dict[str, str] | None,
+        Attribute(
+            optional=True,
+            sensitive=True,
+            plan=_REPLACE,
+            description="Extra environment variables for the runner and its jobs, over the image's.",
+        ),
+    ] = None
+    smoke_test: Annotated[
+        list[str] | None,
+        Attribute(
+            optional=True,
+            description="Commands run once through the runner when it is healthy, joined by `&&`, as the image "
+            "user in its WORKDIR. A failure fails the apply and shows the last output lines; a change runs them "
+            "again.",
+        ),
+    ] = None
+    smoke_test_output: Annotated[
+        str | None, Attribute(computed=True, description="The last lines the smoke test printed.")
+    ] = None
+    runner_ssh_port: Annotated[
+        int | None,
+        Attribute(
+            computed=True, plan=_KEEP, description="External port of the runner's sshd (the pod's 10022)."
+        ),
+    ] = None
+    healthy: Annotated[
+        bool | None,
+        Attribute(
+            computed=True,
+            description="The runner answered its healthcheck at the last refresh; `false` plans its replacement.",
+        ),
+    ] = None
+    timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
+
+    @field_validator("ssh_host_key")
+    @classmethod
+    def _host_key(cls, value: str) -> str:
+        if not _HOST_KEY.fullmatch(value.strip()):
+            raise ValueError(
+                "is not an SSH host key: expected `<type> <base64>`, e.g. lium_pod.<name>.ssh_host_key"
+            )
+        return value
+
+    @field_validator("authorized_keys")
+    @classmethod
+    def _public_keys(cls, value: list[str] | None) -> list[str] | None:
+        for key in value or []:
+            if not _PUBLIC_KEY.fullmatch(key.strip()):
+                raise ValueError(
+                    f"{key[:40]!r} is not an OpenSSH public key line (`ssh-ed25519 AAAA... comment`)"
+                )
+        return value
+
+    @field_validator("environment")
+    @classmethod
+    def _variable_names(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for name in value or {}:
+            if not _VARIABLE.fullmatch(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return value
+
+    @field_validator("smoke_test")
+    @classmethod
+    def _commands(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or any(not command.strip() for command in value)):
+            raise ValueError("needs at least one command, and no empty ones")
+        return value
+
+
+def _default_download_url(ctx: Context) -> str | None:
+    provider = ctx.provider
+    if not isinstance(provider, LiumSession):
+        return None
+    return provider.runner_download_url or bootstrap.DSTACK_DOWNLOAD_URL
+
+
+def _connect(host: str, port: int, host_key: str, private_key: str) -> PodSSH:
+    """One connection attempt; :class:`PodUnreachable` when it may pass, a diagnostic when it will not."""
+    try:
+        return PodSSH.connect(host, port, host_key, private_key)
+    except HostKeyMismatch as exc:
+        raise TFError(
+            "The pod's SSH host key changed",
+            f"{host}:{port} offered {exc.offered}, but lium_pod pinned {host_key.strip()}. Nothing was run on it. "
+            "Either the pod was replaced or rebooted, or something intercepts the connection (a man in the "
+            "middle). Check the pod in Lium; if it was replaced or rebooted, re-apply the pod to pin its new key "
+            "(`terraform apply -replace=<the lium_pod>`).",
+            path=("ssh_host_key",),
+        ) from None
+    except LoginRefused as exc:
+        raise TFError(
+            "The pod refused root SSH",
+            f"{exc}. The pod's `ssh_public_key` must be the public half of the provider's private key.",
+            path=("pod_id",),
+        ) from None
+    except ValueError as exc:
+        raise TFError("Invalid pinned host key", str(exc), path=("ssh_host_key",)) from None
+
+
+class RunnerResource(Resource[RunnerModel]):
+    type_name = "lium_runner"
+    model = RunnerModel
+    description = RunnerModel.__doc__ or ""
+    default_timeouts = {"create": 900.0, "read": 120.0, "update": 600.0, "delete": 300.0}
+
+    # -- plan ------------------------------------------------------------------------------------
+
+    def validate_config(self, config: Mapping[str, Any]) -> list[Diagnostic]:
+        if config.get("runner_binary_path") is not None and config.get("runner_download_url") is not None:
+            return [
+                Diagnostic.error(
+                    "Choose either runner_binary_path or runner_download_url",
+                    "`runner_binary_path` uploads a local binary; `runner_download_url` downloads one on the pod.",
+                    ("runner_binary_path",),
+                )
+            ]
+        return []
+
+    def modify_plan(self, ctx: Context, change: PlanChange) -> None:
+        planned, prior = change.planned, change.prior
+        if prior is None:
+            if (
+                is_unknown(planned.get("runner_download_url"))
+                and change.config.get("runner_download_url") is None
+            ):
+                uploaded = change.config.get("runner_binary_path") is not None
+                default = _default_download_url(ctx)
+                if uploaded or default is not None:
+                    planned["runner_download_url"] = None if uploaded else default
+            return
+        if prior.get("healthy") is False:
+            # The runner died (read found no healthy runner): replace it, on the same pod.
+            planned["healthy"] = UNKNOWN
+            change.requires_replace.append(("healthy",))
+
+    # -- create ----------------------------------------------------------------------------------
+
+    def create(self, ctx: Context, plan: RunnerModel, config: RunnerModel) -> RunnerModel:
+        s = session(ctx)
+        private_key = s.require_ssh_key("lium_runner")
+        binary = Path(plan.runner_binary_path).expanduser() if plan.runner_binary_path else None
+        if binary is not None and not binary.is_file():
+            raise TFError(
+                "The runner binary does not exist", f"{binary} is not a file.", path=("runner_binary_path",)
+            )
+        pod, host, port = self._pod_address(ctx, s, plan.pod_id, wait=True)
+        runner_port = (pod.ports_mapping or {}).get(str(SSH_PORT))
+        if runner_port is None:
+            raise TFError(
+                f"Pod {pod.id} publishes no port {SSH_PORT}",
+                f"The runner's sshd listens on {SSH_PORT}; the pod's template publishes "
+                f"{sorted(pod.ports_mapping or {}) or 'no ports'}. Add {SSH_PORT} to the template's "
+                "`internal_ports` (the default is [22, 10022]) and replace the pod.",
+                path=("pod_id",),
+            )
+        download_url = None if binary else plan.runner_download_url or _default_download_url(ctx) or ""
+        spec = bootstrap.RunnerSpec(
+            tag=pod.id,
+            version=plan.runner_version or bootstrap.DEFAULT_RUNNER_VERSION,
+            download_url=download_url or "",
+            binary_path=binary,
+            authorized_keys=(public_key_line(private_key), *(k.strip() for k in plan.authorized_keys or [])),
+            environment=dict(plan.environment or {}),
+        )
+        state = plan.model_copy(
+            update={
+                "id": pod.id,
+                "runner_version": spec.version,
+                "runner_download_url": download_url,
+                "runner_ssh_port": runner_port,
+                "healthy": False,
+                "smoke_test_output": None,
+            }
+        )
+        with self._ssh(ctx, host, port, plan.ssh_host_key, private_key) as ssh:
+            outcome = bootstrap.ensure_running(ctx, ssh, spec, on_started=lambda: ctx.record(state))
+            ctx.log.info("runner bootstrap", pod=pod.id, outcome=outcome)
+            state = self._healthy(ctx, ssh, state, spec.version)
+            ctx.record(state)
+            if plan.smoke_test:
+                state = self._smoke_test(ctx, ssh, state, plan.smoke_test, spec.version)
+        return state
+
+    def _healthy(self, ctx: Context, ssh: PodSSH, state: RunnerModel, version: str) -> RunnerModel:
+        reported = bootstrap.wait_healthy(ctx, ssh)
+        if reported != version:
+            raise TFError(
+                "The runner reports another version",
+                f"The runner from {state.runner_download_url or state.runner_binary_path} reports version "
+                f"{reported}, not {version}. Set `runner_version` to the version that URL serves.",
+                path=("runner_version",),
+            )
+        return state.model_copy(update={"healthy": True})
+
+    def _smoke_test(
+        self, ctx: Context, ssh: PodSSH, state: RunnerModel, commands: list[str], version: str
+    ) -> RunnerModel:
+        user = bootstrap.probe(ctx, ssh).user
+        outcome = bootstrap.smoke_test(ctx, ssh, commands, user, SMOKE_TEST_RUN_NAME)
+        tail = outcome.output_tail(bootstrap.LOG_TAIL_LINES)
+        if not outcome.succeeded:
+            raise TFError(
+                "The smoke test failed",
+                f"It ended {outcome.describe()} (as uid {user.uid}). Last lines of its output:\n{tail or '(none)'}",
+                path=("smoke_test",),
+            )
+        # The runner exits after a job; its supervisor starts a fresh one, ready for the next.
+        return self._healthy(ctx, ssh, state, version).model_copy(update={"smoke_test_output": tail})
+
+    # -- SSH -------------------------------------------------------------------------------------
+
+    def _pod_address(self, ctx: Context, s: LiumSession, pod_id: str, *, wait: bool) -> tuple[Pod, str, int]:
+        """The RUNNING pod and its SSH address (published a little after RUNNING); waits when asked."""
+        while True:
+            with api_errors("reading the pod", path=("pod_id",)):
+                pod = s.client.get_pod(pod_id)
+            if pod is None or pod.is_terminal:
+                raise TFError(f"Pod {pod_id} is gone", "The runner needs a running pod.", path=("pod_id",))
+            address = pod.ssh_host_port() if pod.status == RUNNING else None
+            if address is not None:
+                return pod, address[0], address[1]
+            if not wait:
+                raise PodUnreachable(f"pod {pod_id} is {pod.status} without an SSH address")
+            ctx.sleep(SSH_RETRY_SECONDS)
+
+    @contextmanager
+    def _ssh(self, ctx: Context, host: str, port: int, host_key: str, private_key: str) -> Iterator[PodSSH]:
+        """A root session verified against the pinned key; retries while the pod's sshd does not answer."""
+        waited = 0.0
+        while True:
+            ctx.check()
+            try:
+                connection = _connect(host, port, host_key, private_key)
+                break
+            except PodUnreachable as exc:
+                if waited >= SSH_WAIT_SECONDS:
+                    raise TFError(
+                        f"Cannot reach the pod over SSH ({host}:{port})", str(exc), path=("pod_id",)
+                    ) from None
+                ctx.log.info("the pod's sshd does not answer yet", host=host, port=port, error=str(exc))
+                ctx.sleep(SSH_RETRY_SECONDS)
+                waited += SSH_RETRY_SECONDS
+        try:
+            yield connection
+        except PodUnreachable as exc:
+            raise TFError(
+                f"Lost the SSH connection to the pod ({host}:{port})", str(exc), path=("pod_id",)
+            ) from None
+        finally:
+            connection.close()
+
+    # -- read / update / delete ------------------------------------------------------------------
+
+    def read(self, ctx: Context, state: RunnerModel) -> RunnerModel | None:
+        s = session(ctx)
+        with api_errors("reading the pod", path=("pod_id",)):
+            pod = s.client.get_pod(state.pod_id)
+        if pod is None or pod.is_terminal:
+            return None  # the pod is gone, and the runner with it
+        refreshed = state.model_copy(
+            update={"runner_ssh_port": (pod.ports_mapping or {}).get(str(SSH_PORT), state.runner_ssh_port)}
+        )
+        address = pod.ssh_host_port() if pod.status == RUNNING else None
+        if address is None or not s.ssh_private_key:
+            return refreshed.model_copy(update={"healthy": False})
+        try:
+            with _connect(*address, state.ssh_host_key, s.ssh_private_key) as ssh:
+                version = bootstrap.health(ctx, ssh, HEALTH_GRACE_SECONDS)
+        except PodUnreachable as exc:
+            ctx.log.info("the runner's pod does not answer SSH", pod=pod.id, error=str(exc))
+            version = None
+        return refreshed.model_copy(
+            update={"healthy": version is not None, "runner_version": version or state.runner_version}
+        )
+
+    def update(self, ctx: Context, prior: RunnerModel, plan: RunnerModel, config: RunnerModel) -> RunnerModel:
+        """In place: a new smoke test runs; other in-place changes (download URL, timeouts) are recorded."""
+        s = session(ctx)
+        private_key = s.require_ssh_key("lium_runner")
+        _, host, port = self._pod_address(ctx, s, prior.pod_id, wait=True)
+        state = plan.model_copy(
+            update={
+                "id": prior.id,
+                "runner_version": prior.runner_version,
+                "runner_ssh_port": prior.runner_ssh_port,
+                "runner_download_url": plan.runner_download_url or prior.runner_download_url,
+                "smoke_test_output": prior.smoke_test_output if plan.smoke_test else None,
+            }
+        )
+        version = state.runner_version or bootstrap.DEFAULT_RUNNER_VERSION
+        with self._ssh(ctx, host, port, prior.ssh_host_key, private_key) as ssh:
+            state = self._healthy(ctx, ssh, state, version)
+            if plan.smoke_test and plan.smoke_test != prior.smoke_test:
+                state = self._smoke_test(ctx, ssh, state, plan.smoke_test, version)
+        return state
+
+    def delete(self, ctx: Context, state: RunnerModel) -> None:
+        s = session(ctx)
+        with api_errors("reading the pod", path=("pod_id",)):
+            pod = s.client.get_pod(state.pod_id)
+        if pod is None or pod.is_terminal:
+            return  # the runner went with its pod
+        _, host, port = self._pod_address(ctx, s, state.pod_id, wait=True)
+        with self._ssh(ctx, host, port, state.ssh_host_key, s.require_ssh_key("lium_runner")) as ssh:
+            bootstrap.stop(ctx, ssh, state.id or state.pod_id)
+
+    def import_state(self, ctx: Context, import_id: str) -> dict[str, Any]:
+        raise TFError(
+            "lium_runner cannot be imported",
+            "Declare the lium_runner with the pod's id and host key and apply: the bootstrap adopts a runner "
+            "already running there when it was started with the same settings, and never starts a second one.",
+        )
