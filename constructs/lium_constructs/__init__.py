@@ -20,10 +20,11 @@ from lium_constructs.generated import (
     DockerCredential,
     LiumProvider,
     Pod,
+    Runner,
     Template,
     Volume,
 )
-from lium_constructs.gpu_stack import GpuStack, OfferFilter, RegistryAuth
+from lium_constructs.gpu_stack import GpuStack, OfferFilter, RegistryAuth, RunnerOptions
 from lium_constructs.secrets import SecretVariable
 
 __all__ = [
@@ -37,6 +38,8 @@ __all__ = [
     "OfferFilter",
     "Pod",
     "RegistryAuth",
+    "Runner",
+    "RunnerOptions",
     "SecretVariable",
     "Template",
     "Volume",

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from constructs import Construct
-
 from lium_constructs._cdk import cdk
 from lium_provider import PROVIDER_SOURCE, __version__
 
@@ -160,7 +159,9 @@ class LiumProviderBase(_Synthesized, cdk.TerraformProvider):
 
     _TERRAFORM_TYPE: ClassVar[str]
 
-    def __init__(self, scope: Construct, id_: str, arguments: Mapping[str, object], *, alias: str | None) -> None:
+    def __init__(
+        self, scope: Construct, id_: str, arguments: Mapping[str, object], *, alias: str | None
+    ) -> None:
         self._alias = alias
         super().__init__(
             scope,

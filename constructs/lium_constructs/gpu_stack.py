@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from constructs import Construct
 from lium_constructs._cdk import cdk
-from lium_constructs.generated import DockerCredential, Pod, Template
+from lium_constructs.generated import DockerCredential, Pod, Runner, Template
 from lium_constructs.secrets import SecretVariable
 
 KEEP_ALIVE_ENTRYPOINT = "/bin/sh"
@@ -43,6 +43,25 @@ class OfferFilter:
 
 
 @dataclass(frozen=True)
+class RunnerOptions:
+    """The dstack runner on every pod (``lium_runner``); unset fields take the provider's defaults."""
+
+    version: str | None = None
+    """dstack runner release (default: the provider's, 0.22.5)."""
+    download_url: str | None = None
+    """Where pods download it (``{version}``, ``{arch}`` filled in); default: the provider's setting."""
+    smoke_test: Sequence[str] | None = None
+    """Commands run once through the runner after it is healthy; a failure fails the deploy."""
+    environment: Mapping[str, str] | None = None
+    """Extra environment of the runner and its jobs."""
+    authorized_keys: Sequence[str] | None = None
+    """Extra public keys for the runner's sshd (the provider's key is always authorised)."""
+
+
+DEFAULT_RUNNER = RunnerOptions()
+
+
+@dataclass(frozen=True)
 class RegistryAuth:
     """Credentials of a private registry. The password is read from ``TF_VAR_<password_variable>``."""
 
@@ -53,8 +72,8 @@ class RegistryAuth:
 class GpuStack(Construct):
     """``count`` pods from one image, with their templates, optional registry login and optional volume.
 
-    Outputs (names prefixed with ``output_prefix``): ``ssh_commands``, ``price_per_hour`` (per pod)
-    and ``stack_price_per_hour``.
+    Outputs (names prefixed with ``output_prefix``): ``ssh_commands``, ``runner_ports`` and
+    ``price_per_hour`` (per pod), ``stack_price_per_hour``, and with a smoke test ``smoke_test_outputs``.
     """
 
     def __init__(
@@ -72,6 +91,7 @@ class GpuStack(Construct):
         entrypoint: str | None = KEEP_ALIVE_ENTRYPOINT,
         startup_commands: str | None = KEEP_ALIVE_ARGUMENTS,
         ssh_public_key: str | None = None,
+        runner: RunnerOptions | None = DEFAULT_RUNNER,
         provider: cdk.TerraformProvider | None = None,
         output_prefix: str = "",
     ) -> None:
@@ -90,6 +110,7 @@ class GpuStack(Construct):
             entrypoint: Entrypoint of the pods; the default keeps the container alive (``sleep infinity``).
             startup_commands: Arguments of the entrypoint.
             ssh_public_key: Key authorised for root; default: derived from the provider's private key.
+            runner: The dstack runner on each pod, optionally with a smoke test; ``None``: no runner.
             provider: A provider configuration (an alias) for every resource of the stack.
             output_prefix: Prefix of the output names, for apps with several stacks.
         """
@@ -114,6 +135,7 @@ class GpuStack(Construct):
         self.credentials: list[DockerCredential] = []
         self.templates: list[Template] = []
         self.pods: list[Pod] = []
+        self.runners: list[Runner] = []
         for index in range(count):
             logical = f"{base}_{index}"
             credential_id = None
@@ -161,12 +183,35 @@ class GpuStack(Construct):
             )
             pod.override_logical_id(logical)
             self.pods.append(pod)
+            if runner is not None:
+                dstack = Runner(
+                    self,
+                    f"runner-{index}",
+                    pod_id=pod.id,
+                    ssh_host_key=pod.ssh_host_key,
+                    runner_version=runner.version,
+                    runner_download_url=runner.download_url,
+                    smoke_test=runner.smoke_test,
+                    environment=runner.environment,
+                    authorized_keys=runner.authorized_keys,
+                    provider=provider,
+                )
+                dstack.override_logical_id(logical)
+                self.runners.append(dstack)
         self.ssh_commands = [f"ssh -p {cdk.Token.as_string(p.ssh_port)} root@{p.ssh_host}" for p in self.pods]
         self.prices = [p.price_per_hour for p in self.pods]
         self.hourly_price = cdk.Token.as_number(cdk.Fn.sum(self.prices)) if self.pods else 0.0
         self._output(output_prefix + "ssh_commands", self.ssh_commands, "root SSH command per pod")
+        if runner is not None:
+            ports = [r.runner_ssh_port for r in self.runners]
+            self._output(output_prefix + "runner_ports", ports, "external port of each runner's sshd")
+        if runner is not None and runner.smoke_test:
+            outputs = [r.smoke_test_output for r in self.runners]
+            self._output(output_prefix + "smoke_test_outputs", outputs, "last lines of each smoke test")
         self._output(output_prefix + "price_per_hour", self.prices, "billed USD per hour, per pod")
-        self._output(output_prefix + "stack_price_per_hour", self.hourly_price, "billed USD per hour, all pods")
+        self._output(
+            output_prefix + "stack_price_per_hour", self.hourly_price, "billed USD per hour, all pods"
+        )
 
     def _output(self, name: str, value: object, description: str) -> None:
         cdk.TerraformOutput(self, name, value=value, description=description, static_id=True)

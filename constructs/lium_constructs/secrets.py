@@ -21,7 +21,9 @@ from lium_constructs._cdk import cdk
 class SecretVariable(cdk.TerraformVariable):
     """A string variable marked ``sensitive`` and ``ephemeral``; set it with ``TF_VAR_<name>``."""
 
-    def __init__(self, scope: Construct, id_: str, *, name: str | None = None, description: str | None = None) -> None:
+    def __init__(
+        self, scope: Construct, id_: str, *, name: str | None = None, description: str | None = None
+    ) -> None:
         """Declare the variable; ``name`` fixes its Terraform name (default: cdktf's unique id for ``id_``)."""
         super().__init__(scope, id_, type="string", sensitive=True, nullable=False, description=description)
         if name is not None:
@@ -41,5 +43,10 @@ class SecretVariable(cdk.TerraformVariable):
     def to_hcl_terraform(self) -> Any:
         synthesized = super().to_hcl_terraform()
         for body in synthesized["variable"].values():
-            body["ephemeral"] = {"value": True, "isBlock": False, "type": "simple", "storageClassType": "boolean"}
+            body["ephemeral"] = {
+                "value": True,
+                "isBlock": False,
+                "type": "simple",
+                "storageClassType": "boolean",
+            }
         return synthesized

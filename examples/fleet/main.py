@@ -1,7 +1,7 @@
 """Fleet: three identical GPU pods (``nodes: 0..2``), each with its own template and runner.
 
-    npx cdktf deploy --app ".venv/bin/python examples/fleet/main.py"
-    npx cdktf destroy --app ".venv/bin/python examples/fleet/main.py"
+npx cdktf deploy --app ".venv/bin/python examples/fleet/main.py"
+npx cdktf destroy --app ".venv/bin/python examples/fleet/main.py"
 """
 
 from __future__ import annotations

@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 
 from constructs import Construct
-from lium_constructs import GpuStack, LiumProvider, RegistryAuth, cdk, ssh_public_key_from_env
+from lium_constructs import GpuStack, LiumProvider, RegistryAuth, RunnerOptions, cdk, ssh_public_key_from_env
 
 DEFAULT_IMAGE = "registry.lium-emulator.local/team/private-trainer:1.0"
 DEFAULT_USERNAME = "trainer-bot"
+# The private image's own environment reaches the runner's jobs.
+SMOKE_TEST = ['test -n "$TRAINER_HOME"', 'echo "TRAINER_HOME=$TRAINER_HOME"']
 
 
 class PrivateRegistryStack(cdk.TerraformStack):
@@ -31,6 +33,7 @@ class PrivateRegistryStack(cdk.TerraformStack):
             image=os.environ.get("LIUM_PRIVATE_IMAGE", DEFAULT_IMAGE),
             registry=RegistryAuth(username=os.environ.get("LIUM_REGISTRY_USERNAME", DEFAULT_USERNAME)),
             ssh_public_key=ssh_public_key_from_env(),
+            runner=RunnerOptions(smoke_test=SMOKE_TEST),
         )
 
 

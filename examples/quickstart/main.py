@@ -10,7 +10,10 @@ program only reads the public key next to the private one (``<path>.pub``).
 from __future__ import annotations
 
 from constructs import Construct
-from lium_constructs import GpuStack, LiumProvider, cdk, ssh_public_key_from_env
+from lium_constructs import GpuStack, LiumProvider, RunnerOptions, cdk, ssh_public_key_from_env
+
+# Run once through the dstack runner, as the image user, after the runner is healthy.
+SMOKE_TEST = ["python3 --version", "python3 -c 'import os; print(\"hello from\", os.uname().nodename)'"]
 
 
 class QuickstartStack(cdk.TerraformStack):
@@ -25,6 +28,7 @@ class QuickstartStack(cdk.TerraformStack):
             name="quickstart",
             image="python:3.11-slim",
             ssh_public_key=ssh_public_key_from_env(),
+            runner=RunnerOptions(smoke_test=SMOKE_TEST),
         )
 
 

@@ -13,9 +13,15 @@ from __future__ import annotations
 import os
 
 from constructs import Construct
-from lium_constructs import GpuStack, LiumProvider, Volume, cdk, ssh_public_key_from_env
+from lium_constructs import GpuStack, LiumProvider, RunnerOptions, Volume, cdk, ssh_public_key_from_env
 
 RENTAL_ENV = "LIUM_VOLUME_RENTAL"
+PROOF = "/mnt/proof.txt"
+# Rental 1 writes the proof onto the volume; rental 2 fails its deploy unless the proof is still there.
+SMOKE_TESTS = {
+    1: [f"echo 'written in rental 1' > {PROOF}", f"cat {PROOF}"],
+    2: [f"grep -q 'written in rental 1' {PROOF}", f"cat {PROOF}"],
+}
 
 
 class VolumeStack(cdk.TerraformStack):
@@ -32,12 +38,16 @@ class VolumeStack(cdk.TerraformStack):
             image="python:3.11-slim",
             volume_id=volume.id,
             ssh_public_key=ssh_public_key_from_env(),
+            runner=RunnerOptions(smoke_test=SMOKE_TESTS[rental]),
         )
 
 
 def main() -> None:
     app = cdk.App()
-    VolumeStack(app, "volume", rental=int(os.environ.get(RENTAL_ENV, "1")))
+    rental = int(os.environ.get(RENTAL_ENV, "1"))
+    if rental not in SMOKE_TESTS:
+        raise SystemExit(f"{RENTAL_ENV} must be 1 or 2, not {rental}")
+    VolumeStack(app, "volume", rental=rental)
     app.synth()
 
 

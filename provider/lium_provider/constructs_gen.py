@@ -134,23 +134,31 @@ def type_mapping(t: cty.CtyType) -> TypeMapping:
             getter, annotation = "self.get_number_list_attribute({path})", "list[float]"
         else:
             getter, annotation = _ANY.getter, _ANY.getter_annotation
-        if isinstance(t, cty.SetType) and t.element != cty.BOOL:
-            getter = f"cdk.Fn.tolist({getter})"
         return TypeMapping(f"Sequence[{element.annotation}]", kind, getter, annotation)
     if isinstance(t, cty.MapType) and t.element in _PRIMITIVES:
         element = _PRIMITIVES[t.element]
-        getter = {
+        map_getter, map_annotation = {
             cty.STRING: ("self.get_string_map_attribute({path})", "Mapping[str, str]"),
             cty.NUMBER: ("self.get_number_map_attribute({path})", "Mapping[str, float]"),
             cty.BOOL: ("self.get_boolean_map_attribute({path})", "Mapping[str, bool]"),
         }[t.element]
-        return TypeMapping(f"Mapping[str, {element.annotation}]", f"{element.kind}_MAP", *getter)
+        return TypeMapping(
+            f"Mapping[str, {element.annotation}]", f"{element.kind}_MAP", map_getter, map_annotation
+        )
     return _ANY
 
 
 def _docstring_text(text: str) -> str:
-    """A description made safe inside a triple-quoted docstring."""
-    return text.strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    """A description on one line, made safe inside a triple-quoted docstring."""
+    return " ".join(text.split()).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+
+
+def _secret(attr: AttributeSchema) -> bool:
+    """Arguments that only take references: write-only ones, and sensitive strings (keys, passwords).
+
+    A sensitive map (a runner's environment) mixes secret and plain values, so literals stay allowed.
+    """
+    return attr.spec.write_only or (attr.spec.sensitive and attr.type == cty.STRING)
 
 
 def _settable(attr: AttributeSchema) -> bool:
@@ -185,8 +193,12 @@ def _argument_doc(attr: AttributeSchema) -> str:
     notes = []
     if attr.spec.write_only:
         notes.append("Pass a reference (``SecretVariable.string_value``), never a literal.")
-    elif attr.spec.sensitive:
+    elif _secret(attr):
         notes.append("Sensitive: pass a reference (a sensitive variable), never a literal.")
+    elif attr.spec.sensitive:
+        notes.append(
+            "Sensitive: literals are written into the synthesized configuration; pass secrets as references."
+        )
     description = _docstring_text(attr.spec.description) or "(no description)"
     if attr.spec.computed and not any(word in description.lower() for word in ("default", "computed")):
         notes.append("Computed when unset.")
@@ -212,7 +224,7 @@ def _arguments_tuple(w: _Writer, block: BlockSchema, owner: str, indent: int) ->
     entries = []
     for attr in block.attributes.values():
         if _settable(attr):
-            extra = ", secret=True" if attr.spec.write_only or attr.spec.sensitive else ""
+            extra = ", secret=True" if _secret(attr) else ""
             entries.append(f'Argument("{attr.name}", {type_mapping(attr.type).kind}{extra})')
     for nested in block.blocks.values():
         struct = _nested_struct_name(owner, nested)
@@ -372,14 +384,20 @@ def _module(kind: _Kind, block: BlockSchema) -> str:
     w.add("")
     w.add("from __future__ import annotations")
     w.add("")
-    uses_sequence = kind.meta_arguments or any(
-        "Sequence[" in type_mapping(a.type).annotation for a in block.attributes.values() if _settable(a)
-    ) or any(n.nesting == "list" for n in block.blocks.values())
+    uses_sequence = (
+        kind.meta_arguments
+        or any(
+            "Sequence[" in type_mapping(a.type).annotation for a in block.attributes.values() if _settable(a)
+        )
+        or any(n.nesting == "list" for n in block.blocks.values())
+    )
     uses_mapping = any(
         "Mapping[" in (type_mapping(a.type).annotation + type_mapping(a.type).getter_annotation)
         for a in block.attributes.values()
     ) or any(
-        "Mapping[" in type_mapping(a.type).annotation for n in block.blocks.values() for a in n.block.attributes.values()
+        "Mapping[" in type_mapping(a.type).annotation
+        for n in block.blocks.values()
+        for a in n.block.attributes.values()
     )
     abc_names = [n for n, used in (("Mapping", uses_mapping), ("Sequence", uses_sequence)) if used]
     if abc_names:
@@ -390,7 +408,9 @@ def _module(kind: _Kind, block: BlockSchema) -> str:
         w.add("")
     # The repository's constructs/ folder makes the formatter count `constructs` as first-party.
     w.add("from constructs import Construct")
-    if kind.meta_arguments or any("cdk." in type_mapping(a.type).annotation for a in block.attributes.values()):
+    if kind.meta_arguments or any(
+        "cdk." in type_mapping(a.type).annotation for a in block.attributes.values()
+    ):
         w.add("from lium_constructs._cdk import cdk")
     runtime = {"Argument", kind.base}
     kinds = {type_mapping(a.type).kind for a in block.attributes.values() if _settable(a)}
@@ -436,17 +456,25 @@ def _import_order(name: str) -> tuple[int, str]:
 def _kinds(provider: type[Provider[Any]]) -> Iterator[tuple[_Kind, BlockSchema]]:
     prefix = provider.type_name + "_"
     yield (
-        _Kind("LiumProviderBase", provider.type_name, camel(provider.type_name) + "Provider", "provider", False),
+        _Kind(
+            "LiumProviderBase", provider.type_name, camel(provider.type_name) + "Provider", "provider", False
+        ),
         provider.schema().block,
     )
     resource: type[Resource[Any]]
     for resource in sorted(provider.resources, key=lambda r: r.type_name):
         short = resource.type_name.removeprefix(prefix)
-        yield _Kind("LiumResourceBase", resource.type_name, camel(short), short, True), resource.schema().block
+        yield (
+            _Kind("LiumResourceBase", resource.type_name, camel(short), short, True),
+            resource.schema().block,
+        )
     data_source: type[DataSource[Any]]
     for data_source in sorted(provider.data_sources, key=lambda d: d.type_name):
         name = data_source.type_name
-        yield _Kind("LiumDataSourceBase", name, "Data" + camel(name), "data_" + name, True), data_source.schema().block
+        yield (
+            _Kind("LiumDataSourceBase", name, "Data" + camel(name), "data_" + name, True),
+            data_source.schema().block,
+        )
 
 
 def _package_init(kinds: list[_Kind]) -> str:
@@ -480,7 +508,11 @@ def stale_files(provider: type[Provider[Any]], out_dir: Path) -> list[str]:
     """Files in ``out_dir`` that differ from what the schema generates now (missing, changed or extra)."""
     expected = render(provider)
     present = {p.name for p in out_dir.glob("*.py")} if out_dir.is_dir() else set()
-    stale = [name for name, text in expected.items() if not (out_dir / name).is_file() or (out_dir / name).read_text() != text]
+    stale = [
+        name
+        for name, text in expected.items()
+        if not (out_dir / name).is_file() or (out_dir / name).read_text() != text
+    ]
     stale += [name for name in present - set(expected) if GENERATED_MARKER in (out_dir / name).read_text()]
     return sorted(stale)
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import httpx
 
-from lium_emulator.launcher import RunningEmulator
+from lium_emulator.catalog import Catalog
+from lium_emulator.launcher import RunningEmulator, launch
 from tests.emulator.testkit import DEFAULT_KEY, api_client, create_template
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("lium-emulator")
@@ -98,3 +99,16 @@ def test_serve_refuses_a_bad_fault_plan_or_a_taken_port(tmp_path: Path, emulator
         [str(CONSOLE_SCRIPT), "serve", "--port", taken_port], capture_output=True, text=True, timeout=30
     )
     assert taken.returncode == 2 and "cannot start" in taken.stderr
+
+
+def test_serve_takes_its_node_catalog_from_a_file(tmp_path: Path) -> None:
+    node = (
+        Catalog.load(None)
+        .nodes.popitem()[1]
+        .model_copy(update={"id": "11111111-2222-4333-8444-555555555555"})
+    )
+    (tmp_path / "nodes.json").write_text(json.dumps([node.model_dump()]))
+    with launch(["--nodes", str(tmp_path / "nodes.json")]) as emulator:
+        feed = httpx.get(f"{emulator.api_url}/public/v1/nodes").json()
+        assert [n["id"] for n in feed["nodes"]] == [node.id] and feed["count"] == 1
+        assert emulator.stop() == 0

@@ -87,9 +87,13 @@ def test_a_volume_attaches_to_one_pod_and_keeps_its_data(account: httpx.Client, 
     template = create_template(account)
     node = splittable_node(account, "RTX 4090")
     volume = account.post("/volumes", json={"name": "data"}).json()
-    first = rent_pod(account, node["id"], rent_body(template["id"], ssh_key.public, volume_id=volume["id"]))
+    # user_public_key as a list, as Lium's SDK sends it (dstack sends one string)
+    keys = [ssh_key.public, SshKey().public]
+    first = rent_pod(
+        account, node["id"], rent_body(template["id"], user_public_key=keys, volume_id=volume["id"])
+    )
     pod = wait_ssh_ready(account, first)
-    assert pod["volume"]["id"] == volume["id"]
+    assert pod["volume"]["id"] == volume["id"] and pod["ssh_keys"] == keys
     ssh_run(pod, ssh_key, "echo persisted > /mnt/hello.txt")
     assert account.get(f"/volumes/{volume['id']}").json()["current_file_count"] == 1
     assert_error(

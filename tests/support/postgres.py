@@ -18,7 +18,7 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,7 +121,14 @@ def _start(bin_dir: Path, user: pwd.struct_passwd | None, directory: Path, data:
     """Start the server on a free loopback port (``pg_ctl -w`` returns once it accepts connections)."""
     for _ in range(START_ATTEMPTS):
         port = _free_port()
-        options = ["-p", str(port), "-c", f"listen_addresses={HOST}", "-c", f"unix_socket_directories={directory}"]
+        options = [
+            "-p",
+            str(port),
+            "-c",
+            f"listen_addresses={HOST}",
+            "-c",
+            f"unix_socket_directories={directory}",
+        ]
         start = [str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60"]
         result = subprocess.run(
             _command(user, [*start, "-o", shlex.join([*options, *SERVER_OPTIONS]), "start"]),
@@ -134,7 +141,9 @@ def _start(bin_dir: Path, user: pwd.struct_passwd | None, directory: Path, data:
             return port
         server_log = log.read_text(errors="replace") if log.exists() else ""
         if "could not bind" not in server_log and "already in use" not in server_log:
-            raise RuntimeError(f"PostgreSQL did not start:\n{result.stdout}{result.stderr}\n{server_log[-2000:]}")
+            raise RuntimeError(
+                f"PostgreSQL did not start:\n{result.stdout}{result.stderr}\n{server_log[-2000:]}"
+            )
     raise RuntimeError(f"PostgreSQL found no free port in {START_ATTEMPTS} attempts")
 
 
@@ -147,7 +156,5 @@ def _stop(bin_dir: Path, user: pwd.struct_passwd | None, directory: Path, data: 
     result = subprocess.run(_command(user, stop), capture_output=True, cwd=directory, timeout=60, check=False)
     if result.returncode == 0 or not pid_file.exists():
         return
-    try:
+    with suppress(ProcessLookupError, ValueError, IndexError):
         os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
-    except (ProcessLookupError, ValueError, IndexError):
-        pass

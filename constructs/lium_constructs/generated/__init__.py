@@ -9,6 +9,7 @@ from lium_constructs.generated.data_lium_templates import DataLiumTemplates
 from lium_constructs.generated.docker_credential import DockerCredential
 from lium_constructs.generated.pod import Pod
 from lium_constructs.generated.provider import LiumProvider
+from lium_constructs.generated.runner import Runner
 from lium_constructs.generated.template import Template
 from lium_constructs.generated.volume import Volume
 
@@ -19,6 +20,7 @@ __all__ = [
     "DockerCredential",
     "LiumProvider",
     "Pod",
+    "Runner",
     "Template",
     "Volume",
 ]

@@ -1,0 +1,124 @@
+"""Run the example apps the way users do: synth with Python (cdktf or cdktn), deploy with the cdktf CLI.
+
+Every run gets its own working directory: the app's ``cdktf.out``, the local state
+(``terraform.<stack>.tfstate``, next to where the app runs) and any temporary files (``TMPDIR``) land
+there, never in the repository.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.support.terraform import REPO
+
+EXAMPLES = ("quickstart", "fleet", "private-registry", "volume")
+CDKTF = REPO / "node_modules" / ".bin" / "cdktf"
+# Only the public half exists: synth reads ``$LIUM_SSH_PRIVATE_KEY_FILE.pub``.
+SNAPSHOT_KEY = Path(__file__).parent / "fixtures" / "snapshot_key"
+QUIET = {"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20", "CHECKPOINT_DISABLE": "1", "CI": "1"}
+
+
+def app_command(example: str) -> list[str]:
+    return [sys.executable, str(REPO / "examples" / example / "main.py")]
+
+
+def synth(
+    example: str, workdir: Path, *, cdk: str = "cdktf", env: dict[str, str] | None = None, hcl: bool = False
+) -> Path:
+    """Run the example app with Python in ``workdir``; returns the directory of its synthesized stack."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    run_env = {
+        **_without_lium_settings(os.environ),
+        **QUIET,
+        "LIUM_CDK": cdk,
+        "CDKTF_OUTDIR": str(workdir / "cdktf.out"),
+        "TMPDIR": str(workdir),
+        "SYNTH_HCL_OUTPUT": "true" if hcl else "false",
+        **(env or {}),
+    }
+    result = subprocess.run(
+        app_command(example), cwd=workdir, env=run_env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, f"{example} synth failed:\n{result.stderr}"
+    return workdir / "cdktf.out" / "stacks" / example
+
+
+def _without_lium_settings(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment minus ``LIUM_*`` settings, so that only what a test passes shapes the synth."""
+    return {name: value for name, value in environ.items() if not name.startswith("LIUM_")}
+
+
+def normalised(stack_dir: Path, workdir: Path) -> dict[str, Any]:
+    """The synthesized JSON without what depends on the machine or the CDK release."""
+    doc: dict[str, Any] = json.loads((stack_dir / "cdk.tf.json").read_text())
+    doc["//"]["metadata"].pop("version")  # 0.21.0 for cdktf, 0.24.0 for cdktn
+    backend = doc["terraform"]["backend"]["local"]
+    backend["path"] = backend["path"].replace(str(workdir), "<workdir>")
+    return doc
+
+
+def state_resources(state_file: Path, type_name: str) -> list[dict[str, Any]]:
+    """Attributes of every instance of ``type_name`` in a state file."""
+    state = json.loads(state_file.read_text())
+    return [
+        instance["attributes"]
+        for resource in state.get("resources", [])
+        if resource["type"] == type_name and resource.get("mode") == "managed"
+        for instance in resource["instances"]
+    ]
+
+
+@dataclass
+class CdktfApp:
+    """One example driven by the pinned cdktf CLI from its own working directory."""
+
+    example: str
+    workdir: Path
+    env: dict[str, str]
+
+    def __post_init__(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        config = {
+            "language": "python",
+            "app": " ".join(app_command(self.example)),
+            "sendCrashReports": "false",
+            "terraformProviders": [],
+            "terraformModules": [],
+            "context": {},
+        }
+        (self.workdir / "cdktf.json").write_text(json.dumps(config, indent=2))
+
+    @property
+    def state_file(self) -> Path:
+        return self.workdir / f"terraform.{self.example}.tfstate"
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, **QUIET, "TMPDIR": str(self.workdir), **self.env}
+        result = subprocess.run(
+            [str(CDKTF), *args, "--skip-provider-lock"],
+            cwd=self.workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            stdin=subprocess.DEVNULL,
+        )
+        assert result.returncode == 0, f"cdktf {args[0]} failed:\n{result.stdout[-6000:]}\n{result.stderr[-3000:]}"
+        return result
+
+    def deploy(self) -> dict[str, Any]:
+        """``cdktf deploy``; returns the stack's outputs."""
+        outputs = self.workdir / "outputs.json"
+        self.run("deploy", "--auto-approve", "--outputs-file", str(outputs))
+        values: dict[str, Any] = json.loads(outputs.read_text())[self.example]
+        return values
+
+    def destroy(self) -> None:
+        self.run("destroy", "--auto-approve")

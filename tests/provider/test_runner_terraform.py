@@ -1,0 +1,352 @@
+"""``lium_runner`` through real Terraform against the emulator: real sandboxes, real sshd, the runner stand-in.
+
+What is checked on the pod is read there over root SSH (``/proc`` of the runner process), not taken from
+the provider's state.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import paramiko
+import pytest
+from lium_emulator.images import image_catalog
+from lium_emulator.launcher import RunningEmulator, launch
+
+from lium_provider.api.models import Pod
+from lium_provider.runner.scripts import BINARY, BOOTSTRAP_DIR, TAG_VARIABLE
+from lium_provider.sshkeys import fetch_host_key
+from tests.provider.test_resources_terraform import assert_nothing_left, instances, ssh_run
+from tests.support.lium import FAST_TIMINGS, PROVIDER_BLOCK, Account, new_account, ssh_keypair
+from tests.support.terraform import Terraform, interrupt, kill_group
+
+pytestmark = pytest.mark.terraform
+
+TEMPLATE = """
+resource "lium_template" "t" {
+  name             = "runner-template"
+  image            = "%s"
+  entrypoint       = "/bin/sh"
+  startup_commands = "-c 'exec sleep infinity'"
+}
+resource "lium_pod" "p" {
+  name        = "runner-pod"
+  template_id = lium_template.t.id
+}
+"""
+RUNNER = """
+resource "lium_runner" "r" {
+  pod_id       = lium_pod.p.id
+  ssh_host_key = lium_pod.p.ssh_host_key
+  %s
+}
+"""
+PYTHON_IMAGE = "python:3.11-slim"
+# Live processes of the pod as JSON (zombies, which a `sleep infinity` PID 1 never reaps, have no cmdline).
+PROCESSES = shlex.join(
+    [
+        "python3",
+        "-c",
+        """import json, os
+found = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")[:-1]
+        if not cmdline:
+            continue
+        environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\\0")
+        found.append({
+            "pid": int(pid),
+            "cmdline": [arg.decode() for arg in cmdline],
+            "cwd": os.readlink(f"/proc/{pid}/cwd"),
+            "uid": os.stat(f"/proc/{pid}").st_uid,
+            "environ": dict(entry.decode().split("=", 1) for entry in environ if b"=" in entry),
+        })
+    except OSError:
+        pass
+print(json.dumps(found))""",
+    ]
+)
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[RunningEmulator]:
+    with launch(FAST_TIMINGS) as running:
+        yield running
+
+
+@pytest.fixture
+def account(emulator: RunningEmulator, tmp_path: Path) -> Account:
+    return new_account(emulator, tmp_path)
+
+
+@pytest.fixture
+def stack(make_terraform: Callable[..., Terraform], account: Account) -> Callable[[str], Terraform]:
+    def make(body: str) -> Terraform:
+        tf = make_terraform(PROVIDER_BLOCK + body, **account.env)
+        tf.init()
+        return tf
+
+    return make
+
+
+def processes(account: Account, pod: dict[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = json.loads(ssh_run(account, pod, PROCESSES))
+    return found
+
+
+def runners(account: Account, pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runner processes on the pod (the stand-in is a script: python3 runs it with BINARY as argv[1])."""
+    return [p for p in processes(account, pod) if BINARY in p["cmdline"][:2] and "start" in p["cmdline"]]
+
+
+def tagged(account: Account, pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every process the runner started (they inherit its tag)."""
+    return [p for p in processes(account, pod) if TAG_VARIABLE in p["environ"]]
+
+
+def bootstrap_dir_exists(account: Account, pod: dict[str, Any]) -> bool:
+    return ssh_run(account, pod, f"test -d {BOOTSTRAP_DIR} && echo yes || echo no").strip() == "yes"
+
+
+def runner_sshd_run(port: int, key_file: Path, command: str) -> str:
+    """Run a command through the runner's own sshd (its port 10022, published), as dstack's server does."""
+    client = paramiko.SSHClient()
+    # The runner generates its sshd host keys when it starts; nothing pinned them.
+    client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+    client.connect(
+        "127.0.0.1",
+        port=port,
+        username="root",
+        key_filename=str(key_file),
+        look_for_keys=False,
+        allow_agent=False,
+    )
+    try:
+        _, stdout, _ = client.exec_command(command, timeout=30)
+        return stdout.read().decode()
+    finally:
+        client.close()
+
+
+def the_runner(tf: Terraform) -> dict[str, Any]:
+    (runner,) = instances(tf, "lium_runner")
+    return runner
+
+
+def the_pod(tf: Terraform) -> dict[str, Any]:
+    (pod,) = instances(tf, "lium_pod")
+    return pod
+
+
+def kill_runner_out_of_band(account: Account, pod: dict[str, Any]) -> None:
+    """SIGKILL the supervisor's session: the supervisor, the runner and the runner's sshd."""
+    ssh_run(account, pod, f"kill -KILL -- -$(cat {BOOTSTRAP_DIR}/supervisor.pid)")
+
+
+def test_runner_on_python_image_adopts_drifts_and_recovers(
+    stack: Callable[[str], Terraform], account: Account, tmp_path: Path
+) -> None:
+    extra_key = ssh_keypair(tmp_path / "extra")
+    extra_public = extra_key.with_suffix(".pub").read_text().strip()
+    body = TEMPLATE % PYTHON_IMAGE + RUNNER % (
+        f'authorized_keys = ["{extra_public}"]\n  environment = {{ STACK = "tf-runner" }}\n'
+        "  smoke_test = [\"python3 -c 'print(6 * 7)'\"]"
+    )
+    tf = stack(body)
+    tf.apply()
+    runner, pod = the_runner(tf), the_pod(tf)
+    assert runner["healthy"] is True and runner["runner_version"] == "0.22.5"
+    assert runner["runner_ssh_port"] == pod["ports"]["10022"] and runner["id"] == pod["id"]
+    assert runner["smoke_test_output"].splitlines()[-1] == "42"
+
+    # On the pod: one runner, with PID 1's environment plus ours, in the image's WORKDIR.
+    (process,) = runners(account, pod)
+    pid1 = next(p for p in processes(account, pod) if p["pid"] == 1)
+    image = next(i for i in image_catalog() if i.reference == PYTHON_IMAGE)
+    assert image.env.items() <= pid1["environ"].items()
+    assert process["environ"] == {**pid1["environ"], "STACK": "tf-runner", TAG_VARIABLE: pod["id"]}
+    assert process["cwd"] == image.workdir == "/" and process["uid"] == 0
+    # The healthcheck answers through the runner's own sshd, reached with the extra authorised key.
+    health = runner_sshd_run(
+        runner["runner_ssh_port"], extra_key, "curl -fsS http://127.0.0.1:10999/api/healthcheck"
+    )
+    assert json.loads(health) == {"service": "dstack-runner", "version": "0.22.5"}
+    assert tf.plan_exitcode()[0] == 0, "a fresh apply must plan no changes"
+
+    # Applying again, even with the runner forgotten by Terraform, never starts a second runner.
+    tf.apply()
+    tf.run("state", "rm", "lium_runner.r")
+    tf.apply()
+    assert [p["pid"] for p in runners(account, pod)] == [process["pid"]], "the running runner is adopted"
+    assert the_runner(tf)["healthy"] is True
+
+    # Killed out of band: drift. The plan replaces the runner, not the pod; the apply restores it.
+    kill_runner_out_of_band(account, pod)
+    code, plan = tf.plan_exitcode()
+    assert code == 2 and "lium_runner.r must be replaced" in plan, plan
+    assert "Plan: 1 to add, 0 to change, 1 to destroy." in plan and "lium_pod.p" not in plan.split("Terraform will")[1]
+    tf.apply()
+    (restored,) = runners(account, pod)
+    assert restored["pid"] != process["pid"] and the_runner(tf)["healthy"] is True
+    assert the_pod(tf)["id"] == pod["id"]
+    assert tf.plan_exitcode()[0] == 0
+
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_non_root_image_smoke_test_runs_as_the_image_user(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    image = next(i for i in image_catalog() if i.user != "root" and not i.private)
+    smoke = '["id -un", "pwd", "echo home=$HOME app=$APP_ENV", "touch proof"]'
+    tf = stack(TEMPLATE % image.reference + RUNNER % f"smoke_test = {smoke}")
+    tf.apply()
+    runner, pod = the_runner(tf), the_pod(tf)
+    assert runner["smoke_test_output"].splitlines()[-3:] == [
+        image.user,
+        image.workdir,
+        f"home={image.user_home} app={image.env['APP_ENV']}",
+    ]
+    owner = ssh_run(account, pod, f"stat -c %u:%g {image.workdir}/proof").strip()
+    assert owner == f"{image.user_uid}:{image.user_gid}", "the job ran as the image user, not root"
+    (process,) = runners(account, pod)
+    assert process["uid"] == 0 and process["cwd"] == image.workdir
+    assert image.env.items() <= process["environ"].items()
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_failing_smoke_test_fails_the_apply_and_destroy_cleans_up(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    tf = stack(TEMPLATE % PYTHON_IMAGE + RUNNER % 'smoke_test = ["echo checking the GPU", "exit 1"]')
+    failed = tf.apply(check=False)
+    assert failed.returncode == 1
+    assert "The smoke test failed" in failed.stderr and "exit status 1" in failed.stderr, failed.stderr
+    assert "checking the GPU" in failed.stderr, "the error shows the smoke test's last output lines"
+    (pod_resource,) = [r for r in tf.resources() if r["type"] == "lium_pod"]
+    assert pod_resource["instances"][0].get("status") != "tainted", "the pod stays, untainted"
+    (runner_resource,) = [r for r in tf.resources() if r["type"] == "lium_runner"]
+    assert runner_resource["instances"][0].get("status") == "tainted"
+    pod = the_pod(tf)
+    tf.run("destroy", "-auto-approve", "-no-color", "-target=lium_runner.r")
+    assert tagged(account, pod) == [] and not bootstrap_dir_exists(account, pod)
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_changed_host_key_is_refused_before_any_command(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    tf = stack(TEMPLATE % PYTHON_IMAGE + RUNNER % "")
+    tf.apply()
+    pod = the_pod(tf)
+    # The pod's pinned key changes under the runner, as if the pod were replaced behind Terraform's back.
+    other_key = " ".join(account.key_file.with_suffix(".pub").read_text().split()[:2])
+    state = json.loads(tf.run("state", "pull").stdout)
+    (pod_resource,) = [r for r in state["resources"] if r["type"] == "lium_pod"]
+    pod_resource["instances"][0]["attributes"]["ssh_host_key"] = other_key
+    state["serial"] += 1
+    (tf.workdir / "edited.tfstate").write_text(json.dumps(state))
+    tf.run("state", "push", "edited.tfstate")
+
+    failed = tf.apply(check=False)
+    assert failed.returncode == 1
+    error = " ".join(failed.stderr.split())
+    assert "The pod's SSH host key changed" in error and "Nothing was run on it" in error, failed.stderr
+    assert "man in the middle" in error and "re-apply the pod" in error and "ssh_host_key" in error
+    # The old runner was stopped with the real key; the refused bootstrap left nothing on the pod.
+    assert tagged(account, pod) == [] and not bootstrap_dir_exists(account, pod)
+    assert [r["type"] for r in tf.resources()].count("lium_runner") == 0
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_bad_inputs_name_the_attribute_and_leave_no_runner(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    body = TEMPLATE % PYTHON_IMAGE + """
+resource "lium_template" "no_runner_port" {
+  name             = "ssh-only"
+  image            = "python:3.11-slim"
+  entrypoint       = "/bin/sh"
+  startup_commands = "-c 'exec sleep infinity'"
+  internal_ports   = [22]
+}
+resource "lium_pod" "ssh_only" {
+  name        = "ssh-only"
+  template_id = lium_template.no_runner_port.id
+}
+resource "lium_runner" "no_port" {
+  pod_id       = lium_pod.ssh_only.id
+  ssh_host_key = lium_pod.ssh_only.ssh_host_key
+}
+resource "lium_runner" "bad_url" {
+  pod_id              = lium_pod.p.id
+  ssh_host_key        = lium_pod.p.ssh_host_key
+  runner_download_url = "http://127.0.0.1:9/nothing/{version}/dstack-runner"
+}
+"""
+    tf = stack(body)
+    failed = tf.apply(check=False)
+    assert failed.returncode == 1
+    errors = failed.stderr
+    assert "publishes no port 10022" in errors and 'resource "lium_runner" "no_port"' in errors, errors
+    assert "The runner could not be downloaded on the pod" in errors and "runner_download_url" in errors
+    assert "http://127.0.0.1:9/nothing/0.22.5/dstack-runner" in errors
+    assert "lium_runner" not in [r["type"] for r in tf.resources()]
+    for pod in instances(tf, "lium_pod"):
+        assert tagged(account, pod) == [] and runners(account, pod) == []
+        assert ssh_run(account, pod, f"ls {BOOTSTRAP_DIR} 2>/dev/null").split() == []
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_ctrl_c_during_the_bootstrap_then_destroy_leaves_nothing(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    tf = stack(TEMPLATE % PYTHON_IMAGE + RUNNER % 'smoke_test = ["touch /tmp/smoke-started", "sleep 120"]')
+    process = tf.start("apply", "-auto-approve", "-no-color")
+    try:
+        pod = wait_for_smoke_test(account, process)
+        interrupt(process)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            kill_group(process)
+    assert process.returncode != 0, output
+    (runner_resource,) = [r for r in tf.resources() if r["type"] == "lium_runner"]
+    assert runner_resource["instances"][0].get("status") == "tainted", "the started runner is tracked"
+    assert runners(account, pod), "Ctrl-C leaves the runner to destroy, not to leak"
+
+    tf.run("destroy", "-auto-approve", "-no-color", "-target=lium_runner.r")
+    assert tagged(account, pod) == [], "the runner, its sshd and the smoke test's job are gone"
+    assert not bootstrap_dir_exists(account, pod)
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def wait_for_smoke_test(account: Account, process: subprocess.Popen[str]) -> dict[str, Any]:
+    """The pod (address and host key) once the smoke test runs on it, i.e. mid-bootstrap."""
+    deadline = time.monotonic() + 90
+    while True:
+        assert process.poll() is None, process.stdout.read() if process.stdout else ""
+        assert time.monotonic() < deadline, "the smoke test never started"
+        with account.api() as api:
+            rows = api.get("/pods").json()
+        address = Pod.model_validate(rows[0]).ssh_host_port() if rows else None
+        if address is not None:
+            host_key = fetch_host_key(*address)
+            pod = {"ssh_host": address[0], "ssh_port": address[1], "ssh_host_key": host_key}
+            if host_key and ssh_run(account, pod, "test -f /tmp/smoke-started && echo started").strip():
+                return pod
+        time.sleep(0.2)
+
