@@ -162,6 +162,7 @@ class LiumProviderBase(_Synthesized, cdk.TerraformProvider):
     def __init__(
         self, scope: Construct, id_: str, arguments: Mapping[str, object], *, alias: str | None
     ) -> None:
+        check_secrets(self._ARGUMENTS, arguments)  # before the element joins the construct tree
         self._alias = alias
         super().__init__(
             scope,
@@ -170,7 +171,6 @@ class LiumProviderBase(_Synthesized, cdk.TerraformProvider):
             terraform_generator_metadata=_generator_metadata(),
             terraform_provider_source=PROVIDER_SOURCE,
         )
-        check_secrets(self._ARGUMENTS, arguments)
         self._arguments = dict(arguments)
 
     @property

@@ -43,10 +43,11 @@ class SecretVariable(cdk.TerraformVariable):
     def to_hcl_terraform(self) -> Any:
         synthesized = super().to_hcl_terraform()
         for body in synthesized["variable"].values():
-            body["ephemeral"] = {
-                "value": True,
-                "isBlock": False,
-                "type": "simple",
-                "storageClassType": "boolean",
-            }
+            # cdktf's HCL rendering drops `nullable`; restore it so HCL and JSON declare the same variable.
+            body["nullable"] = _hcl_boolean(False)
+            body["ephemeral"] = _hcl_boolean(True)
         return synthesized
+
+
+def _hcl_boolean(value: bool) -> dict[str, object]:
+    return {"value": value, "isBlock": False, "type": "simple", "storageClassType": "boolean"}

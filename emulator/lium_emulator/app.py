@@ -60,7 +60,7 @@ def create_app(runtime: Runtime) -> AsgiApp:
         client = scope.get("client") or ("unknown", 0)
         return f"ip:{client[0]}"
 
-    return EdgeMiddleware(app, runtime.faults, client_of)
+    return EdgeMiddleware(app, runtime.faults, client_of, runtime.requests.count)
 
 
 async def _api_error(request: Request, exc: Exception) -> JSONResponse:

@@ -28,10 +28,17 @@ logger = logging.getLogger(__name__)
 class EdgeMiddleware:
     """Adds ``X-Request-Id``; decides and applies faults for ``/api`` requests."""
 
-    def __init__(self, app: AsgiApp, engine: FaultEngine, client_of: Callable[[Scope], str]) -> None:
+    def __init__(
+        self,
+        app: AsgiApp,
+        engine: FaultEngine,
+        client_of: Callable[[Scope], str],
+        on_request: Callable[[str, str, str], None] | None = None,
+    ) -> None:
         self._app = app
         self._engine = engine
         self._client_of = client_of
+        self._on_request = on_request
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -45,7 +52,10 @@ class EdgeMiddleware:
         if not path.startswith(API_PREFIX + "/"):
             await self._app(scope, receive, tagged_send)
             return
-        decision = self._engine.decide(scope["method"], path[len(API_PREFIX) :], self._client_of(scope))
+        client = self._client_of(scope)
+        if self._on_request is not None:
+            self._on_request(client, scope["method"], path[len(API_PREFIX) :])
+        decision = self._engine.decide(scope["method"], path[len(API_PREFIX) :], client)
         state["fault"] = decision
         if decision.reject is not None:
             await _send_response(

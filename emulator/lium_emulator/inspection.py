@@ -61,6 +61,7 @@ def _account_report(runtime: Runtime, account: Account, now: datetime) -> dict[s
         ],
         "ssh_keys": [ssh_key_object(k) for k in state.ssh_keys.values() if k.user_id == user_id],
         "idempotency_keys": _idempotency_report(state, user_id, pods),
+        "api_requests": runtime.requests.of(f"user:{user_id}"),
     }
 
 

@@ -1,9 +1,12 @@
 """Assembles one emulator: state, fault engine, sandboxes and pod lifecycle, from an ``EmulatorConfig``."""
 
 import json
+import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,6 +37,7 @@ class Runtime:
     work_dir: Path
     started_at: datetime
     stale_pods: list[str]
+    requests: "RequestCounter" = field(default_factory=lambda: RequestCounter())
 
     @property
     def base_url(self) -> str:
@@ -90,3 +94,29 @@ def build_runtime(config: EmulatorConfig, port: int) -> Runtime:
         started_at=datetime.now(UTC),
         stale_pods=stale_pods,
     )
+
+
+_ID_SEGMENT = re.compile(
+    r"/[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?=/|$)"
+)
+
+
+class RequestCounter:
+    """API requests per client (``user:<id>`` or ``ip:<addr>``) and route, for the inspection report.
+
+    Benchmarks and tests read it to check that a client does not hammer the API (Lium allows about 60
+    listings a minute per account); ids in paths are folded into ``{id}`` so routes aggregate.
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[str, Counter[str]] = {}
+        self._lock = threading.Lock()
+
+    def count(self, client: str, method: str, path: str) -> None:
+        route = f"{method} {_ID_SEGMENT.sub('/{id}', path)}"
+        with self._lock:
+            self._counts.setdefault(client, Counter())[route] += 1
+
+    def of(self, client: str) -> dict[str, int]:
+        with self._lock:
+            return dict(sorted(self._counts.get(client, Counter()).items()))

@@ -3,7 +3,8 @@
 Terraform applies up to 10 resources at once in one provider process; if each pod polled its own
 status, 50 pods would send hundreds of listings a minute against Lium's limit of about 60 per account.
 Instead, waiting threads share one snapshot: whichever waiter finds it stale refreshes it, the others
-block until it is new. API requests per pod therefore fall as more pods wait together.
+block until it is new. At one listing a second the process stays at Lium's limit however many pods
+wait, and API requests per pod fall as more pods wait together.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ _WAKE_SECONDS = 0.25  # how often a blocked waiter re-checks cancellation and de
 
 
 class PodWatcher:
-    def __init__(self, client: LiumClient, interval: float = 1.5) -> None:
+    def __init__(self, client: LiumClient, interval: float = 1.0) -> None:
         self._client = client
         self._interval = interval
         self._cond = threading.Condition()

@@ -110,7 +110,9 @@ class CdktfApp:
             timeout=600,
             stdin=subprocess.DEVNULL,
         )
-        assert result.returncode == 0, f"cdktf {args[0]} failed:\n{result.stdout[-6000:]}\n{result.stderr[-3000:]}"
+        assert result.returncode == 0, (
+            f"cdktf {args[0]} failed:\n{result.stdout[-6000:]}\n{result.stderr[-3000:]}"
+        )
         return result
 
     def deploy(self) -> dict[str, Any]:

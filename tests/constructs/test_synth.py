@@ -48,9 +48,7 @@ def test_snapshots_cover_exactly_the_examples() -> None:
 
 def test_registry_password_never_reaches_the_synthesized_json(tmp_path: Path) -> None:
     password = "hunter2-not-in-json"  # what a user exports before synth and deploy
-    stack = synth(
-        "private-registry", tmp_path, env={**SYNTH_ENV, "TF_VAR_registry_password": password}
-    )
+    stack = synth("private-registry", tmp_path, env={**SYNTH_ENV, "TF_VAR_registry_password": password})
     text = (stack / "cdk.tf.json").read_text()
     assert password not in text
     doc = json.loads(text)

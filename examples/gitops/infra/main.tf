@@ -62,6 +62,6 @@ output "ssh" {
 }
 
 output "price_per_hour" {
-  description = "What the trainer pods cost together, USD per hour."
-  value       = sum(concat([0], [for pod in lium_pod.trainer : pod.price_per_hour]))
+  description = "What each trainer pod is billed, USD per hour."
+  value       = { for pod in lium_pod.trainer : pod.name => pod.price_per_hour }
 }

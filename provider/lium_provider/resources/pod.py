@@ -166,6 +166,12 @@ def _apply_pod(state: PodModel, pod: Pod) -> PodModel:
     )
 
 
+def _started_or_dead(pod: Pod | None) -> bool:
+    if pod is None or pod.status in DEAD_STATES:
+        return True
+    return pod.status == RUNNING and pod.ssh_host_port() is not None
+
+
 class PodResource(Resource[PodModel]):
     type_name = "lium_pod"
     model = PodModel
@@ -279,9 +285,8 @@ class PodResource(Resource[PodModel]):
         else:
             pod_id, state = self._rent_first_available(ctx, s, state, candidates, public_key)
         ctx.record(state)  # from here on, Terraform tracks the paid pod whatever happens next
-        pod = s.watcher.wait(
-            ctx, pod_id, lambda p: p is None or p.status == RUNNING or p.status in DEAD_STATES
-        )
+        # RUNNING comes before SSH: Lium publishes ssh_connect_cmd only once the pod's sshd is set up.
+        pod = s.watcher.wait(ctx, pod_id, _started_or_dead)
         if pod is None or pod.status != RUNNING:
             status = pod.status if pod else "gone"
             ctx.record(state.model_copy(update={"status": pod.status if pod else DELETED}))

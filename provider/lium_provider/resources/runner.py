@@ -313,7 +313,8 @@ class RunnerResource(Resource[RunnerModel]):
     def _smoke_test(
         self, ctx: Context, ssh: PodSSH, state: RunnerModel, commands: list[str], version: str
     ) -> RunnerModel:
-        user = bootstrap.probe(ctx, ssh).user
+        facts = bootstrap.probe(ctx, ssh)
+        user = facts.user
         outcome = bootstrap.smoke_test(ctx, ssh, commands, user, SMOKE_TEST_RUN_NAME)
         tail = outcome.output_tail(bootstrap.LOG_TAIL_LINES)
         if not outcome.succeeded:
@@ -323,6 +324,7 @@ class RunnerResource(Resource[RunnerModel]):
                 path=("smoke_test",),
             )
         # The runner exits after a job; its supervisor starts a fresh one, ready for the next.
+        bootstrap.wait_restarted(ctx, ssh, facts.runner)
         return self._healthy(ctx, ssh, state, version).model_copy(update={"smoke_test_output": tail})
 
     # -- SSH -------------------------------------------------------------------------------------

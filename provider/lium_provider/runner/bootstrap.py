@@ -32,6 +32,7 @@ DSTACK_DOWNLOAD_URL = (
 )
 HEALTH_POLL_SECONDS = 0.2
 LOG_TAIL_LINES = 20
+RESTART_WAIT_SECONDS = 30.0
 DOWNLOAD_TIMEOUT_SECONDS = 330.0  # curl's own --max-time is 300 s
 UPLOAD_TIMEOUT_SECONDS = 600.0
 
@@ -58,18 +59,20 @@ class PodFacts:
     user: JobUser
     tools: frozenset[str]
     supervisor: int | None
+    runner: int | None
     config_id: str | None
     gave_up: str | None
 
     @classmethod
     def parse(cls, output: str) -> PodFacts:
         fields = scripts.parse_fields(output)
-        supervisor = fields.get("supervisor")
+        supervisor, runner = fields.get("supervisor", ""), fields.get("runner", "")
         return cls(
             arch=fields.get("arch", ""),
             user=JobUser(int(fields.get("uid") or 0), int(fields.get("gid") or 0)),
             tools=frozenset(fields.get("tools", "").split()),
-            supervisor=int(supervisor) if supervisor and supervisor.isdigit() else None,
+            supervisor=int(supervisor) if supervisor.isdigit() else None,
+            runner=int(runner) if runner.isdigit() else None,
             config_id=fields.get("config") or None,
             gave_up=fields.get("gave_up"),
         )
@@ -193,6 +196,20 @@ def wait_healthy(ctx: Context, ssh: PodSSH) -> str:
                 f"{why}. Last lines of its log:\n{log_tail(ctx, ssh) or '(empty)'}",
             )
         ctx.sleep(HEALTH_POLL_SECONDS)
+
+
+def wait_restarted(ctx: Context, ssh: PodSSH, previous_runner: int | None) -> None:
+    """Wait until the supervisor replaced the runner that just ran a job (the stock runner exits after it).
+
+    Bounded: a runner that stays after its job is simply kept.
+    """
+    waited = 0.0
+    while waited < RESTART_WAIT_SECONDS:
+        facts = probe(ctx, ssh)
+        if facts.supervisor is None or facts.runner != previous_runner:
+            return
+        ctx.sleep(HEALTH_POLL_SECONDS)
+        waited += HEALTH_POLL_SECONDS
 
 
 def health(ctx: Context, ssh: PodSSH, grace_seconds: float) -> str | None:

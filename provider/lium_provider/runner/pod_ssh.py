@@ -45,7 +45,7 @@ class LoginRefused(Exception):
 
 
 class NothingListening(Exception):
-    """Nothing accepts connections on that port inside the pod (yet)."""
+    """Nothing answers on that port inside the pod (yet): no listener, or it closed without a response."""
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ class PodSSH:
             channel.shutdown_write()
             while not channel.status_event.wait(_POLL_SECONDS):
                 drain()
-                if channel.closed:
+                if channel.closed and not channel.status_event.is_set():
                     raise PodUnreachable("the pod closed the SSH channel before the command finished")
                 ctx.check()
                 if time.monotonic() > give_up:
@@ -223,6 +223,11 @@ class PodSSH:
             response = connection.getresponse()
             return response.status, response.read()
         except (http.client.HTTPException, paramiko.SSHException, EOFError, OSError) as exc:
-            raise PodUnreachable(f"{method} {path}: {exc or type(exc).__name__}") from None
+            message = f"{method} {path}: {exc or type(exc).__name__}"
+            transport = self._client.get_transport()
+            if transport is not None and transport.is_active():
+                # The tunnel works; the service went away mid-request (a runner exiting after its job).
+                raise NothingListening(message) from None
+            raise PodUnreachable(message) from None
         finally:
             connection.close()

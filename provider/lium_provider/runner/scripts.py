@@ -54,6 +54,7 @@ supervisor_pid() {{
 _STATUS = """if supervisor=$(supervisor_pid); then
   echo "supervisor=$supervisor"
   echo "config=$(cat "$D/config-id" 2>/dev/null)"
+  echo "runner=$(cat "$D/runner.pid" 2>/dev/null)"
 fi
 if [ -f "$D/gave-up" ]; then echo "gave_up=$(cat "$D/gave-up")"; fi
 """
@@ -167,7 +168,7 @@ def _command(script: str, *args: str) -> str:
 
 
 def status_command() -> str:
-    """Prints ``supervisor=<pid>`` and ``config=<id>`` while a runner is supervised, ``gave_up=<exit>``."""
+    """``supervisor=``, ``config=`` and ``runner=`` (its pid) while a runner is supervised; ``gave_up=<exit>``."""
     return _command(_STATUS)
 
 

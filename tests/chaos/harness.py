@@ -1,0 +1,366 @@
+"""Runs one chaos scenario end to end and audits the account afterwards.
+
+Flow: (for faults that hit plan or destroy, and Ctrl-C during destroy) a clean apply first; then the
+faulted Terraform command — under the scenario's fault plan, or interrupted by a signal or an emulator stop
+at the seeded moment; then the faults are cleared, a successful apply is checked with
+``plan -detailed-exitcode``, and the stack is converged (optionally ``apply``, then at most three
+``destroy`` runs). Finally the account is audited (:mod:`tests.chaos.audit`).
+
+Every Terraform command runs in its own process group with a deadline, so a hung run is killed with all
+of its providers instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from lium_emulator.launcher import RunningEmulator, launch
+from tests.chaos import audit
+from tests.chaos.scenarios import Scenario
+from tests.support.lium import FAST_TIMINGS, Account
+from tests.support.procs import find_descendant
+from tests.support.terraform import Terraform, interrupt, kill_group
+
+COMMAND_TIMEOUT = 240.0  # no single Terraform command of a scenario may take longer
+CTRL_C_GRACE = 90.0  # after Ctrl-C, Terraform must stop within this
+ORPHAN_GRACE = 15.0  # after terraform is killed, its providers should end within this
+_POLL = 0.1
+_SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM, "SIGKILL": signal.SIGKILL}
+
+
+class RestartableEmulator:
+    """An emulator with a state directory that can be stopped by a signal and restarted on the same port."""
+
+    def __init__(self, state_dir: Path, api_key: str) -> None:
+        self.state_dir = state_dir
+        self.api_key = api_key
+        self.port: int | None = None
+        self.current: RunningEmulator | None = None
+
+    def start(self) -> RunningEmulator:
+        args = ["--state-dir", str(self.state_dir), "--api-key", self.api_key, *FAST_TIMINGS]
+        if self.port is not None:
+            args += ["--port", str(self.port)]  # after launch's own "--port 0": the last one wins
+        self.current = launch(args)
+        self.port = int(self.current.api_url.rsplit(":", 1)[1].split("/", 1)[0])
+        return self.current
+
+    def kill(self, signal_name: str) -> None:
+        """Stop the emulator with ``signal_name`` (SIGTERM: graceful; SIGKILL: a crash) and wait for it."""
+        if self.current is None:
+            return
+        process = self.current.process
+        if process.poll() is None:
+            process.send_signal(_SIGNALS[signal_name])
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.current = None
+
+    def close(self) -> None:
+        """Graceful stop; after a crash, a restart first so the new run tears down the old sandboxes."""
+        if self.current is None and self.port is not None:
+            with contextlib.suppress(Exception):
+                self.start()
+        if self.current is not None:
+            self.current.stop()
+            self.current = None
+
+
+@dataclass
+class Transcript:
+    """Everything a scenario printed, by label, and the command exit codes."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def add(self, label: str, text: str) -> None:
+        key, number = label, 1
+        while key in self.texts:
+            number += 1
+            key = f"{label}#{number}"
+        self.texts[key] = text
+
+
+@dataclass
+class Outcome:
+    """What a scenario did and found. ``problems`` fail the scenario; the counters feed the summary table."""
+
+    name: str
+    seconds: float = 0.0
+    faults_injected: int = 0
+    leaks: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list)
+    crashes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[str]:
+        return [*self.leaks, *self.duplicates, *self.secrets, *self.crashes, *self.problems]
+
+
+@dataclass
+class Finished:
+    returncode: int
+    output: str
+
+
+def run_command(
+    tf: Terraform,
+    args: list[str],
+    *,
+    during: Callable[[subprocess.Popen[str]], None] | None = None,
+    timeout: float = COMMAND_TIMEOUT,
+) -> Finished:
+    """Run ``terraform <args>`` in its own process group; ``during(process)`` runs while it does.
+
+    Output is drained by a thread so a chatty run never blocks on a full pipe. Past ``timeout`` the whole
+    group (terraform and its providers) is killed and the run counts as failed (returncode -9).
+    """
+    process = tf.start(*args)
+    chunks: list[str] = []
+    reader = threading.Thread(target=_drain, args=(process, chunks), daemon=True)
+    reader.start()
+    try:
+        if during is not None:
+            during(process)
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        chunks.append(f"\n[harness] terraform {' '.join(args)} exceeded {timeout:.0f} s and was killed\n")
+    finally:
+        kill_group(process)  # also reaps providers orphaned by a killed terraform
+        reader.join(10)
+    return Finished(process.returncode, "".join(chunks))
+
+
+def _drain(process: subprocess.Popen[str], chunks: list[str]) -> None:
+    assert process.stdout is not None
+    for line in process.stdout:
+        chunks.append(line)
+
+
+def wait_until(condition: Callable[[], bool], process: subprocess.Popen[str], deadline: float) -> bool:
+    """Poll ``condition`` until it holds (True), or the process ended or the deadline passed (False)."""
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        if process.poll() is not None:
+            return False
+        time.sleep(_POLL)
+    return False
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live processes of process group ``pgid`` (from /proc)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(stat.parent.name))
+    return members
+
+
+APPLY = ["apply", "-auto-approve", "-input=false", "-no-color"]
+DESTROY = ["destroy", "-auto-approve", "-input=false", "-no-color"]
+PLAN = ["plan", "-input=false", "-no-color", "-detailed-exitcode"]
+PHASE_COMMANDS = {"apply": APPLY, "destroy": DESTROY, "plan": ["plan", "-input=false", "-no-color"]}
+
+
+class ScenarioRun:
+    """Runs one scenario against ``account`` in ``tf``'s working directory."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        tf: Terraform,
+        account: Account,
+        secrets: dict[str, str],
+        emulator: RestartableEmulator | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.tf = tf
+        self.account = account
+        self.secrets = secrets
+        self.emulator = emulator
+        self.transcript = Transcript()
+        self.outcome = Outcome(scenario.name)
+
+    # -- the steps -------------------------------------------------------------------------------
+
+    def execute(self) -> Outcome:
+        started = time.monotonic()
+        s = self.scenario
+        try:
+            if s.phase != "apply":
+                self._apply_cleanly("setup apply")
+            result = self._chaos()
+            self._set_faults({"seed": 0, "rules": []})
+            if s.phase == "apply" and result.returncode == 0:
+                self._check_plan_is_empty("after the chaos apply")
+            self._converge()
+        finally:
+            self.outcome.seconds = time.monotonic() - started
+        self._audit(self.outcome.seconds)
+        return self.outcome
+
+    def _run(self, label: str, args: list[str], **kwargs: object) -> Finished:
+        finished = run_command(self.tf, args, **kwargs)  # type: ignore[arg-type]
+        self.transcript.add(label, finished.output)
+        return finished
+
+    def _apply_cleanly(self, label: str) -> bool:
+        result = self._run(label, APPLY)
+        if result.returncode != 0:
+            self.outcome.problems.append(f"{label} failed without faults:\n{_tail(result.output)}")
+            return False
+        self._check_plan_is_empty(f"after the {label}")
+        return True
+
+    def _check_plan_is_empty(self, when: str) -> None:
+        result = self._run(f"plan {when}", PLAN)
+        if result.returncode != 0:
+            what = "shows changes" if result.returncode == 2 else f"failed ({result.returncode})"
+            self.outcome.problems.append(f"plan {when} {what}:\n{_tail(result.output)}")
+
+    def _chaos(self) -> Finished:
+        s = self.scenario
+        command = PHASE_COMMANDS[s.phase]
+        if s.category == "fault":
+            self._set_faults(s.fault_plan)
+            result = self._run(f"{s.phase} under faults", command)
+            self.outcome.faults_injected += self._fired()
+            return result
+        if s.rules:
+            self._set_faults(s.fault_plan)
+        action = {
+            "sigint": self._ctrl_c,
+            "kill-terraform": self._kill_terraform,
+            "kill-provider": self._kill_provider,
+            "restart": self._restart_emulator,
+        }[s.category]
+        result = self._run(f"{s.phase} with {s.category}", command, during=self._at_the_moment(action))
+        if s.rules:
+            self.outcome.faults_injected += self._fired()
+        return result
+
+    def _at_the_moment(
+        self, action: Callable[[subprocess.Popen[str]], None]
+    ) -> Callable[[subprocess.Popen[str]], None]:
+        """Wait for the scenario's trigger and delay, then act (unless Terraform already finished)."""
+        s = self.scenario
+
+        def during(process: subprocess.Popen[str]) -> None:
+            deadline = time.monotonic() + COMMAND_TIMEOUT
+            if s.trigger == "rent" and not wait_until(self._rented, process, deadline):
+                self.outcome.notes.append("no pod was rented before terraform ended: nothing interrupted")
+                return
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(s.delay)  # the seeded moment; returns early if terraform ends first
+            if process.poll() is not None:
+                self.outcome.notes.append("terraform ended before the seeded moment")
+                return
+            self.outcome.faults_injected += 1
+            action(process)
+
+        return during
+
+    def _ctrl_c(self, process: subprocess.Popen[str]) -> None:
+        interrupt(process)
+        try:
+            process.wait(CTRL_C_GRACE)
+        except subprocess.TimeoutExpired:
+            self.outcome.problems.append(f"terraform did not stop within {CTRL_C_GRACE:.0f} s of Ctrl-C")
+
+    def _kill_terraform(self, process: subprocess.Popen[str]) -> None:
+        """SIGKILL terraform alone; its providers are orphaned and must end by themselves."""
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(30)
+        deadline = time.monotonic() + ORPHAN_GRACE
+        while group_members(process.pid) and time.monotonic() < deadline:
+            time.sleep(_POLL)
+        lingering = group_members(process.pid)
+        if lingering:
+            self.outcome.notes.append(
+                f"{len(lingering)} provider process(es) still ran {ORPHAN_GRACE:.0f} s after terraform was killed"
+            )
+
+    def _kill_provider(self, process: subprocess.Popen[str]) -> None:
+        provider = find_descendant(process.pid, "lium_provider")
+        if provider is None:
+            self.outcome.notes.append("no provider process to kill at the seeded moment")
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(provider, signal.SIGKILL)
+
+    def _restart_emulator(self, process: subprocess.Popen[str]) -> None:
+        assert self.emulator is not None, "restart scenarios need their own emulator"
+        self.emulator.kill(self.scenario.signal)
+        time.sleep(self.scenario.downtime)  # the outage itself, not a synchronisation
+        self.account.emulator = self.emulator.start()
+
+    def _converge(self) -> None:
+        """Faults cleared: optionally apply (and check the plan), then destroy, at most three times."""
+        if self.scenario.recover_by_apply:
+            self._apply_cleanly("recovery apply")
+        for attempt in range(1, 4):
+            result = self._run(f"converge destroy {attempt}", DESTROY)
+            if result.returncode == 0:
+                if attempt > 1:
+                    self.outcome.notes.append(f"destroy converged on run {attempt}")
+                return
+        self.outcome.problems.append(f"destroy did not succeed in 3 runs:\n{_tail(result.output)}")
+
+    # -- the audit -------------------------------------------------------------------------------
+
+    def _audit(self, wall_seconds: float) -> None:
+        report = self.account.report()
+        self.outcome.leaks = audit.leftovers(report)
+        self.outcome.duplicates = audit.duplicate_rentals(report)
+        self.outcome.problems += audit.overbilled(report, wall_seconds)
+        texts = dict(self.transcript.texts)
+        self.outcome.crashes = audit.find_crashes(texts)
+        for path in _files_to_search(self.tf.workdir, self.account.state_dir):
+            texts[str(path)] = path.read_text(errors="replace")
+        self.outcome.secrets = audit.find_secrets(texts, self.secrets)
+
+    # -- emulator access -------------------------------------------------------------------------
+
+    def _set_faults(self, plan: dict[str, object]) -> None:
+        self.account.set_faults(plan)  # type: ignore[arg-type]
+
+    def _fired(self) -> int:
+        emulator = self.account.emulator
+        response = httpx.get(f"{emulator.root_url}/_emulator/faults", headers=emulator.admin_headers, timeout=30)
+        response.raise_for_status()
+        return sum(int(c["fired"]) for c in response.json().get("counters", {}).values())
+
+    def _rented(self) -> bool:
+        with contextlib.suppress(httpx.HTTPError):
+            return bool(self.account.live()["pods"])
+        return False  # the emulator is down for the moment
+
+
+def _files_to_search(workdir: Path, state_dir: Path) -> Iterator[Path]:
+    """State files and the rent journal: where a leaked secret would persist."""
+    for pattern in ("*.tfstate", "*.tfstate.backup"):
+        yield from workdir.glob(pattern)
+    if state_dir.exists():
+        yield from (p for p in state_dir.rglob("*") if p.is_file())
+
+
+def _tail(text: str, lines: int = 30) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])

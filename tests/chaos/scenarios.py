@@ -1,0 +1,358 @@
+"""Chaos scenarios, generated deterministically from a seed: which stack, which fault, which moment.
+
+A scenario is data only (the harness runs it). Generation puts a *coverage list* first, so that any seed's
+first 30 scenarios include every fault kind the emulator can inject (faults.py) and every process fault
+(Ctrl-C during apply and during destroy, SIGKILL of terraform, SIGKILL of the provider, an emulator stop by
+SIGTERM and by SIGKILL), then every API route not met yet, then garbage on every read route in every
+phase that reads it; after that, scenarios are drawn at random from the whole matrix. Every random choice
+comes from ``random.Random(f"{seed}/{index}")``, so a scenario depends only on the seed and its index.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Category = Literal["fault", "sigint", "kill-terraform", "kill-provider", "restart"]
+Phase = Literal["apply", "plan", "destroy"]
+
+DEFAULT_SEED = 20260701
+
+# Each API route the provider uses: (method, path pattern relative to /api), and the phases that send it.
+ROUTES: dict[str, tuple[str, str]] = {
+    "rent": ("POST", "/executors/*/rent"),
+    "template-create": ("POST", "/templates"),
+    "template-get": ("GET", "/templates/*"),
+    "template-delete": ("DELETE", "/templates/*"),
+    "credential-create": ("POST", "/docker-credentials/"),
+    "credential-list": ("GET", "/docker-credentials/"),
+    "credential-delete": ("DELETE", "/docker-credentials/*"),
+    "volume-create": ("POST", "/volumes"),
+    "volume-get": ("GET", "/volumes/*"),
+    "volume-delete": ("DELETE", "/volumes/*"),
+    "pods-list": ("GET", "/pods"),
+    "pod-get": ("GET", "/pods/*"),
+    "pod-delete": ("DELETE", "/pods/*"),
+    "events": ("GET", "/users/me/events"),
+    "feed": ("GET", "/public/v1/nodes"),
+    "me": ("GET", "/users/me"),
+}
+ROUTE_PHASES: dict[str, tuple[Phase, ...]] = {
+    "rent": ("apply",),
+    "template-create": ("apply",),
+    "template-get": ("plan", "destroy"),
+    "template-delete": ("destroy",),
+    "credential-create": ("apply",),
+    "credential-list": ("plan", "destroy"),
+    "credential-delete": ("destroy",),
+    "volume-create": ("apply",),
+    "volume-get": ("plan", "destroy"),
+    "volume-delete": ("destroy",),
+    "pods-list": ("apply", "destroy"),
+    "pod-get": ("apply", "plan", "destroy"),
+    "pod-delete": ("destroy",),
+    "events": ("apply",),
+    "feed": ("apply",),
+    "me": ("apply", "plan", "destroy"),
+}
+MUTATIONS = tuple(name for name, (method, _) in ROUTES.items() if method != "GET")
+READS = tuple(name for name, (method, _) in ROUTES.items() if method == "GET")
+
+# Fault variants: the emulator's kinds, with ``status`` split by ``after_commit`` and ``garbage`` by body.
+GENERIC_VARIANTS = (
+    "status",
+    "rate_limit",
+    "latency",
+    "drop_after_commit",
+    "garbage-truncated",
+    "garbage-wrong_type",
+    "garbage-not_json",
+)
+RENT_VARIANTS = (
+    "rent_refusal",
+    "node_rent_in_progress",
+    "node_unavailable",
+    "stuck_pending",
+    "creation_failed",
+    "ssh_late",
+)
+VARIANT_ROUTES: dict[str, tuple[str, ...]] = {
+    **{variant: tuple(ROUTES) for variant in GENERIC_VARIANTS},
+    "status-after-commit": MUTATIONS,
+    **{variant: ("rent",) for variant in RENT_VARIANTS},
+    "slow_deleting": ("rent", "pod-delete"),
+    "pod_state_conflict": ("pod-delete",),
+}
+VARIANTS = tuple(VARIANT_ROUTES)
+PROCESS_CASES: tuple[tuple[Category, str], ...] = (
+    ("sigint", "apply"),
+    ("sigint", "destroy"),
+    ("kill-terraform", "apply"),
+    ("kill-provider", "apply"),
+    ("restart", "SIGTERM"),
+    ("restart", "SIGKILL"),
+)
+# Variants that would stall every request for good if they always fired: they fire a bounded number of times.
+_BOUNDED = frozenset({"latency", "pod_state_conflict"})
+STUCK_RULE = "chaos-stuck"
+STUCK_CREATE_TIMEOUT = 8
+CREATE_TIMEOUT = 40
+DELETE_TIMEOUT = 40
+
+
+@dataclass(frozen=True)
+class Stack:
+    """What the scenario's Terraform configuration declares."""
+
+    pods: int
+    credential: bool
+    volume: bool
+    create_timeout: int
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One seeded scenario. ``rules`` is the emulator fault plan's rule list for the faulted step.
+
+    ``phase`` is the Terraform command the chaos hits. ``trigger`` says when ``delay`` starts counting:
+    ``start`` (the command started) or ``rent`` (the first pod was rented). ``signal`` names the signal of
+    process faults; ``downtime`` is how long a stopped emulator stays down. ``recover_by_apply`` converges
+    by ``apply`` then ``destroy`` instead of destroy alone.
+    """
+
+    index: int
+    seed: int
+    category: Category
+    phase: Phase
+    stack: Stack
+    rules: tuple[dict[str, Any], ...] = ()
+    variant: str = ""
+    route: str = ""
+    trigger: Literal["start", "rent"] = "start"
+    delay: float = 0.0
+    signal: str = ""
+    downtime: float = 0.0
+    recover_by_apply: bool = False
+
+    @property
+    def name(self) -> str:
+        """A readable, unique test id: index, category and what is hit."""
+        detail = {
+            "fault": f"{self.variant}@{self.route}",
+            "sigint": f"{self.delay:.1f}s",
+            "kill-terraform": f"rent+{self.delay:.1f}s",
+            "kill-provider": f"rent+{self.delay:.1f}s",
+            "restart": f"{self.signal}@{self.trigger}+{self.delay:.1f}s",
+        }[self.category]
+        return f"{self.index:03d}-{self.category}-{self.phase}-{detail}"
+
+    @property
+    def fault_plan(self) -> dict[str, Any]:
+        return {"seed": self.seed, "rules": list(self.rules)}
+
+    @property
+    def uses_timeout_to_end(self) -> bool:
+        """Whether a pod is held PENDING for good, so only the create timeout ends the apply."""
+        return any(rule["kind"] == "stuck_pending" for rule in self.rules)
+
+
+def generate(seed: int, count: int) -> list[Scenario]:
+    """``count`` scenarios for ``seed``: the coverage list first (shuffled by the seed), then random ones."""
+    cases = coverage_cases(seed)
+    scenarios = []
+    for index in range(count):
+        rng = random.Random(f"{seed}/{index}")
+        case = cases[index] if index < len(cases) else _random_case(rng)
+        scenarios.append(_build(index, seed, case, rng))
+    return scenarios
+
+
+Case = tuple[str, str, str]  # (category or "fault", variant or process detail, route or "")
+
+
+def coverage_cases(seed: int) -> list[Case]:
+    """Every fault variant and process fault (shuffled), then uncovered routes, then garbage on every read."""
+    rng = random.Random(f"{seed}/coverage")
+    first: list[Case] = [("fault", variant, rng.choice(VARIANT_ROUTES[variant])) for variant in VARIANTS]
+    first += [(category, detail, "") for category, detail in PROCESS_CASES]
+    rng.shuffle(first)
+    covered = {route for _, _, route in first}
+    routes: list[Case] = [
+        ("fault", rng.choice(GENERIC_VARIANTS), route) for route in ROUTES if route not in covered
+    ]
+    garbage: list[Case] = [
+        ("fault", f"garbage-{body}", f"{route}:{phase}")
+        for route in READS
+        for phase, body in zip(ROUTE_PHASES[route], _cycle(("truncated", "wrong_type", "not_json"), rng), strict=False)
+    ]
+    return first + routes + garbage
+
+
+def _cycle(items: tuple[str, ...], rng: random.Random) -> list[str]:
+    start = rng.randrange(len(items))
+    return [items[(start + i) % len(items)] for i in range(len(items))]
+
+
+def _random_case(rng: random.Random) -> Case:
+    if rng.random() < 0.3:
+        category, detail = rng.choice(PROCESS_CASES)
+        return (category, detail, "")
+    variant = rng.choice(VARIANTS)
+    return ("fault", variant, rng.choice(VARIANT_ROUTES[variant]))
+
+
+def _build(index: int, seed: int, case: Case, rng: random.Random) -> Scenario:
+    category, detail, where = case
+    if category == "fault":
+        route, _, phase_text = where.partition(":")
+        phase: Phase = _phase(phase_text) if phase_text else rng.choice(ROUTE_PHASES[route])
+        if detail == "slow_deleting":
+            phase = "apply" if route == "rent" else "destroy"
+        return _fault(index, seed, detail, route, phase, rng)
+    return _process(index, seed, _category(category), detail, rng)
+
+
+def _phase(text: str) -> Phase:
+    for phase in ("apply", "plan", "destroy"):
+        if text == phase:
+            return phase
+    raise ValueError(f"unknown phase {text!r}")
+
+
+def _category(text: str) -> Category:
+    for category in ("sigint", "kill-terraform", "kill-provider", "restart"):
+        if text == category:
+            return category
+    raise ValueError(f"unknown category {text!r}")
+
+
+def _stack(rng: random.Random, *, route: str = "", stuck: bool = False) -> Stack:
+    return Stack(
+        pods=rng.choice((1, 1, 2)),
+        credential=route.startswith("credential") or rng.random() < 0.3,
+        volume=route.startswith("volume") or rng.random() < 0.25,
+        create_timeout=STUCK_CREATE_TIMEOUT if stuck else CREATE_TIMEOUT,
+    )
+
+
+def _firing(variant: str, rng: random.Random) -> dict[str, Any]:
+    """When the rule fires: the first N matches, every Nth, with a probability, or always."""
+    choices = ["first", "every", "probability"] + ([] if variant in _BOUNDED else ["always"])
+    how = rng.choice(choices)
+    if how == "first":
+        return {"first": rng.randint(1, 3)}
+    if how == "every":
+        return {"every": rng.randint(2, 3)}
+    if how == "probability":
+        return {"probability": rng.choice((0.3, 0.5))}
+    return {}
+
+
+def fault_rule(variant: str, route: str, rng: random.Random) -> dict[str, Any]:
+    """The emulator rule for ``variant`` on ``route`` with seeded firing and parameters."""
+    method, path = ROUTES[route]
+    rule: dict[str, Any] = {"name": f"chaos-{variant}", "method": method, "path": path, **_firing(variant, rng)}
+    if variant.startswith("garbage-"):
+        return {**rule, "kind": "garbage", "body": variant.removeprefix("garbage-")}
+    if variant == "status":
+        return {**rule, "kind": "status", "status": rng.choice((500, 502, 503, 504))}
+    if variant == "status-after-commit":
+        return {**rule, "kind": "status", "status": rng.choice((500, 502, 503)), "after_commit": True}
+    if variant == "rate_limit":
+        return {**rule, "kind": "rate_limit", "seconds": rng.choice((1, 2))}
+    if variant == "latency":
+        return {**rule, "kind": "latency", "seconds": round(rng.uniform(0.5, 2.0), 1)}
+    if variant == "rent_refusal":
+        status, code = rng.choice(((402, "API_KEY_BUDGET_EXCEEDED"), (400, "executor_maintenance")))
+        return {**rule, "kind": "rent_refusal", "status": status, "code": code}
+    if variant == "stuck_pending":
+        return {**rule, "name": STUCK_RULE, "kind": "stuck_pending"}
+    if variant == "creation_failed":
+        return {**rule, "kind": "creation_failed", "message": "chaos: no space left on device"}
+    if variant == "ssh_late":
+        return {**rule, "kind": "ssh_late", "seconds": round(rng.uniform(1.0, 4.0), 1)}
+    if variant == "slow_deleting":
+        return {**rule, "kind": "slow_deleting", "seconds": round(rng.uniform(1.0, 3.0), 1)}
+    if variant == "pod_state_conflict":
+        return {**rule, "kind": "pod_state_conflict"}
+    return {**rule, "kind": variant}  # drop_after_commit, node_rent_in_progress, node_unavailable
+
+
+def _fault(index: int, seed: int, variant: str, route: str, phase: Phase, rng: random.Random) -> Scenario:
+    rules = [fault_rule(variant, route, rng)]
+    if route == "events":
+        # The provider reads events to explain a failed creation: make one fail so the route is used.
+        rules.append({"name": "chaos-events-reason", "path": ROUTES["rent"][1], "kind": "creation_failed", "first": 1})
+    stuck = variant == "stuck_pending"
+    return Scenario(
+        index=index,
+        seed=seed,
+        category="fault",
+        phase=phase,
+        stack=_stack(rng, route=route, stuck=stuck),
+        rules=tuple(rules),
+        variant=variant,
+        route=route,
+        recover_by_apply=rng.random() < 0.3,
+    )
+
+
+def _process(index: int, seed: int, category: Category, detail: str, rng: random.Random) -> Scenario:
+    recover = rng.random() < 0.3
+    if category == "sigint":
+        phase: Phase = "destroy" if detail == "destroy" else "apply"
+        delay = rng.uniform(0.3, 6.0) if phase == "apply" else rng.uniform(0.2, 4.0)
+        return Scenario(index, seed, category, phase, _stack(rng), delay=round(delay, 2), signal="SIGINT",
+                        recover_by_apply=recover)
+    if category == "kill-provider":
+        hold = rng.random() < 0.5  # sometimes hold the pod PENDING so the kill lands mid-wait for sure
+        rules = ({"name": STUCK_RULE, "method": "POST", "path": ROUTES["rent"][1], "kind": "stuck_pending",
+                  "first": 1},) if hold else ()
+        return Scenario(index, seed, category, "apply", _stack(rng), rules=rules, trigger="rent",
+                        delay=round(rng.uniform(0.0, 1.0), 2), signal="SIGKILL", recover_by_apply=recover)
+    if category == "kill-terraform":
+        return Scenario(index, seed, category, "apply", _stack(rng), trigger="rent",
+                        delay=round(rng.uniform(0.0, 1.5), 2), signal="SIGKILL", recover_by_apply=recover)
+    trigger: Literal["start", "rent"] = rng.choice(("start", "rent"))
+    delay = rng.uniform(0.5, 5.0) if trigger == "start" else rng.uniform(0.0, 1.5)
+    return Scenario(index, seed, category, "apply", _stack(rng), trigger=trigger, delay=round(delay, 2),
+                    signal=detail, downtime=round(rng.uniform(0.0, 1.0), 2), recover_by_apply=recover)
+
+
+PRIVATE_IMAGE_USER = "trainer-bot"
+
+
+def render(stack: Stack, prefix: str, private_image: str) -> str:
+    """The Terraform configuration (without the provider block) for ``stack``; names start with ``prefix``."""
+    parts = []
+    template_extra = ""
+    image = "python:3.11-slim"
+    if stack.credential:
+        image = private_image
+        template_extra = "\n  docker_credential_id = lium_docker_credential.c.id"
+        parts.append(
+            'variable "registry_password" {\n  type      = string\n  sensitive = true\n  ephemeral = true\n}\n'
+            'resource "lium_docker_credential" "c" {\n'
+            f'  username            = "{PRIVATE_IMAGE_USER}"\n'
+            "  password_wo         = var.registry_password\n"
+            "  password_wo_version = 1\n}\n"
+        )
+    if stack.volume:
+        parts.append(f'resource "lium_volume" "v" {{\n  name = "{prefix}-data"\n}}\n')
+    parts.append(
+        'resource "lium_template" "t" {\n'
+        f'  name             = "{prefix}"\n'
+        f'  image            = "{image}"\n'
+        '  entrypoint       = "/bin/sh"\n'
+        f"  startup_commands = \"-c 'exec sleep infinity'\"{template_extra}\n}}\n"
+    )
+    for number in range(stack.pods):
+        volume = "\n  volume_id   = lium_volume.v.id" if stack.volume and number == 0 else ""
+        parts.append(
+            f'resource "lium_pod" "p{number}" {{\n'
+            f'  name        = "{prefix}-{number}"\n'
+            f"  template_id = lium_template.t.id{volume}\n"
+            f'  timeouts {{\n    create = "{stack.create_timeout}s"\n    delete = "{DELETE_TIMEOUT}s"\n  }}\n}}\n'
+        )
+    return "".join(parts)

@@ -1,0 +1,135 @@
+"""The examples deployed for real against one emulator: cdktf CLI deploy/destroy, Python + Terraform, cdktn.
+
+After every test the emulator account must be empty: no pod, template, credential or volume left.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lium_emulator.images import image_catalog
+from lium_emulator.launcher import RunningEmulator, launch
+from tests.constructs.apps import CdktfApp, state_resources, synth
+from tests.provider.test_resources_terraform import assert_nothing_left, ssh_run
+from tests.support.lium import FAST_TIMINGS, Account, new_account
+from tests.support.terraform import Terraform
+
+pytestmark = pytest.mark.terraform
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[RunningEmulator]:
+    with launch(FAST_TIMINGS) as running:
+        yield running
+
+
+@pytest.fixture
+def account(emulator: RunningEmulator, tmp_path: Path) -> Account:
+    return new_account(emulator, tmp_path / "account")
+
+
+@pytest.fixture
+def deploy_env(account: Account, terraform_env: dict[str, str]) -> dict[str, str]:
+    return {**terraform_env, **account.env}
+
+
+def terraform_outputs(tf: Terraform) -> dict[str, Any]:
+    return {name: output["value"] for name, output in json.loads(tf.run("output", "-json").stdout).items()}
+
+
+def test_quickstart_deploys_and_destroys_with_the_cdktf_cli(
+    account: Account, deploy_env: dict[str, str], tmp_path: Path
+) -> None:
+    app = CdktfApp("quickstart", tmp_path / "app", deploy_env)
+    outputs = app.deploy()["gpu"]
+    (pod,) = state_resources(app.state_file, "lium_pod")
+    (runner,) = state_resources(app.state_file, "lium_runner")
+    assert [p["pod_name"] for p in account.live()["pods"]] == ["quickstart-0"]
+    assert outputs["ssh_commands"] == [f"ssh -p {pod['ssh_port']} root@{pod['ssh_host']}"]
+    assert outputs["runner_ports"] == [runner["runner_ssh_port"]]
+    assert runner["healthy"] is True
+    assert outputs["price_per_hour"] == [pod["price_per_hour"]]
+    assert outputs["stack_price_per_hour"] == pod["price_per_hour"] > 0
+    assert "hello from" in outputs["smoke_test_outputs"][0]
+    # The printed SSH command reaches the pod, whose PID 1 is the stack's keep-alive entrypoint.
+    assert ssh_run(account, pod, "tr '\\0' ' ' < /proc/1/cmdline").split() == ["sleep", "infinity"]
+
+    app.destroy()
+    assert_nothing_left(account)
+    assert account.report()["billed_pod_seconds"] > 0
+
+
+def test_fleet_of_three_deploys_and_destroys_with_the_cdktf_cli(
+    account: Account, deploy_env: dict[str, str], tmp_path: Path
+) -> None:
+    app = CdktfApp("fleet", tmp_path / "app", deploy_env)
+    outputs = app.deploy()["fleet"]
+    pods = sorted(state_resources(app.state_file, "lium_pod"), key=lambda p: p["name"])
+    runners = state_resources(app.state_file, "lium_runner")
+    assert [p["name"] for p in pods] == ["fleet-0", "fleet-1", "fleet-2"]
+    assert len({p["id"] for p in pods}) == 3
+    assert all(p["status"] == "RUNNING" for p in pods)
+    assert sorted(r["pod_id"] for r in runners) == sorted(p["id"] for p in pods)
+    assert all(r["healthy"] is True for r in runners)
+    assert sorted(outputs["runner_ports"]) == sorted(r["runner_ssh_port"] for r in runners)
+    assert outputs["stack_price_per_hour"] == pytest.approx(sum(outputs["price_per_hour"]))
+    assert len(account.live()["templates"]) == 3, "one private template per pod"
+
+    app.destroy()
+    assert_nothing_left(account)
+
+
+def test_volume_data_survives_into_the_next_rental(
+    account: Account, deploy_env: dict[str, str], tmp_path: Path
+) -> None:
+    def rental(number: int) -> tuple[Terraform, dict[str, Any]]:
+        stack = synth("volume", tmp_path / "app", env={**account.env, "LIUM_VOLUME_RENTAL": str(number)})
+        tf = Terraform(stack, deploy_env)
+        tf.init()
+        tf.apply()
+        return tf, terraform_outputs(tf)
+
+    tf, first = rental(1)
+    state_file = tmp_path / "app" / "terraform.volume.tfstate"
+    (pod,) = state_resources(state_file, "lium_pod")
+    (volume,) = state_resources(state_file, "lium_volume")
+    assert pod["volume_id"] == volume["id"]
+    assert first["smoke_test_outputs"] == ["written in rental 1"]
+    assert ssh_run(account, pod, "cat /mnt/proof.txt").strip() == "written in rental 1"
+
+    tf, second = rental(2)  # rental 2's smoke test fails the apply unless the proof is on the volume
+    (second_pod,) = state_resources(state_file, "lium_pod")
+    assert second_pod["id"] != pod["id"] and second_pod["name"] == "volume-rental-2-0"
+    assert state_resources(state_file, "lium_volume")[0]["id"] == volume["id"]
+    assert second["smoke_test_outputs"] == ["written in rental 1"]
+    assert ssh_run(account, second_pod, "cat /mnt/proof.txt").strip() == "written in rental 1"
+
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_private_registry_with_cdk_terrain(
+    account: Account, deploy_env: dict[str, str], tmp_path: Path
+) -> None:
+    private = next(image for image in image_catalog() if image.private)
+    password = private.registry_password or ""
+    stack = synth("private-registry", tmp_path / "app", cdk="cdktn", env=account.env)
+    tf = Terraform(stack, {**deploy_env, "TF_VAR_registry_password": password})
+    tf.init()
+    tf.apply()
+    outputs = terraform_outputs(tf)
+    state_file = tmp_path / "app" / "terraform.private-registry.tfstate"
+    (pod,) = state_resources(state_file, "lium_pod")
+    assert pod["status"] == "RUNNING"
+    assert outputs["smoke_test_outputs"] == ["TRAINER_HOME=/workspace"]
+    assert len(account.live()["docker_credentials"]) == 1
+    for text in (state_file.read_text(), (stack / "cdk.tf.json").read_text()):
+        assert password not in text
+
+    tf.destroy()
+    assert_nothing_left(account)
