@@ -2,10 +2,10 @@
 
 Terraform creates at most `parallelism` (10) resources at once, and each pod takes the emulator's
 provisioning delay D (PENDING → RUNNING) plus its SSH delay before it is ready, so no provider can apply
-N pods faster than ceil(N / 10) × (D + ssh delay); destroy likewise with the DELETING delay. On top of
+N pods faster than ceil(N / 10) x (D + ssh delay); destroy likewise with the DELETING delay. On top of
 that every run pays Terraform's fixed cost (its own start, three or four provider starts, refresh, the
 template), measured in the same run as the apply/destroy of the stack with no pods (N = 0). The script
-prints, for each N, wall time, the ideal (fixed cost + waves × delay) and their ratio, and the API
+prints, for each N, wall time, the ideal (fixed cost + waves x delay) and their ratio, and the API
 requests per pod as the emulator counted them (polling must not hammer an API that allows ~60
 listings a minute).
 
