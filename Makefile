@@ -22,7 +22,7 @@ check-terraform:
 	@command -v terraform >/dev/null 2>&1 || { echo "terraform not found on PATH: install Terraform 1.11+ (https://developer.hashicorp.com/terraform/install) and re-run"; exit 1; }
 
 # Idempotent: each step only runs when its inputs changed or its output is missing.
-setup: check-terraform $(VENV)/.installed node_modules/.installed /usr/sbin/sshd
+setup: check-terraform $(VENV)/.installed node_modules/.installed /usr/sbin/sshd /usr/lib/postgresql
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -43,8 +43,18 @@ node_modules/.installed: package.json package-lock.json
 	  echo "openssh-server is missing and this is not root: run 'sudo apt-get install openssh-server'"; exit 1; \
 	fi
 
+# The team-state tests run Terraform's pg backend against a real PostgreSQL server.
+/usr/lib/postgresql:
+	@if [ "$$(id -u)" = 0 ]; then \
+	  echo "installing Debian's postgresql (the pg state backend tests need a real server)"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null; \
+	else \
+	  echo "PostgreSQL is missing and this is not root: run 'sudo apt-get install postgresql'"; exit 1; \
+	fi
+
 demo: setup
-	$(PY) -m lium_provider.demo
+	$(PY) examples/demo/run_demo.py
 
 lint: setup
 	$(VENV)/bin/ruff check .

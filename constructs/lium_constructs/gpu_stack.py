@@ -100,7 +100,9 @@ class GpuStack(Construct):
         Args:
             image: Image reference every pod runs, e.g. ``"python:3.11-slim"``.
             count: How many pods (0 is allowed: everything is removed).
-            name: Prefix of Lium names (``<name>-<i>``) and Terraform resource names; default ``id_``.
+            name: Prefix of the Lium names (``<name>-<i>``); default ``id_``. Terraform addresses come from
+                ``id_`` (``lium_pod.<id_>_<i>``), so a new ``name`` replaces the pods in place of a delete
+                and an unrelated create.
             offer: Which offer each pod rents (default: the cheapest with one GPU).
             registry: Login for a private image: a temporary credential per pod.
             volume_id: A ``lium_volume`` (``Volume(...).id``) to mount at /mnt. A volume is attached to one
@@ -120,7 +122,7 @@ class GpuStack(Construct):
         if volume_id is not None and count > 1:
             raise ValueError("a volume is mounted in one pod at a time: use count=1 with volume_id")
         self.name = name or id_
-        base = _identifier(self.name)
+        base = _identifier(id_)
         flt = offer or OfferFilter()
         self.password = (
             SecretVariable(

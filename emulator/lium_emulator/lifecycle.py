@@ -26,6 +26,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _STUCK_POLL_SECONDS = 0.1
+_CONTAINER_POLL_SECONDS = 0.5
 _SSHD_POLL_SECONDS = 0.05
 _SSHD_WAIT_SECONDS = 60.0
 
@@ -223,6 +224,7 @@ class PodLifecycle:
 
     def _after_running(self, pod: Pod) -> None:
         self._spawn(self._publish_ssh(pod))
+        self._spawn(self._watch_container(pod))
         if pod.removal_scheduled_at is not None:
             self._spawn(self._scheduled_removal(pod))
 
@@ -246,6 +248,25 @@ class PodLifecycle:
             pod.ssh_ready = True
             pod.updated_at = utcnow()
             self._state.save(pod)
+
+    async def _watch_container(self, pod: Pod) -> None:
+        """A pod whose container's PID 1 exits becomes BROKEN (reason ``container_exited``), unbilled.
+
+        Docker stops a container when its entrypoint ends; the pod then cannot serve SSH or jobs, so
+        Lium's clients must see a terminal state rather than a RUNNING pod that never becomes reachable.
+        """
+        while pod.status == "RUNNING":
+            await asyncio.sleep(_CONTAINER_POLL_SECONDS)
+            if pod.status != "RUNNING" or pod.id in self._creating:
+                continue
+            if not await self._in_pool(self._sandboxes.is_alive, pod.id) and pod.status == "RUNNING":
+                pod.status = "BROKEN"
+                pod.ssh_ready = False
+                pod.billing_stopped_at = pod.updated_at = utcnow()
+                self._state.save(pod)
+                self._status_event(
+                    pod, "RUNNING", "BROKEN", "container_exited", "the container's main process exited"
+                )
 
     async def _scheduled_removal(self, pod: Pod) -> None:
         assert pod.removal_scheduled_at is not None

@@ -21,7 +21,6 @@ class FleetStack(cdk.TerraformStack):
         GpuStack(
             self,
             "fleet",
-            name="fleet",
             count=NODES,
             image="python:3.11-slim",
             offer=OfferFilter(min_memory_gib=16),

@@ -24,8 +24,7 @@ class QuickstartStack(cdk.TerraformStack):
         LiumProvider(self, "lium")
         GpuStack(
             self,
-            "gpu",
-            name="quickstart",
+            "quickstart",
             image="python:3.11-slim",
             ssh_public_key=ssh_public_key_from_env(),
             runner=RunnerOptions(smoke_test=SMOKE_TEST),

@@ -45,6 +45,12 @@ _ACTIONS: dict[tuple[str, ...], str] = {
     ("read",): "read",
     ("forget",): "forget",
 }
+# The action reasons worth a word in a review (json-format lists more; unknown ones are ignored).
+_REASONS = {
+    "replace_because_tainted": "tainted",
+    "replace_by_request": "replacement requested",
+    "delete_because_no_resource_config": "no longer in the configuration",
+}
 _SECTIONS = (
     ("create", "Create"),
     ("update", "Update in place"),
@@ -73,6 +79,7 @@ class ResourceChange:
     replace_paths: tuple[tuple[str | int, ...], ...]
     deposed: str | None = None
     importing: bool = False
+    reason: str | None = None  # Terraform's ``action_reason``, a display hint
 
     @property
     def action(self) -> str:
@@ -83,6 +90,7 @@ class ResourceChange:
     def label(self) -> str:
         extra = [f"deposed object {self.deposed}"] if self.deposed else []
         extra += ["imported"] if self.importing else []
+        extra += [_REASONS[self.reason]] if self.reason in _REASONS else []
         return code(self.address) + (f" ({', '.join(extra)})" if extra else "")
 
     def value(self, side: str, key: str) -> Any:
@@ -119,8 +127,9 @@ class ResourceChange:
         """Top-level attributes whose value differs or becomes unknown, in the plan's key order."""
         before = self.before or {}
         after = self.after or {}
-        keys = list(dict.fromkeys([*before, *after, *(self.after_unknown or {})]))
-        return [k for k in keys if before.get(k) != after.get(k) or _any_true(_child(self.after_unknown, k))]
+        unknown = self.after_unknown if isinstance(self.after_unknown, dict) else {}
+        keys = list(dict.fromkeys([*before, *after, *unknown]))
+        return [k for k in keys if before.get(k) != after.get(k) or self.unknown(k)]
 
 
 def _child(marks: Any, key: str | int) -> Any:
@@ -153,7 +162,7 @@ def render_value(value: Any, sensitive: Any = None, unknown: Any = None) -> str:
     if isinstance(value, dict):
         keys = list(dict.fromkeys([*value, *(unknown if isinstance(unknown, dict) else {})]))
         items = (
-            f"{json.dumps(k)} = {render_value(value.get(k), _child(sensitive, k), _child(unknown, k))}"
+            f"{json.dumps(k, ensure_ascii=False)} = {render_value(value.get(k), _child(sensitive, k), _child(unknown, k))}"
             for k in keys
         )
         return "{" + ", ".join(items) + "}"
@@ -164,7 +173,7 @@ def render_value(value: Any, sensitive: Any = None, unknown: Any = None) -> str:
             for i in range(length)
         )
         return "[" + ", ".join(parts) + "]"
-    return json.dumps(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def code(text: str) -> str:
@@ -242,7 +251,7 @@ def _resource_change(index: int, entry: Any) -> ResourceChange | None:
     paths = change.get("replace_paths") or []
     if not isinstance(paths, list) or not all(isinstance(p, list) for p in paths):
         raise PlanError(f"{where}.change.replace_paths is not a list of paths")
-    deposed = entry.get("deposed")
+    deposed, reason = entry.get("deposed"), entry.get("action_reason")
     return ResourceChange(
         address=address,
         type=type_name,
@@ -255,6 +264,7 @@ def _resource_change(index: int, entry: Any) -> ResourceChange | None:
         replace_paths=tuple(tuple(p) for p in paths),
         deposed=deposed if isinstance(deposed, str) else None,
         importing=bool(change.get("importing")),
+        reason=reason if isinstance(reason, str) else None,
     )
 
 
@@ -510,16 +520,14 @@ def _render_change(change: ResourceChange, details: bool) -> list[str]:
     lines = [f"- {change.label}"]
     if not details:
         return lines
-    if change.action == "update":
-        keys = change.changed_attributes()
-    elif change.action == "replace":
-        # Attributes the configuration changed come before computed ones that are merely re-chosen.
-        paths = dict.fromkeys(str(p[0]) for p in change.replace_paths if p)
-        keys = sorted(paths, key=change.unknown)
-    else:
+    if change.action not in ("update", "replace"):
         return lines
+    # Replacing: the attributes that force it, those the configuration changed before those merely
+    # re-chosen. Without such paths (a tainted object, -replace) every changed attribute is listed.
+    forcing = sorted(dict.fromkeys(str(p[0]) for p in change.replace_paths if p), key=change.unknown)
+    keys = forcing or change.changed_attributes()
     for key in keys:
-        forces = " (forces replacement)" if change.action == "replace" else ""
+        forces = " (forces replacement)" if key in forcing else ""
         lines.append(
             f"  - {code(key)}: {code(change.shown('before', key))} → {code(change.shown('after', key))}{forces}"
         )

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -33,7 +34,7 @@ from tests.support.terraform import Terraform, interrupt, kill_group
 
 COMMAND_TIMEOUT = 240.0  # no single Terraform command of a scenario may take longer
 CTRL_C_GRACE = 90.0  # after Ctrl-C, Terraform must stop within this
-ORPHAN_GRACE = 15.0  # after terraform is killed, its providers should end within this
+ORPHAN_GRACE = 5.0  # after terraform is killed, its providers should end within this
 _POLL = 0.1
 _SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM, "SIGKILL": signal.SIGKILL}
 
@@ -98,6 +99,7 @@ class Outcome:
     """What a scenario did and found. ``problems`` fail the scenario; the counters feed the summary table."""
 
     name: str
+    category: str
     seconds: float = 0.0
     faults_injected: int = 0
     leaks: list[str] = field(default_factory=list)
@@ -106,6 +108,7 @@ class Outcome:
     crashes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
 
     @property
     def failures(self) -> list[str]:
@@ -196,8 +199,10 @@ class ScenarioRun:
         self.account = account
         self.secrets = secrets
         self.emulator = emulator
+        with account.api() as api:  # before any fault: the harness's own reads go to admin routes only
+            self.user_id = str(api.get("/users/me").json()["id"])
         self.transcript = Transcript()
-        self.outcome = Outcome(scenario.name)
+        self.outcome = Outcome(scenario.name, scenario.category)
 
     # -- the steps -------------------------------------------------------------------------------
 
@@ -217,8 +222,12 @@ class ScenarioRun:
         self._audit(self.outcome.seconds)
         return self.outcome
 
-    def _run(self, label: str, args: list[str], **kwargs: object) -> Finished:
-        finished = run_command(self.tf, args, **kwargs)  # type: ignore[arg-type]
+    def _run(
+        self, label: str, args: list[str], during: Callable[[subprocess.Popen[str]], None] | None = None
+    ) -> Finished:
+        started = time.monotonic()
+        finished = run_command(self.tf, args, during=during)
+        self.outcome.steps.append(f"{label}: exit {finished.returncode} in {time.monotonic() - started:.1f} s")
         self.transcript.add(label, finished.output)
         return finished
 
@@ -327,7 +336,7 @@ class ScenarioRun:
     # -- the audit -------------------------------------------------------------------------------
 
     def _audit(self, wall_seconds: float) -> None:
-        report = self.account.report()
+        report = self._report()
         self.outcome.leaks = audit.leftovers(report)
         self.outcome.duplicates = audit.duplicate_rentals(report)
         self.outcome.problems += audit.overbilled(report, wall_seconds)
@@ -339,8 +348,16 @@ class ScenarioRun:
 
     # -- emulator access -------------------------------------------------------------------------
 
-    def _set_faults(self, plan: dict[str, object]) -> None:
-        self.account.set_faults(plan)  # type: ignore[arg-type]
+    def _set_faults(self, plan: dict[str, Any]) -> None:
+        self.account.set_faults(plan)
+
+    def _report(self) -> dict[str, Any]:
+        """The account's part of the inspection report (admin route only: no API request to count)."""
+        emulator = self.account.emulator
+        response = httpx.get(f"{emulator.root_url}/_emulator/resources", headers=emulator.admin_headers, timeout=30)
+        response.raise_for_status()
+        account: dict[str, Any] = next(a for a in response.json()["accounts"] if a["user_id"] == self.user_id)
+        return account
 
     def _fired(self) -> int:
         emulator = self.account.emulator
@@ -350,7 +367,7 @@ class ScenarioRun:
 
     def _rented(self) -> bool:
         with contextlib.suppress(httpx.HTTPError):
-            return bool(self.account.live()["pods"])
+            return any(p["status"] != "DELETED" for p in self._report()["pods"])
         return False  # the emulator is down for the moment
 
 

@@ -181,8 +181,8 @@ def test_gpu_stack_per_pod_resources_and_outputs(stack: cdk.TerraformStack) -> N
     LiumProvider(stack, "lium")
     GpuStack(
         stack,
-        "gpu",
-        name="train",
+        "train",
+        name="training",
         count=2,
         image="registry.example/team/img:1",
         registry=RegistryAuth(username="bot"),
@@ -194,7 +194,7 @@ def test_gpu_stack_per_pod_resources_and_outputs(stack: cdk.TerraformStack) -> N
     for type_name in ("lium_docker_credential", "lium_template", "lium_pod", "lium_runner"):
         assert sorted(resources[type_name]) == ["train_0", "train_1"], type_name
     pod = resources["lium_pod"]["train_1"]
-    assert pod["name"] == "train-1"
+    assert pod["name"] == "training-1", "Lium names come from `name`, Terraform addresses from the id"
     assert pod["template_id"] == "${lium_template.train_1.id}"
     assert (pod["gpu"], pod["min_memory_gib"], pod["max_price_per_hour"]) == ("RTX 4090", 32, 1.5)
     assert (

@@ -46,7 +46,7 @@ def test_quickstart_deploys_and_destroys_with_the_cdktf_cli(
     account: Account, deploy_env: dict[str, str], tmp_path: Path
 ) -> None:
     app = CdktfApp("quickstart", tmp_path / "app", deploy_env)
-    outputs = app.deploy()["gpu"]
+    outputs = app.deploy()["quickstart"]
     (pod,) = state_resources(app.state_file, "lium_pod")
     (runner,) = state_resources(app.state_file, "lium_runner")
     assert [p["pod_name"] for p in account.live()["pods"]] == ["quickstart-0"]

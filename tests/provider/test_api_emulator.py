@@ -187,7 +187,14 @@ def cheapest_executor(server: RunningEmulator) -> str:
 
 def new_attempt(session: Session) -> RentAttempt:
     template = session.client.create_template(
-        TemplateSpec(name=f"t-{uuid.uuid4().hex[:8]}", docker_image="python:3.11-slim", internal_ports=[22])
+        TemplateSpec(
+            name=f"t-{uuid.uuid4().hex[:8]}",
+            docker_image="python:3.11-slim",
+            internal_ports=[22],
+            # The image's own CMD (python3) exits at once without a terminal; keep the container up.
+            entrypoint="/bin/sh",
+            startup_commands="-c 'exec sleep infinity'",
+        )
     )
     body = RentRequest(
         pod_name=f"pod-{uuid.uuid4().hex[:12]}",

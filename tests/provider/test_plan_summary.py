@@ -6,6 +6,7 @@ nodes that can take the order now), independently of the provider's offer code t
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -16,6 +17,7 @@ import httpx
 import pytest
 
 from lium_emulator.launcher import RunningEmulator, launch
+from lium_provider.plan_summary import OfferBook, summarize
 from tests.support.lium import FAST_TIMINGS, PROVIDER_BLOCK, Account, new_account
 from tests.support.terraform import Terraform
 
@@ -312,3 +314,74 @@ def test_unreadable_stdin_fails_with_one_line() -> None:
     result = run_summary("-", env={}, stdin="terraform plan output, not JSON")
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr == "lium-tf plan-summary: not JSON (line 1, column 1: Expecting value)\n"
+
+
+def test_hostile_strings_sensitive_parts_and_reasons() -> None:
+    """A hand-written plan with what real plans rarely show at once: nothing leaks out of a code span."""
+    kept_pod = {
+        "name": "x` | **bold** <!--",
+        "gpu": "RTX 4090",
+        "gpu_count": 1,
+        "price_per_hour": 0.5,
+        "ports": {"22": 2222},
+    }
+    plan = {
+        "format_version": "1.2",
+        "resource_changes": [
+            {
+                "address": "lium_pod.kept",
+                "mode": "managed",
+                "type": "lium_pod",
+                "change": {"actions": ["no-op"], "before": kept_pod, "after": kept_pod, "after_unknown": {}},
+            },
+            {
+                "address": "lium_template.t",
+                "mode": "managed",
+                "type": "lium_template",
+                "action_reason": "replace_because_tainted",
+                "change": {
+                    "actions": ["delete", "create"],
+                    "before": {"environment": {"A": "1", "KEY": "hunter2"}, "ports": [1, 2]},
+                    "after": {"environment": {"A": "2", "KEY": "hunter3"}, "ports": [1]},
+                    "after_unknown": {"ports": [False, True], "id": True},
+                    "before_sensitive": {"environment": {"KEY": True}},
+                    "after_sensitive": {"environment": {"KEY": True}},
+                },
+            },
+            {
+                "address": 'lium_volume.v["a|b"]',
+                "mode": "managed",
+                "type": "lium_volume",
+                "change": {
+                    "actions": ["update"],
+                    "before": {"name": "old", "secret": "s3cr3t"},
+                    "after": {"name": "new", "secret": "s3cr3t-2"},
+                    "after_unknown": {},
+                    "before_sensitive": {"secret": True},
+                    "after_sensitive": {"secret": True},
+                },
+            },
+            {
+                "address": "data.lium_offers.o",
+                "mode": "data",
+                "type": "lium_offers",
+                "change": {"actions": ["read"]},
+            },
+        ],
+    }
+    summary = summarize(json.dumps(plan), OfferBook("http://127.0.0.1:9/never-fetched"))
+    for secret in ("hunter2", "hunter3", "s3cr3t"):
+        assert secret not in summary
+    assert summary.startswith("### Lium plan: 0 to create, 1 to update, 1 to replace, 0 to destroy\n")
+    assert "**GPU cost after apply: $0.50/h · $365.00/month**" in summary
+    (row,) = [line for line in summary.splitlines() if line.startswith("| `lium_pod.kept`")]
+    assert "| ``x` \\| **bold** <!--`` |" in row and row.count(" | ") == 6
+    assert "- `lium_template.t` (tainted)" in summary.splitlines()
+    assert (
+        '  - `environment`: `{"A" = "1", "KEY" = (sensitive value)}` → `{"A" = "2", "KEY" = (sensitive value)}`'
+        in (summary.splitlines())
+    )
+    assert "  - `ports`: `[1, 2]` → `[1, (known after apply)]`" in summary.splitlines()
+    assert "  - `secret`: `(sensitive value)` → `(sensitive value)`" in summary.splitlines()
+    assert '- `lium_volume.v["a\\|b"]`' in summary.splitlines()
+    assert "data.lium_offers" not in summary

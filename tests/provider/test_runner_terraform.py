@@ -197,7 +197,10 @@ def test_runner_on_python_image_adopts_drifts_and_recovers(
     kill_runner_out_of_band(account, pod)
     code, plan = tf.plan_exitcode()
     assert code == 2 and "lium_runner.r must be replaced" in plan, plan
-    assert "Plan: 1 to add, 0 to change, 1 to destroy." in plan and "lium_pod.p" not in plan.split("Terraform will")[1]
+    assert (
+        "Plan: 1 to add, 0 to change, 1 to destroy." in plan
+        and "lium_pod.p" not in plan.split("Terraform will")[1]
+    )
     tf.apply()
     (restored,) = runners(account, pod)
     assert restored["pid"] != process["pid"] and the_runner(tf)["healthy"] is True
@@ -225,6 +228,15 @@ def test_non_root_image_smoke_test_runs_as_the_image_user(
     (process,) = runners(account, pod)
     assert process["uid"] == 0 and process["cwd"] == image.workdir
     assert image.env.items() <= process["environ"].items()
+
+    # A new smoke test is run in place, through the same supervised runner.
+    (supervisor,) = supervisors(account, pod)
+    tf.write(PROVIDER_BLOCK + TEMPLATE % image.reference + RUNNER % 'smoke_test = ["id -u"]')
+    code, plan = tf.plan_exitcode()
+    assert code == 2 and "Plan: 0 to add, 1 to change, 0 to destroy." in plan, plan
+    tf.apply()
+    assert the_runner(tf)["smoke_test_output"].splitlines()[-1] == str(image.user_uid)
+    assert supervisors(account, pod) == [supervisor] and the_runner(tf)["healthy"] is True
     tf.destroy()
     assert_nothing_left(account)
 
@@ -278,7 +290,9 @@ def test_changed_host_key_is_refused_before_any_command(
 def test_bad_inputs_name_the_attribute_and_leave_no_runner(
     stack: Callable[[str], Terraform], account: Account
 ) -> None:
-    body = TEMPLATE % PYTHON_IMAGE + """
+    body = (
+        TEMPLATE % PYTHON_IMAGE
+        + """
 resource "lium_template" "no_runner_port" {
   name             = "ssh-only"
   image            = "python:3.11-slim"
@@ -300,6 +314,7 @@ resource "lium_runner" "bad_url" {
   runner_download_url = "http://127.0.0.1:9/nothing/{version}/dstack-runner"
 }
 """
+    )
     tf = stack(body)
     failed = tf.apply(check=False)
     assert failed.returncode == 1
@@ -354,4 +369,3 @@ def wait_for_smoke_test(account: Account, process: subprocess.Popen[str]) -> dic
             if host_key and ssh_run(account, pod, "test -f /tmp/smoke-started && echo started").strip():
                 return pod
         time.sleep(0.2)
-

@@ -313,7 +313,7 @@ class RunnerResource(Resource[RunnerModel]):
     def _smoke_test(
         self, ctx: Context, ssh: PodSSH, state: RunnerModel, commands: list[str], version: str
     ) -> RunnerModel:
-        facts = bootstrap.probe(ctx, ssh)
+        facts, _ = bootstrap.probe(ctx, ssh)
         user = facts.user
         outcome = bootstrap.smoke_test(ctx, ssh, commands, user, SMOKE_TEST_RUN_NAME)
         tail = outcome.output_tail(bootstrap.LOG_TAIL_LINES)

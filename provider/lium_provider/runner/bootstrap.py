@@ -86,25 +86,29 @@ def _checked(result: CommandResult, summary: str, path: tuple[str, ...] | None =
     return result
 
 
-def probe(ctx: Context, ssh: PodSSH) -> PodFacts:
-    return PodFacts.parse(_checked(ssh.run(ctx, scripts.probe_command()), "Probing the pod failed").text)
+def probe(ctx: Context, ssh: PodSSH) -> tuple[PodFacts, list[str]]:
+    """What the pod is (the image user, architecture, tools), whether a runner is supervised, and PID 1's
+    environment entries."""
+    result = _checked(ssh.run(ctx, scripts.probe_command()), "Probing the pod failed")
+    text, environ = scripts.split_probe(result.stdout)
+    return PodFacts.parse(text), scripts.parse_environ(environ)
+
+
+def status(ctx: Context, ssh: PodSSH) -> PodFacts:
+    """Whether a runner is supervised (and its pid), or the supervisor gave up; nothing else is filled in."""
+    return PodFacts.parse(_checked(ssh.run(ctx, scripts.status_command()), "Checking the runner failed").text)
 
 
 def ensure_running(ctx: Context, ssh: PodSSH, spec: RunnerSpec, on_started: Callable[[], None]) -> Outcome:
     """Make exactly one runner with ``spec`` run on the pod; ``on_started`` once its process exists."""
-    facts = probe(ctx, ssh)
+    facts, image_environment = probe(ctx, ssh)
     if "setsid" not in facts.tools:
         raise TFError(
             "The pod's image has no setsid",
             "The runner is started in its own session with setsid (util-linux or busybox).",
             path=("pod_id",),
         )
-    environ = _checked(
-        ssh.run(ctx, "cat /proc/1/environ"), "Reading the environment of the pod's PID 1 failed"
-    )
-    launch = scripts.launch_script(
-        scripts.parse_environ(environ.stdout), spec.environment, spec.tag, spec.authorized_keys
-    )
+    launch = scripts.launch_script(image_environment, spec.environment, spec.tag, spec.authorized_keys)
     try:
         url = scripts.download_url(spec.download_url, spec.version, scripts.go_arch(facts.arch))
     except ValueError as exc:
@@ -120,9 +124,8 @@ def ensure_running(ctx: Context, ssh: PodSSH, spec: RunnerSpec, on_started: Call
         stop(ctx, ssh, spec.tag)
         outcome = "restarted"
     _install_binary(ctx, ssh, spec, url)
-    _write(ctx, ssh, scripts.LAUNCH_SCRIPT, launch)
-    _write(ctx, ssh, scripts.SUPERVISOR_SCRIPT, scripts.SUPERVISOR)
-    _checked(ssh.run(ctx, scripts.start_command(config_id)), "Starting the runner failed")
+    launch_bytes = launch.encode("utf-8", "surrogateescape")
+    _checked(ssh.run(ctx, scripts.start_command(config_id), stdin=launch_bytes), "Starting the runner failed")
     on_started()
     return outcome
 
@@ -142,13 +145,6 @@ def _install_binary(ctx: Context, ssh: PodSSH, spec: RunnerSpec, url: str) -> No
             "or set `runner_binary_path` to upload the binary over SFTP.",
             path=("runner_download_url",),
         )
-
-
-def _write(ctx: Context, ssh: PodSSH, path: str, content: str) -> None:
-    data = content.encode("utf-8", "surrogateescape")
-    _checked(
-        ssh.run(ctx, scripts.write_file_command(path, "700"), stdin=data), f"Writing {path} on the pod failed"
-    )
 
 
 def log_tail(ctx: Context, ssh: PodSSH, lines: int = LOG_TAIL_LINES) -> str:
@@ -184,7 +180,7 @@ def wait_healthy(ctx: Context, ssh: PodSSH) -> str:
         version = _version(ssh)
         if version is not None:
             return version
-        facts = probe(ctx, ssh)
+        facts = status(ctx, ssh)
         if facts.supervisor is None:
             why = (
                 f"it exited {scripts.QUICK_EXITS_BEFORE_GIVING_UP} times in a row (last status {facts.gave_up})"
@@ -205,7 +201,7 @@ def wait_restarted(ctx: Context, ssh: PodSSH, previous_runner: int | None) -> No
     """
     waited = 0.0
     while waited < RESTART_WAIT_SECONDS:
-        facts = probe(ctx, ssh)
+        facts = status(ctx, ssh)
         if facts.supervisor is None or facts.runner != previous_runner:
             return
         ctx.sleep(HEALTH_POLL_SECONDS)
@@ -222,7 +218,7 @@ def health(ctx: Context, ssh: PodSSH, grace_seconds: float) -> str | None:
     if version is not None:
         return version
     waited = 0.0
-    while waited < grace_seconds and probe(ctx, ssh).supervisor is not None:
+    while waited < grace_seconds and status(ctx, ssh).supervisor is not None:
         ctx.sleep(HEALTH_POLL_SECONDS)
         waited += HEALTH_POLL_SECONDS
         version = _version(ssh)

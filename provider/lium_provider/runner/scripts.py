@@ -34,13 +34,13 @@ SSH_PORT = 10022
 TAG_VARIABLE = "LIUM_RUNNER_ID"
 BINARY = f"{BOOTSTRAP_DIR}/dstack-runner"
 PARTIAL_BINARY = f"{BINARY}.part"
-LAUNCH_SCRIPT = f"{BOOTSTRAP_DIR}/launch.sh"
 SUPERVISOR_SCRIPT = f"{BOOTSTRAP_DIR}/supervise.sh"
 QUICK_EXIT_SECONDS = 10
 QUICK_EXITS_BEFORE_GIVING_UP = 3
 RESTART_PAUSE_SECONDS = 1
-STOP_GRACE_TENTHS = 50  # SIGTERM, then SIGKILL after 5 s: the runner may be finishing a job
+STOP_GRACE_TENTHS = 100  # jobs get SIGTERM and 10 s before SIGKILL
 TOOLS = ("setsid", "curl", "wget", "python3")
+ENVIRON_MARKER = "--environ of PID 1--"
 
 _PRELUDE = f"""D={BOOTSTRAP_DIR}
 supervisor_pid() {{
@@ -68,6 +68,8 @@ for tool in {" ".join(TOOLS)}; do
   if command -v "$tool" > /dev/null 2>&1; then tools="$tools $tool"; fi
 done
 echo "tools=$tools"
+printf '%s\n' "{ENVIRON_MARKER}"
+cat /proc/1/environ
 """
 
 _FETCH = """umask 077
@@ -92,45 +94,6 @@ if [ "$status" -ne 0 ]; then rm -f "$out"; exit "$status"; fi
 """
 
 _INSTALL_BINARY = """chmod 755 "$D/dstack-runner.part" && mv -f "$D/dstack-runner.part" "$D/dstack-runner"
-"""
-
-_WRITE_FILE = """umask 077
-mkdir -p "$D" || exit 1
-cat > "$1.tmp" && chmod "$2" "$1.tmp" && mv -f "$1.tmp" "$1"
-"""
-
-_START = f"""umask 077
-rm -f "$D/gave-up" "$D/runner.pid" "$D/runner.exit"
-printf '%s\\n' "$1" > "$D/config-id" || exit 1
-mkdir -p {TEMP_DIR}
-setsid /bin/sh "$D/supervise.sh" > "$D/supervisor.log" 2>&1 < /dev/null &
-echo "$!" > "$D/supervisor.pid"
-echo "supervisor=$!"
-"""
-
-_STOP = f"""tag=$1
-tagged() {{
-  for environ in /proc/[0-9]*/environ; do
-    process=${{environ#/proc/}}
-    process=${{process%/environ}}
-    if tr '\\0' '\\n' < "$environ" 2>/dev/null | grep -qxF "$tag"; then echo "$process"; fi
-  done
-}}
-# The supervisor first: it would start the runner again.
-if supervisor=$(supervisor_pid); then kill -KILL "$supervisor"; fi
-processes=$(tagged)
-if [ -n "$processes" ]; then
-  kill -TERM $processes 2>/dev/null
-  tenths=0
-  while [ -n "$(tagged)" ] && [ "$tenths" -lt {STOP_GRACE_TENTHS} ]; do sleep 0.1; tenths=$((tenths + 1)); done
-  processes=$(tagged)
-  if [ -n "$processes" ]; then kill -KILL $processes 2>/dev/null; fi
-fi
-rm -rf "$D" {TEMP_DIR}
-echo stopped
-"""
-
-_LOG_TAIL = """tail -n "$1" "$D/runner.log" 2>/dev/null
 """
 
 SUPERVISOR = f"""#!/bin/sh
@@ -163,6 +126,57 @@ done
 """
 
 
+_START = f"""umask 077
+mkdir -p "$D" || exit 1
+cat > "$D/launch.sh.tmp" && chmod 700 "$D/launch.sh.tmp" && mv -f "$D/launch.sh.tmp" "$D/launch.sh" || exit 1
+cat > "$D/supervise.sh.tmp" <<'LIUM_SUPERVISOR_EOF' || exit 1
+{SUPERVISOR}LIUM_SUPERVISOR_EOF
+chmod 700 "$D/supervise.sh.tmp" && mv -f "$D/supervise.sh.tmp" "$D/supervise.sh" || exit 1
+rm -f "$D/gave-up" "$D/runner.pid" "$D/runner.exit"
+printf '%s\\n' "$1" > "$D/config-id" || exit 1
+setsid /bin/sh "$D/supervise.sh" > "$D/supervisor.log" 2>&1 < /dev/null &
+echo "$!" > "$D/supervisor.pid"
+echo "supervisor=$!"
+"""
+
+_STOP = f"""tag=$1
+tagged() {{
+  for environ in /proc/[0-9]*/environ; do
+    process=${{environ#/proc/}}
+    process=${{process%/environ}}
+    if tr '\\0' '\\n' < "$environ" 2>/dev/null | grep -qxF "$tag"; then echo "$process"; fi
+  done
+}}
+session_of() {{
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  set -- ${{stat##*) }}
+  echo "$4"
+}}
+# The supervisor first: it would start the runner again. Its session is the runner's.
+runner_session=none
+if supervisor=$(supervisor_pid); then runner_session=$supervisor; kill -KILL "$supervisor"; fi
+# Jobs, and SSH sessions into the runner, run in sessions of their own: if there are any, everything gets
+# SIGTERM and a grace period to finish; an idle runner is stopped at once.
+processes=$(tagged)
+busy=
+for process in $processes; do
+  if [ "$(session_of "$process")" != "$runner_session" ]; then busy=yes; fi
+done
+if [ -n "$busy" ]; then
+  kill -TERM $processes 2>/dev/null
+  tenths=0
+  while [ -n "$(tagged)" ] && [ "$tenths" -lt {STOP_GRACE_TENTHS} ]; do sleep 0.1; tenths=$((tenths + 1)); done
+  processes=$(tagged)
+fi
+if [ -n "$processes" ]; then kill -KILL $processes 2>/dev/null; fi
+rm -rf "$D" {TEMP_DIR}
+echo stopped
+"""
+
+_LOG_TAIL = """tail -n "$1" "$D/runner.log" 2>/dev/null
+"""
+
+
 def _command(script: str, *args: str) -> str:
     return shlex.join(["/bin/sh", "-c", _PRELUDE + script, "sh", *args])
 
@@ -173,7 +187,8 @@ def status_command() -> str:
 
 
 def probe_command() -> str:
-    """The status plus ``arch=``, PID 1's ``uid=``/``gid=`` (the image user) and the ``tools=`` present."""
+    """The status, ``arch=``, PID 1's ``uid=``/``gid=`` (the image user), the ``tools=`` present, then
+    :data:`ENVIRON_MARKER` and PID 1's raw environment (see :func:`split_probe`)."""
     return _command(_STATUS + _PROBE)
 
 
@@ -191,13 +206,8 @@ def install_uploaded_command() -> str:
     return _command(_INSTALL_BINARY)
 
 
-def write_file_command(path: str, mode: str) -> str:
-    """Write stdin to ``path`` atomically with ``mode`` (octal text, e.g. ``"700"``)."""
-    return _command(_WRITE_FILE, path, mode)
-
-
 def start_command(config_id: str) -> str:
-    """Start the supervisor in its own session; prints ``supervisor=<pid>``."""
+    """Write ``launch.sh`` (from stdin) and ``supervise.sh``, then start the supervisor in its own session."""
     return _command(_START, config_id)
 
 
@@ -253,6 +263,12 @@ def parse_fields(output: str) -> dict[str, str]:
         if separator and key.isidentifier():
             fields[key] = value.strip()
     return fields
+
+
+def split_probe(output: bytes) -> tuple[str, bytes]:
+    """The probe's ``key=value`` text and PID 1's raw environment."""
+    text, _, environ = output.partition(b"\n" + ENVIRON_MARKER.encode() + b"\n")
+    return text.decode("utf-8", "replace"), environ
 
 
 def parse_environ(data: bytes) -> list[str]:

@@ -1,0 +1,60 @@
+"""Chaos fixtures: the shared emulator, the run's settings from the environment, and the summary table."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+
+from lium_emulator.launcher import RunningEmulator, launch
+from tests.chaos.harness import Outcome
+from tests.chaos.scenarios import DEFAULT_SEED
+from tests.support.lium import FAST_TIMINGS
+
+OUTCOMES = pytest.StashKey[list[Outcome]]()
+
+
+def chaos_seed() -> int:
+    """``LIUM_CHAOS_SEED`` (default: a fixed seed, so ``make test`` always runs the same scenarios)."""
+    return int(os.environ.get("LIUM_CHAOS_SEED") or DEFAULT_SEED)
+
+
+def chaos_count() -> int:
+    """``LIUM_CHAOS_SCENARIOS`` (default 30)."""
+    return int(os.environ.get("LIUM_CHAOS_SCENARIOS") or 30)
+
+
+@pytest.fixture(scope="session")
+def shared_emulator() -> Iterator[RunningEmulator]:
+    """One emulator for every scenario that does not restart it; each scenario has its own account."""
+    with launch(FAST_TIMINGS) as running:
+        yield running
+
+
+@pytest.fixture
+def chaos_log(request: pytest.FixtureRequest) -> list[Outcome]:
+    return request.config.stash.setdefault(OUTCOMES, [])
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """The table docs/reliability.md records: scenarios, faults injected, and what was found."""
+    outcomes = config.stash.get(OUTCOMES, [])
+    if not outcomes:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("chaos summary")
+    categories = Counter(o.category for o in outcomes)
+    write(f"seed {chaos_seed()}, {len(outcomes)} scenarios ({', '.join(f'{k} {v}' for k, v in sorted(categories.items()))})")
+    write(f"time: {sum(o.seconds for o in outcomes):.0f} s in scenarios, longest {max(o.seconds for o in outcomes):.0f} s")
+    write("| scenarios run | faults injected | leaks | duplicate rentals | secrets found | tracebacks | other failures |")
+    write("| --- | --- | --- | --- | --- | --- | --- |")
+    write(
+        f"| {len(outcomes)} | {sum(o.faults_injected for o in outcomes)} | {sum(len(o.leaks) for o in outcomes)} "
+        f"| {sum(len(o.duplicates) for o in outcomes)} | {sum(len(o.secrets) for o in outcomes)} "
+        f"| {sum(len(o.crashes) for o in outcomes)} | {sum(len(o.problems) for o in outcomes)} |"
+    )
+    for outcome in outcomes:
+        if outcome.failures:
+            write(f"FAILED {outcome.name}: " + "; ".join(f.splitlines()[0] for f in outcome.failures))
