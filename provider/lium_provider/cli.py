@@ -66,11 +66,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from lium_provider.api.client import LiumClient
     from lium_provider.api.errors import LiumError
+    from lium_provider.endpoints import DEFAULT_ENDPOINT
     from lium_provider.journal import RentJournal
     from lium_provider.session import journal_dir
     from lium_provider.sweep import delete_leftovers, find_leftovers
 
-    endpoint = os.environ.get("LIUM_API_URL") or "https://lium.io/api"
+    endpoint = os.environ.get("LIUM_API_URL") or DEFAULT_ENDPOINT
     api_key = os.environ.get("LIUM_API_KEY")
     if not api_key:
         print("lium-tf sweep: set LIUM_API_KEY (and LIUM_API_URL for another endpoint)", file=sys.stderr)

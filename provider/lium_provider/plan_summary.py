@@ -23,7 +23,7 @@ from typing import Any
 
 from lium_provider.api.errors import LiumError
 from lium_provider.api.offers import Offer, OfferFilter, find_offers, matches
-from lium_provider.provider import DEFAULT_ENDPOINT, _feed_url
+from lium_provider.endpoints import DEFAULT_ENDPOINT, feed_url_for
 from lium_provider.resources.pod import FILTER_ATTRIBUTES, offer_filter
 
 HOURS_PER_MONTH = 730
@@ -273,7 +273,7 @@ def _resource_change(index: int, entry: Any) -> ResourceChange | None:
 
 def resolve_feed_url(flag: str | None, environ: Mapping[str, str]) -> str:
     """``--nodes-feed-url``, else ``LIUM_NODES_FEED_URL``, else the feed of ``LIUM_API_URL`` (the provider's rule)."""
-    return _feed_url(
+    return feed_url_for(
         environ.get("LIUM_API_URL") or DEFAULT_ENDPOINT, flag or environ.get("LIUM_NODES_FEED_URL")
     )
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 from typing import Annotated
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
 from lium_provider import __version__
 from lium_provider.api.client import LiumClient
 from lium_provider.api.errors import LiumAuthError, LiumError
+from lium_provider.endpoints import DEFAULT_ENDPOINT, feed_url_for
 from lium_provider.journal import RentJournal
 from lium_provider.resources.data_sources import OffersDataSource, PodDataSource, TemplatesDataSource
 from lium_provider.resources.docker_credential import DockerCredentialResource
@@ -21,9 +21,6 @@ from lium_provider.resources.volume import VolumeResource
 from lium_provider.session import LiumSession, journal_dir
 from lium_provider.sshkeys import load_private_key
 from tfbridge import Attribute, Context, Provider, TFError
-
-DEFAULT_ENDPOINT = "https://lium.io/api"
-PUBLIC_FEED_URL = "https://lium.io/api/public/v1/nodes"
 
 
 class LiumProviderConfig(BaseModel):
@@ -75,15 +72,6 @@ class LiumProviderConfig(BaseModel):
     ] = None
 
 
-def _feed_url(endpoint: str, configured: str | None) -> str:
-    if configured:
-        return configured
-    host = urlsplit(endpoint).hostname or ""
-    if host == "lium.io" or host.endswith(".lium.io"):
-        return PUBLIC_FEED_URL
-    return endpoint.rstrip("/") + "/public/v1/nodes"
-
-
 class LiumProvider(Provider[LiumProviderConfig]):
     type_name = "lium"
     model = LiumProviderConfig
@@ -127,7 +115,7 @@ class LiumProvider(Provider[LiumProviderConfig]):
             raise TFError("Cannot reach the Lium API", str(exc), path=("endpoint",)) from None
         return LiumSession(
             client=client,
-            feed_url=_feed_url(endpoint, config.nodes_feed_url),
+            feed_url=feed_url_for(endpoint, config.nodes_feed_url),
             ssh_private_key=private_key,
             runner_download_url=config.runner_download_url or os.environ.get("LIUM_RUNNER_DOWNLOAD_URL"),
             journal=RentJournal(journal_dir()),

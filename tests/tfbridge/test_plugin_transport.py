@@ -171,7 +171,7 @@ def test_shutdown_ends_streams_exits_zero_and_removes_sockets(
 def test_sigterm_exits_promptly_and_removes_sockets(plugin: PluginProcess) -> None:
     socket_dir = Path(plugin.handshake().address).parent
     plugin.process.send_signal(signal.SIGTERM)
-    assert plugin.wait() == 128 + signal.SIGTERM
+    assert plugin.wait(timeout=5) == 128 + signal.SIGTERM
     assert not socket_dir.exists()
 
 
