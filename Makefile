@@ -75,7 +75,10 @@ chaos: setup
 	LIUM_CHAOS_SCENARIOS=$(N) $(PY) -m pytest tests/chaos $(PYTEST_ARGS)
 
 bench: setup
-	$(PY) bench/run_all.py
+	$(PY) -m bench.handshake
+	$(PY) -m bench.plan_apply
+	$(PY) -m bench.pods
+	$(PY) -m bench.runner_bootstrap
 
 proto: setup
 	bash provider/tfbridge/proto/regenerate.sh
