@@ -124,6 +124,7 @@ class GpuStack(Construct):
         self.name = name or id_
         base = _identifier(id_)
         flt = offer or OfferFilter()
+        # One variable for all pods; two stacks with registries need different ``password_variable``s.
         self.password = (
             SecretVariable(
                 self,
@@ -186,7 +187,7 @@ class GpuStack(Construct):
             pod.override_logical_id(logical)
             self.pods.append(pod)
             if runner is not None:
-                dstack = Runner(
+                pod_runner = Runner(
                     self,
                     f"runner-{index}",
                     pod_id=pod.id,
@@ -198,8 +199,8 @@ class GpuStack(Construct):
                     authorized_keys=runner.authorized_keys,
                     provider=provider,
                 )
-                dstack.override_logical_id(logical)
-                self.runners.append(dstack)
+                pod_runner.override_logical_id(logical)
+                self.runners.append(pod_runner)
         self.ssh_commands = [f"ssh -p {cdk.Token.as_string(p.ssh_port)} root@{p.ssh_host}" for p in self.pods]
         self.prices = [p.price_per_hour for p in self.pods]
         self.hourly_price = cdk.Token.as_number(cdk.Fn.sum(self.prices)) if self.pods else 0.0

@@ -53,8 +53,9 @@ NOT_A_COMMAND_MESSAGE = (
 
 # Terraform (and Go providers) accept up to 256 MiB per message; grpcio's default receive limit is 4 MiB.
 _MAX_MESSAGE_BYTES = 256 << 20
-# Time in-flight calls get to finish after GRPCController/Shutdown; go-plugin's client waits 2 s for exit.
-_SHUTDOWN_GRACE_SECONDS = 2.0
+# Time in-flight calls get to finish after GRPCController/Shutdown. go-plugin's client SIGKILLs a plugin
+# that has not exited 2 s after Shutdown (leaving its sockets behind), so stay well below that.
+_SHUTDOWN_GRACE_SECONDS = 1.0
 _CERT_LIFETIME_SECONDS = 365 * 24 * 3600
 _RELAY_CHUNK_BYTES = 256 * 1024
 _EC_PUBLIC_KEY = "1.2.840.10045.2.1"

@@ -177,6 +177,24 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def user_id_of(account: Account) -> str:
+    with account.api() as api:
+        return str(api.get("/users/me").json()["id"])
+
+
+def admin_report(account: Account, user_id: str) -> dict[str, Any]:
+    """The account's part of the inspection report, through the admin route only.
+
+    Unlike ``Account.report`` it sends no API request, so faults on ``/users/me`` neither break it nor
+    count its reads.
+    """
+    emulator = account.emulator
+    response = httpx.get(f"{emulator.root_url}/_emulator/resources", headers=emulator.admin_headers, timeout=30)
+    response.raise_for_status()
+    report: dict[str, Any] = next(a for a in response.json()["accounts"] if a["user_id"] == user_id)
+    return report
+
+
 APPLY = ["apply", "-auto-approve", "-input=false", "-no-color"]
 DESTROY = ["destroy", "-auto-approve", "-input=false", "-no-color"]
 PLAN = ["plan", "-input=false", "-no-color", "-detailed-exitcode"]
@@ -199,8 +217,7 @@ class ScenarioRun:
         self.account = account
         self.secrets = secrets
         self.emulator = emulator
-        with account.api() as api:  # before any fault: the harness's own reads go to admin routes only
-            self.user_id = str(api.get("/users/me").json()["id"])
+        self.user_id = user_id_of(account)  # before any fault: the harness's own reads use admin routes
         self.transcript = Transcript()
         self.outcome = Outcome(scenario.name, scenario.category)
 
@@ -352,12 +369,7 @@ class ScenarioRun:
         self.account.set_faults(plan)
 
     def _report(self) -> dict[str, Any]:
-        """The account's part of the inspection report (admin route only: no API request to count)."""
-        emulator = self.account.emulator
-        response = httpx.get(f"{emulator.root_url}/_emulator/resources", headers=emulator.admin_headers, timeout=30)
-        response.raise_for_status()
-        account: dict[str, Any] = next(a for a in response.json()["accounts"] if a["user_id"] == self.user_id)
-        return account
+        return admin_report(self.account, self.user_id)
 
     def _fired(self) -> int:
         emulator = self.account.emulator

@@ -22,6 +22,7 @@ from lium_constructs import (
     Template,
     cdk,
 )
+from lium_constructs._cdk import selected_cdk
 from lium_constructs.generated.pod import PodTimeouts
 
 
@@ -225,3 +226,13 @@ def test_gpu_stack_without_runner_and_with_no_pods(stack: cdk.TerraformStack) ->
 def test_gpu_stack_refuses_a_volume_for_several_pods(stack: cdk.TerraformStack) -> None:
     with pytest.raises(ValueError, match="one pod at a time"):
         GpuStack(stack, "gpu", image="ubuntu:22.04", count=2, volume_id="vol-1")
+
+
+def test_cdk_switch_reads_lium_cdk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LIUM_CDK", raising=False)
+    assert selected_cdk() == "cdktf"
+    monkeypatch.setenv("LIUM_CDK", "cdktn")
+    assert selected_cdk() == "cdktn"
+    monkeypatch.setenv("LIUM_CDK", "pulumi")
+    with pytest.raises(ImportError, match="LIUM_CDK='pulumi' is not supported"):
+        selected_cdk()

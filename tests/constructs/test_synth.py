@@ -20,6 +20,7 @@ from tests.support.terraform import Terraform
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("LIUM_UPDATE_SNAPSHOTS") == "1"
 SYNTH_ENV = {"LIUM_SSH_PRIVATE_KEY_FILE": str(SNAPSHOT_KEY)}
+CDK_VERSIONS = {"cdktf": "0.21.0", "cdktn": "0.24.0"}
 
 
 def _rendered(doc: dict[str, object]) -> str:
@@ -28,10 +29,12 @@ def _rendered(doc: dict[str, object]) -> str:
 
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_example_matches_its_snapshot_under_cdktf_and_cdktn(example: str, tmp_path: Path) -> None:
-    docs = {
-        cdk: normalised(synth(example, tmp_path / cdk, cdk=cdk, env=SYNTH_ENV), tmp_path / cdk)
-        for cdk in ("cdktf", "cdktn")
-    }
+    docs = {}
+    for cdk, version in CDK_VERSIONS.items():
+        stack = synth(example, tmp_path / cdk, cdk=cdk, env=SYNTH_ENV)
+        synthesized_by = json.loads((stack / "cdk.tf.json").read_text())["//"]["metadata"]["version"]
+        assert synthesized_by == version, f"LIUM_CDK={cdk} did not synthesize with {cdk} {version}"
+        docs[cdk] = normalised(stack, tmp_path / cdk)
     assert docs["cdktf"] == docs["cdktn"], "cdktf and cdktn synthesized different configurations"
     snapshot = SNAPSHOTS / f"{example}.json"
     if UPDATE:

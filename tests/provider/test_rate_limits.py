@@ -198,16 +198,17 @@ def test_fifty_pods_under_sustained_429s(
         account.set_faults(LIMITS)
         try:
             applied = tf.apply(check=False)
-            assert applied.returncode == 0, applied.stdout + applied.stderr
-            assert len([p for p in account.live()["pods"] if p["status"] == "RUNNING"]) == PODS
+            running = [p for p in account.live()["pods"] if p["status"] == "RUNNING"]
             destroyed = tf.destroy(check=False)
-            assert destroyed.returncode == 0, destroyed.stdout + destroyed.stderr
         finally:
             account.set_faults({"seed": 0, "rules": []})
         exchanges = list(proxy.exchanges)
     limited = [e for e in exchanges if e.status == 429]
     assert len(limited) >= 20, f"only {len(limited)} 429s: the limits were not sustained"
-    assert all(e.retry_after in (1.0, 2.0) for e in limited), {e.retry_after for e in limited}
+    assert {e.retry_after for e in limited} <= {1.0, 2.0}
     assert early_resends(exchanges) == []
+    assert applied.returncode == 0, applied.stdout[-3000:] + applied.stderr
+    assert len(running) == PODS
+    assert destroyed.returncode == 0, destroyed.stdout[-3000:] + destroyed.stderr
     assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
     assert all(k["rent_count"] == 1 for k in account.report()["idempotency_keys"])

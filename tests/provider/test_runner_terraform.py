@@ -6,6 +6,7 @@ the provider's state.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 
 from lium_emulator.images import image_catalog
 from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.runner_standin import runner_standin_script
 from lium_provider.api.models import Pod
 from lium_provider.runner.scripts import BINARY, BOOTSTRAP_DIR, SUPERVISOR_SCRIPT, TAG_VARIABLE
 from lium_provider.sshkeys import fetch_host_key
@@ -260,12 +262,17 @@ def test_failing_smoke_test_fails_the_apply_and_destroy_cleans_up(
     assert_nothing_left(account)
 
 
-def test_changed_host_key_is_refused_before_any_command(
-    stack: Callable[[str], Terraform], account: Account
+def test_uploaded_runner_and_a_changed_host_key_refused_before_any_command(
+    stack: Callable[[str], Terraform], account: Account, tmp_path: Path
 ) -> None:
-    tf = stack(TEMPLATE % PYTHON_IMAGE + RUNNER % "")
+    binary = tmp_path / "dstack-runner"
+    binary.write_bytes(runner_standin_script("0.22.5"))
+    tf = stack(TEMPLATE % PYTHON_IMAGE + RUNNER % f'runner_binary_path = "{binary}"')
     tf.apply()
-    pod = the_pod(tf)
+    pod, runner = the_pod(tf), the_runner(tf)
+    assert runner["healthy"] is True and runner["runner_download_url"] is None
+    uploaded = ssh_run(account, pod, f"sha256sum {BINARY}").split()[0]
+    assert uploaded == hashlib.sha256(binary.read_bytes()).hexdigest(), "the runner came over SFTP"
     # The pod's pinned key changes under the runner, as if the pod were replaced behind Terraform's back.
     other_key = " ".join(account.key_file.with_suffix(".pub").read_text().split()[:2])
     state = json.loads(tf.run("state", "pull").stdout)
@@ -328,6 +335,38 @@ resource "lium_runner" "bad_url" {
         assert ssh_run(account, pod, f"ls {BOOTSTRAP_DIR} 2>/dev/null").split() == []
     tf.destroy()
     assert_nothing_left(account)
+
+
+def test_invalid_runner_configs_fail_validation_naming_the_attribute(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    runners_tf = "".join(
+        RUNNER.replace('"r"', f'"{name}"') % setting
+        for name, setting in [
+            (
+                "both_sources",
+                'runner_binary_path = "/bin/true"\n  runner_download_url = "https://x/{version}"',
+            ),
+            ("bad_key", 'authorized_keys = ["not a key"]'),
+            ("bad_variable", 'environment = { "NOT-A-NAME" = "x" }'),
+            ("no_commands", "smoke_test = []"),
+            ("bad_url", 'runner_download_url = "ftp://x/{version}"'),
+        ]
+    )
+    tf = stack(TEMPLATE % PYTHON_IMAGE + runners_tf)
+    result = tf.run("validate", "-no-color", check=False)
+    errors = " ".join(result.stderr.split())
+    assert result.returncode == 1
+    assert "Choose either runner_binary_path or runner_download_url" in errors, errors
+    for name, attribute in [
+        ("bad_key", "authorized_keys"),
+        ("bad_variable", "environment"),
+        ("no_commands", "smoke_test"),
+        ("bad_url", "runner_download_url"),
+    ]:
+        assert f'resource "lium_runner" "{name}"' in errors and attribute in errors, (name, errors)
+    assert "is not an OpenSSH public key line" in errors and "is not an environment variable name" in errors
+    assert account.live()["pods"] == []
 
 
 def test_ctrl_c_during_the_bootstrap_then_destroy_leaves_nothing(

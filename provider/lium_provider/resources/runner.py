@@ -52,8 +52,7 @@ _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class RunnerModel(BaseModel):
-    """The stock dstack runner on a `lium_pod`, started over root SSH with the image's environment, working
-    directory and user, kept running by a supervisor, health-checked on every refresh."""
+    """The stock dstack runner on a `lium_pod`: started as the image would run it, supervised, health-checked."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -185,11 +184,9 @@ class RunnerModel(BaseModel):
         return value
 
 
-def _default_download_url(ctx: Context) -> str | None:
-    provider = ctx.provider
-    if not isinstance(provider, LiumSession):
-        return None
-    return provider.runner_download_url or bootstrap.DSTACK_DOWNLOAD_URL
+def _default_download_url(s: LiumSession) -> str:
+    """The provider's default (``LIUM_RUNNER_DOWNLOAD_URL``), else dstack's official download."""
+    return s.runner_download_url or bootstrap.DSTACK_DOWNLOAD_URL
 
 
 def _connect(host: str, port: int, host_key: str, private_key: str) -> PodSSH:
@@ -218,7 +215,12 @@ def _connect(host: str, port: int, host_key: str, private_key: str) -> PodSSH:
 class RunnerResource(Resource[RunnerModel]):
     type_name = "lium_runner"
     model = RunnerModel
-    description = RunnerModel.__doc__ or ""
+    description = (
+        "The stock dstack runner on a `lium_pod`, started over root SSH with the environment, working directory "
+        "and user of the image (as dstack's Lium backend does), kept running by a supervisor and health-checked "
+        "on every refresh: a dead runner is replaced on the next apply. An optional smoke test runs through it "
+        "before the apply is done."
+    )
     default_timeouts = {"create": 900.0, "read": 120.0, "update": 600.0, "delete": 300.0}
 
     # -- plan ------------------------------------------------------------------------------------
@@ -241,10 +243,10 @@ class RunnerResource(Resource[RunnerModel]):
                 is_unknown(planned.get("runner_download_url"))
                 and change.config.get("runner_download_url") is None
             ):
-                uploaded = change.config.get("runner_binary_path") is not None
-                default = _default_download_url(ctx)
-                if uploaded or default is not None:
-                    planned["runner_download_url"] = None if uploaded else default
+                if change.config.get("runner_binary_path") is not None:
+                    planned["runner_download_url"] = None
+                elif isinstance(ctx.provider, LiumSession):  # so the plan shows where the runner comes from
+                    planned["runner_download_url"] = _default_download_url(ctx.provider)
             return
         if prior.get("healthy") is False:
             # The runner died (read found no healthy runner): replace it, on the same pod.
@@ -261,7 +263,7 @@ class RunnerResource(Resource[RunnerModel]):
             raise TFError(
                 "The runner binary does not exist", f"{binary} is not a file.", path=("runner_binary_path",)
             )
-        pod, host, port = self._pod_address(ctx, s, plan.pod_id, wait=True)
+        pod, host, port = self._pod_address(ctx, s, plan.pod_id)
         runner_port = (pod.ports_mapping or {}).get(str(SSH_PORT))
         if runner_port is None:
             raise TFError(
@@ -271,7 +273,7 @@ class RunnerResource(Resource[RunnerModel]):
                 "`internal_ports` (the default is [22, 10022]) and replace the pod.",
                 path=("pod_id",),
             )
-        download_url = None if binary else plan.runner_download_url or _default_download_url(ctx) or ""
+        download_url = None if binary else plan.runner_download_url or _default_download_url(s)
         spec = bootstrap.RunnerSpec(
             tag=pod.id,
             version=plan.runner_version or bootstrap.DEFAULT_RUNNER_VERSION,
@@ -329,8 +331,8 @@ class RunnerResource(Resource[RunnerModel]):
 
     # -- SSH -------------------------------------------------------------------------------------
 
-    def _pod_address(self, ctx: Context, s: LiumSession, pod_id: str, *, wait: bool) -> tuple[Pod, str, int]:
-        """The RUNNING pod and its SSH address (published a little after RUNNING); waits when asked."""
+    def _pod_address(self, ctx: Context, s: LiumSession, pod_id: str) -> tuple[Pod, str, int]:
+        """The RUNNING pod and its SSH address, waiting for it (Lium publishes it a little after RUNNING)."""
         while True:
             with api_errors("reading the pod", path=("pod_id",)):
                 pod = s.client.get_pod(pod_id)
@@ -339,8 +341,6 @@ class RunnerResource(Resource[RunnerModel]):
             address = pod.ssh_host_port() if pod.status == RUNNING else None
             if address is not None:
                 return pod, address[0], address[1]
-            if not wait:
-                raise PodUnreachable(f"pod {pod_id} is {pod.status} without an SSH address")
             ctx.sleep(SSH_RETRY_SECONDS)
 
     @contextmanager
@@ -380,11 +380,12 @@ class RunnerResource(Resource[RunnerModel]):
         refreshed = state.model_copy(
             update={"runner_ssh_port": (pod.ports_mapping or {}).get(str(SSH_PORT), state.runner_ssh_port)}
         )
+        private_key = s.require_ssh_key("lium_runner")
         address = pod.ssh_host_port() if pod.status == RUNNING else None
-        if address is None or not s.ssh_private_key:
+        if address is None:
             return refreshed.model_copy(update={"healthy": False})
         try:
-            with _connect(*address, state.ssh_host_key, s.ssh_private_key) as ssh:
+            with _connect(*address, state.ssh_host_key, private_key) as ssh:
                 version = bootstrap.health(ctx, ssh, HEALTH_GRACE_SECONDS)
         except PodUnreachable as exc:
             ctx.log.info("the runner's pod does not answer SSH", pod=pod.id, error=str(exc))
@@ -397,7 +398,7 @@ class RunnerResource(Resource[RunnerModel]):
         """In place: a new smoke test runs; other in-place changes (download URL, timeouts) are recorded."""
         s = session(ctx)
         private_key = s.require_ssh_key("lium_runner")
-        _, host, port = self._pod_address(ctx, s, prior.pod_id, wait=True)
+        _, host, port = self._pod_address(ctx, s, prior.pod_id)
         state = plan.model_copy(
             update={
                 "id": prior.id,
@@ -420,7 +421,7 @@ class RunnerResource(Resource[RunnerModel]):
             pod = s.client.get_pod(state.pod_id)
         if pod is None or pod.is_terminal:
             return  # the runner went with its pod
-        _, host, port = self._pod_address(ctx, s, state.pod_id, wait=True)
+        _, host, port = self._pod_address(ctx, s, state.pod_id)
         with self._ssh(ctx, host, port, state.ssh_host_key, s.require_ssh_key("lium_runner")) as ssh:
             bootstrap.stop(ctx, ssh, state.id or state.pod_id)
 

@@ -9,6 +9,7 @@ leaves no half-started runner.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Literal
 from lium_provider.runner import scripts
 from lium_provider.runner.pod_ssh import CommandResult, NothingListening, PodSSH
 from lium_provider.runner.task_api import (
+    HttpCall,
     JobOutcome,
     JobUser,
     RunnerAPIError,
@@ -31,10 +33,10 @@ DSTACK_DOWNLOAD_URL = (
     "https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com/{version}/binaries/dstack-runner-linux-{arch}"
 )
 HEALTH_POLL_SECONDS = 0.2
+HEALTH_WAIT_SECONDS = 120.0  # a runner starts in seconds; one that never answers is reported, not awaited
 LOG_TAIL_LINES = 20
 RESTART_WAIT_SECONDS = 30.0
 DOWNLOAD_TIMEOUT_SECONDS = 330.0  # curl's own --max-time is 300 s
-UPLOAD_TIMEOUT_SECONDS = 600.0
 
 Outcome = Literal["started", "adopted", "restarted"]
 
@@ -78,11 +80,10 @@ class PodFacts:
         )
 
 
-def _checked(result: CommandResult, summary: str, path: tuple[str, ...] | None = None) -> CommandResult:
+def _checked(result: CommandResult, summary: str) -> CommandResult:
+    """``result`` if the command succeeded. The error quotes stderr only: stdout may hold PID 1's environment."""
     if result.status != 0:
-        raise TFError(
-            summary, f"Exit status {result.status}: {result.error_text or result.text.strip()}", path=path
-        )
+        raise TFError(summary, f"Exit status {result.status}: {result.error_text or 'no error output'}")
     return result
 
 
@@ -151,7 +152,9 @@ def log_tail(ctx: Context, ssh: PodSSH, lines: int = LOG_TAIL_LINES) -> str:
     return ssh.run(ctx, scripts.log_tail_command(lines)).text.rstrip()
 
 
-def runner_http(ssh: PodSSH) -> Callable[[str, str, bytes | None], tuple[int, bytes]]:
+def runner_http(ssh: PodSSH) -> HttpCall:
+    """The runner's HTTP API through a ``direct-tcpip`` tunnel to its port inside the pod."""
+
     def call(method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
         return ssh.http(method, path, scripts.HTTP_PORT, body)
 
@@ -165,7 +168,7 @@ def _version(ssh: PodSSH) -> str | None:
         return None
     except RunnerAPIError as exc:
         raise TFError(
-            "Something other than a dstack runner answers on port 10999 of the pod",
+            f"Something other than a dstack runner answers on port {scripts.HTTP_PORT} of the pod",
             str(exc),
             path=("pod_id",),
         ) from None
@@ -174,12 +177,20 @@ def _version(ssh: PodSSH) -> str | None:
 def wait_healthy(ctx: Context, ssh: PodSSH) -> str:
     """Poll the healthcheck through the tunnel until it answers; the reported version.
 
-    Fails at once, with the runner's last log lines, when the supervisor gave up or died.
+    Fails with the runner's last log lines at once when the supervisor gave up or died, and after
+    :data:`HEALTH_WAIT_SECONDS` when the runner runs but never answers.
     """
+    give_up = time.monotonic() + HEALTH_WAIT_SECONDS
     while True:
         version = _version(ssh)
         if version is not None:
             return version
+        if time.monotonic() > give_up:
+            raise TFError(
+                "The runner does not answer its healthcheck",
+                f"Nothing answered on port {scripts.HTTP_PORT} of the pod within {HEALTH_WAIT_SECONDS:g} s. Last "
+                f"lines of the runner's log:\n{log_tail(ctx, ssh) or '(empty)'}",
+            )
         facts = status(ctx, ssh)
         if facts.supervisor is None:
             why = (

@@ -211,8 +211,8 @@ class PodSSH:
     ) -> tuple[int, bytes]:
         """One HTTP request to ``127.0.0.1:port`` inside the pod: ``(status, body)``.
 
-        Raises :class:`NothingListening` when nothing accepts the connection, :class:`PodUnreachable`
-        when the SSH connection or the exchange breaks.
+        Raises :class:`NothingListening` when nothing accepts the connection or the service drops it
+        without an answer, :class:`PodUnreachable` when the SSH connection itself breaks.
         """
         import paramiko
 

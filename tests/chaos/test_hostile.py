@@ -1,0 +1,107 @@
+"""Hostile API answers: garbage on each read route during apply, plan and destroy.
+
+The emulator's ``garbage`` fault answers 200 with the body cut in half, with its top-level JSON type
+swapped, or as an HTML page. Whatever the route and the phase, Terraform must show a clear diagnostic —
+never a Python traceback or an "internal provider error" — and no object may be left unrecorded: once the
+fault is gone, ``destroy`` leaves nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from itertools import cycle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lium_emulator.images import image_catalog
+from lium_emulator.launcher import RunningEmulator
+from tests.chaos.audit import find_crashes, leftovers
+from tests.chaos.harness import APPLY, DESTROY, admin_report, run_command, user_id_of
+from tests.chaos.scenarios import ROUTES, Stack, render
+from tests.support.lium import PROVIDER_BLOCK, Account, new_account
+from tests.support.terraform import Terraform
+
+pytestmark = pytest.mark.terraform
+
+PRIVATE = next(image for image in image_catalog() if image.private)
+BODIES = ("truncated", "wrong_type", "not_json")
+# Routes every refresh reads (so a plan or destroy stops there, before changing anything).
+REFRESH_READS = ("template-get", "pod-get", "credential-list", "volume-get", "me")
+# Routes an apply reads; events only when it explains a failed creation.
+APPLY_READS = ("pods-list", "feed", "me", "events")
+EVENTS_REASON = {"name": "reason", "path": ROUTES["rent"][1], "kind": "creation_failed", "first": 1}
+
+
+def garbage(route: str, body: str) -> dict[str, object]:
+    method, path = ROUTES[route]
+    rules: list[dict[str, object]] = [{"name": "garbage", "method": method, "path": path, "kind": "garbage", "body": body}]
+    if route == "events":
+        rules.append(EVENTS_REASON)
+    return {"seed": 9, "rules": rules}
+
+
+@pytest.fixture
+def account(shared_emulator: RunningEmulator, tmp_path: Path) -> Iterator[Account]:
+    account = new_account(shared_emulator, tmp_path)
+    yield account
+    account.set_faults({"seed": 0, "rules": []})
+
+
+@pytest.fixture
+def stack(make_terraform: Callable[..., Terraform], account: Account) -> Terraform:
+    body = render(Stack(pods=1, credential=True, volume=True, create_timeout=60), "hostile", PRIVATE.reference)
+    tf = make_terraform(PROVIDER_BLOCK + body, **account.env, TF_VAR_registry_password=PRIVATE.registry_password or "")
+    tf.init()
+    return tf
+
+
+def holdings(report: dict[str, Any]) -> dict[str, list[str]]:
+    """Ids of the account's live pods, templates, credentials and volumes."""
+    live = {"pods": [p for p in report["pods"] if p["status"] != "DELETED"]}
+    live |= {kind: report[kind] for kind in ("templates", "docker_credentials", "volumes")}
+    return {kind: sorted(item["id"] for item in items) for kind, items in live.items()}
+
+
+def converge_and_check(tf: Terraform, account: Account, outputs: dict[str, str]) -> None:
+    """Faults gone: destroy (at most three runs) leaves nothing; no output showed a crash."""
+    account.set_faults({"seed": 0, "rules": []})
+    for _ in range(3):
+        result = run_command(tf, DESTROY)
+        outputs[f"converge destroy {len(outputs)}"] = result.output
+        if result.returncode == 0:
+            break
+    assert result.returncode == 0, result.output
+    assert leftovers(account.report()) == []
+    assert find_crashes(outputs) == []
+
+
+def test_garbage_during_refresh_stops_plan_and_destroy_cleanly(stack: Terraform, account: Account) -> None:
+    assert run_command(stack, APPLY).returncode == 0
+    user_id = user_id_of(account)
+    held = holdings(admin_report(account, user_id))
+    outputs: dict[str, str] = {}
+    bodies = cycle(BODIES)
+    for route in REFRESH_READS:
+        for label, command in (("plan", ["plan", "-input=false", "-no-color"]), ("destroy", DESTROY)):
+            body = next(bodies)
+            account.set_faults(garbage(route, body))
+            result = run_command(stack, command)
+            outputs[f"{label} with {body} garbage on {route}"] = result.output
+            assert result.returncode == 1 and "Error: " in result.output, result.output
+            assert holdings(admin_report(account, user_id)) == held, "nothing may change"
+    # GET /pods is read only after the pod's DELETE: the destroy stops half-way, recorded as it is.
+    account.set_faults(garbage("pods-list", next(bodies)))
+    outputs["destroy with garbage on pods-list"] = run_command(stack, DESTROY).output
+    converge_and_check(stack, account, outputs)
+
+
+@pytest.mark.parametrize("route", APPLY_READS)
+def test_garbage_during_apply_is_a_clear_error(route: str, stack: Terraform, account: Account) -> None:
+    body = BODIES[APPLY_READS.index(route) % len(BODIES)]
+    account.set_faults(garbage(route, body))
+    result = run_command(stack, APPLY)
+    outputs = {f"apply with {body} garbage on {route}": result.output}
+    assert result.returncode == 0 or "Error: " in result.output, result.output
+    converge_and_check(stack, account, outputs)
