@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 # What a Python traceback or an unexpected provider exception looks like in Terraform's output.
@@ -41,12 +42,21 @@ def find_secrets(texts: Mapping[str, str], secrets: Mapping[str, str]) -> list[s
 
 def find_crashes(texts: Mapping[str, str]) -> list[str]:
     """``"<marker> in <where>"`` for every traceback or internal-error marker in the captured output."""
-    return [f"{marker!r} in {where}" for where, text in texts.items() for marker in CRASH_MARKERS if marker in text]
+    return [
+        f"{marker!r} in {where}"
+        for where, text in texts.items()
+        for marker in CRASH_MARKERS
+        if marker in text
+    ]
 
 
 def leftovers(report: Mapping[str, Any]) -> list[str]:
     """Every pod that is not DELETED, and every template, credential and volume the account still holds."""
-    found = [f"pod {p['pod_name']} ({p['id']}) is {p['status']}" for p in report["pods"] if p["status"] != "DELETED"]
+    found = [
+        f"pod {p['pod_name']} ({p['id']}) is {p['status']}"
+        for p in report["pods"]
+        if p["status"] != "DELETED"
+    ]
     for kind, label in (("templates", "name"), ("docker_credentials", "username"), ("volumes", "name")):
         found += [f"{kind[:-1]} {item.get(label)} ({item['id']})" for item in report[kind]]
     return found
@@ -69,7 +79,7 @@ def duplicate_rentals(report: Mapping[str, Any]) -> list[str]:
             by_name[pod["pod_name"]].append((*interval, pod["id"]))
     for name, intervals in by_name.items():
         intervals.sort()
-        for (_, end, first), (start, _, second) in zip(intervals, intervals[1:], strict=False):
+        for (_, end, first), (start, _, second) in pairwise(intervals):
             if start < end - _OVERLAP_TOLERANCE:
                 found.append(f"pods {first} and {second} named {name} were billed at the same time")
     found += [

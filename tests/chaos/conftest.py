@@ -46,9 +46,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     write = terminalreporter.write_line
     terminalreporter.section("chaos summary")
     categories = Counter(o.category for o in outcomes)
-    write(f"seed {chaos_seed()}, {len(outcomes)} scenarios ({', '.join(f'{k} {v}' for k, v in sorted(categories.items()))})")
-    write(f"time: {sum(o.seconds for o in outcomes):.0f} s in scenarios, longest {max(o.seconds for o in outcomes):.0f} s")
-    write("| scenarios run | faults injected | leaks | duplicate rentals | secrets found | tracebacks | other failures |")
+    write(
+        f"seed {chaos_seed()}, {len(outcomes)} scenarios ({', '.join(f'{k} {v}' for k, v in sorted(categories.items()))})"
+    )
+    write(
+        f"time: {sum(o.seconds for o in outcomes):.0f} s in scenarios, longest {max(o.seconds for o in outcomes):.0f} s"
+    )
+    write(
+        "| scenarios run | faults injected | leaks | duplicate rentals | secrets found | tracebacks | other failures |"
+    )
     write("| --- | --- | --- | --- | --- | --- | --- |")
     write(
         f"| {len(outcomes)} | {sum(o.faults_injected for o in outcomes)} | {sum(len(o.leaks) for o in outcomes)} "

@@ -82,7 +82,7 @@ class RestartableEmulator:
 
 @dataclass
 class Transcript:
-    """Everything a scenario printed, by label, and the command exit codes."""
+    """Everything the scenario's Terraform commands printed, by step label."""
 
     texts: dict[str, str] = field(default_factory=dict)
 
@@ -102,6 +102,7 @@ class Outcome:
     category: str
     seconds: float = 0.0
     faults_injected: int = 0
+    orphaned_providers: int = 0
     leaks: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)
@@ -117,6 +118,8 @@ class Outcome:
 
 @dataclass
 class Finished:
+    """A finished Terraform command: its exit status (negative: killed by that signal) and its output."""
+
     returncode: int
     output: str
 
@@ -189,7 +192,9 @@ def admin_report(account: Account, user_id: str) -> dict[str, Any]:
     count its reads.
     """
     emulator = account.emulator
-    response = httpx.get(f"{emulator.root_url}/_emulator/resources", headers=emulator.admin_headers, timeout=30)
+    response = httpx.get(
+        f"{emulator.root_url}/_emulator/resources", headers=emulator.admin_headers, timeout=30
+    )
     response.raise_for_status()
     report: dict[str, Any] = next(a for a in response.json()["accounts"] if a["user_id"] == user_id)
     return report
@@ -244,7 +249,9 @@ class ScenarioRun:
     ) -> Finished:
         started = time.monotonic()
         finished = run_command(self.tf, args, during=during)
-        self.outcome.steps.append(f"{label}: exit {finished.returncode} in {time.monotonic() - started:.1f} s")
+        self.outcome.steps.append(
+            f"{label}: exit {finished.returncode} in {time.monotonic() - started:.1f} s"
+        )
         self.transcript.add(label, finished.output)
         return finished
 
@@ -320,6 +327,7 @@ class ScenarioRun:
             time.sleep(_POLL)
         lingering = group_members(process.pid)
         if lingering:
+            self.outcome.orphaned_providers += len(lingering)
             self.outcome.notes.append(
                 f"{len(lingering)} provider process(es) still ran {ORPHAN_GRACE:.0f} s after terraform was killed"
             )
@@ -358,7 +366,8 @@ class ScenarioRun:
         self.outcome.duplicates = audit.duplicate_rentals(report)
         self.outcome.problems += audit.overbilled(report, wall_seconds)
         texts = dict(self.transcript.texts)
-        self.outcome.crashes = audit.find_crashes(texts)
+        for label, text in texts.items():
+            self.outcome.crashes += [f"{c}:\n{_tail(text, 15)}" for c in audit.find_crashes({label: text})]
         for path in _files_to_search(self.tf.workdir, self.account.state_dir):
             texts[str(path)] = path.read_text(errors="replace")
         self.outcome.secrets = audit.find_secrets(texts, self.secrets)
@@ -373,7 +382,9 @@ class ScenarioRun:
 
     def _fired(self) -> int:
         emulator = self.account.emulator
-        response = httpx.get(f"{emulator.root_url}/_emulator/faults", headers=emulator.admin_headers, timeout=30)
+        response = httpx.get(
+            f"{emulator.root_url}/_emulator/faults", headers=emulator.admin_headers, timeout=30
+        )
         response.raise_for_status()
         return sum(int(c["fired"]) for c in response.json().get("counters", {}).values())
 

@@ -293,7 +293,9 @@ def _fault(
     rules = [fault_rule(variant, route, rng, sure=sure)]
     if route == "events":
         # The provider reads events to explain a failed creation: make one fail so the route is used.
-        rules.append({"name": "chaos-events-reason", "path": ROUTES["rent"][1], "kind": "creation_failed", "first": 1})
+        rules.append(
+            {"name": "chaos-events-reason", "path": ROUTES["rent"][1], "kind": "creation_failed", "first": 1}
+        )
     stuck = variant == "stuck_pending"
     return Scenario(
         index=index,
@@ -313,21 +315,69 @@ def _process(index: int, seed: int, category: Category, detail: str, rng: random
     if category == "sigint":
         phase: Phase = "destroy" if detail == "destroy" else "apply"
         delay = rng.uniform(0.2, 3.0) if phase == "apply" else rng.uniform(0.1, 2.5)
-        return Scenario(index, seed, category, phase, _stack(rng), delay=round(delay, 2), signal="SIGINT",
-                        recover_by_apply=recover)
+        return Scenario(
+            index,
+            seed,
+            category,
+            phase,
+            _stack(rng),
+            delay=round(delay, 2),
+            signal="SIGINT",
+            recover_by_apply=recover,
+        )
     if category == "kill-provider":
         hold = rng.random() < 0.5  # sometimes hold the pod PENDING so the kill lands mid-wait for sure
-        rules = ({"name": STUCK_RULE, "method": "POST", "path": ROUTES["rent"][1], "kind": "stuck_pending",
-                  "first": 1},) if hold else ()
-        return Scenario(index, seed, category, "apply", _stack(rng), rules=rules, trigger="rent",
-                        delay=round(rng.uniform(0.0, 0.6), 2), signal="SIGKILL", recover_by_apply=recover)
+        rules = (
+            (
+                {
+                    "name": STUCK_RULE,
+                    "method": "POST",
+                    "path": ROUTES["rent"][1],
+                    "kind": "stuck_pending",
+                    "first": 1,
+                },
+            )
+            if hold
+            else ()
+        )
+        return Scenario(
+            index,
+            seed,
+            category,
+            "apply",
+            _stack(rng),
+            rules=rules,
+            trigger="rent",
+            delay=round(rng.uniform(0.0, 0.6), 2),
+            signal="SIGKILL",
+            recover_by_apply=recover,
+        )
     if category == "kill-terraform":
-        return Scenario(index, seed, category, "apply", _stack(rng), trigger="rent",
-                        delay=round(rng.uniform(0.0, 1.0), 2), signal="SIGKILL", recover_by_apply=recover)
+        return Scenario(
+            index,
+            seed,
+            category,
+            "apply",
+            _stack(rng),
+            trigger="rent",
+            delay=round(rng.uniform(0.0, 1.0), 2),
+            signal="SIGKILL",
+            recover_by_apply=recover,
+        )
     trigger: Literal["start", "rent"] = rng.choice(("start", "rent"))
     delay = rng.uniform(0.3, 2.5) if trigger == "start" else rng.uniform(0.0, 0.8)
-    return Scenario(index, seed, category, "apply", _stack(rng), trigger=trigger, delay=round(delay, 2),
-                    signal=detail, downtime=round(rng.uniform(0.0, 1.0), 2), recover_by_apply=recover)
+    return Scenario(
+        index,
+        seed,
+        category,
+        "apply",
+        _stack(rng),
+        trigger=trigger,
+        delay=round(delay, 2),
+        signal=detail,
+        downtime=round(rng.uniform(0.0, 1.0), 2),
+        recover_by_apply=recover,
+    )
 
 
 PRIVATE_IMAGE_USER = "trainer-bot"

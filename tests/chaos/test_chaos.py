@@ -22,7 +22,10 @@ PRIVATE = next(image for image in image_catalog() if image.private)
 
 
 def run(
-    scenario: Scenario, account: Account, make_terraform: Callable[..., Terraform], emulator: RestartableEmulator | None
+    scenario: Scenario,
+    account: Account,
+    make_terraform: Callable[..., Terraform],
+    emulator: RestartableEmulator | None,
 ) -> Outcome:
     password = PRIVATE.registry_password or ""
     body = render(scenario.stack, f"chaos{scenario.index:03d}", PRIVATE.reference)
@@ -47,7 +50,9 @@ def test_scenario(
     if scenario.category == "restart":
         emulator = RestartableEmulator(tmp_path / "emulator", "chaos-" + secrets.token_hex(12))
         try:
-            account = Account(emulator.start(), emulator.api_key, ssh_keypair(tmp_path / "ssh"), tmp_path / "state")
+            account = Account(
+                emulator.start(), emulator.api_key, ssh_keypair(tmp_path / "ssh"), tmp_path / "state"
+            )
             outcome = run(scenario, account, make_terraform, emulator)
         finally:
             emulator.close()
@@ -59,4 +64,6 @@ def test_scenario(
             account.set_faults({"seed": 0, "rules": []})
     chaos_log.append(outcome)
     print(f"{scenario.name}: {outcome.seconds:.1f} s; " + "; ".join(outcome.steps + outcome.notes))
-    assert not outcome.failures, f"{scenario}\n" + "\n".join(outcome.failures) + "\nnotes: " + "; ".join(outcome.notes)
+    assert not outcome.failures, (
+        f"{scenario}\n" + "\n".join(outcome.failures) + "\nnotes: " + "; ".join(outcome.notes)
+    )

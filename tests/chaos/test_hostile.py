@@ -36,7 +36,9 @@ EVENTS_REASON = {"name": "reason", "path": ROUTES["rent"][1], "kind": "creation_
 
 def garbage(route: str, body: str) -> dict[str, object]:
     method, path = ROUTES[route]
-    rules: list[dict[str, object]] = [{"name": "garbage", "method": method, "path": path, "kind": "garbage", "body": body}]
+    rules: list[dict[str, object]] = [
+        {"name": "garbage", "method": method, "path": path, "kind": "garbage", "body": body}
+    ]
     if route == "events":
         rules.append(EVENTS_REASON)
     return {"seed": 9, "rules": rules}
@@ -51,8 +53,12 @@ def account(shared_emulator: RunningEmulator, tmp_path: Path) -> Iterator[Accoun
 
 @pytest.fixture
 def stack(make_terraform: Callable[..., Terraform], account: Account) -> Terraform:
-    body = render(Stack(pods=1, credential=True, volume=True, create_timeout=60), "hostile", PRIVATE.reference)
-    tf = make_terraform(PROVIDER_BLOCK + body, **account.env, TF_VAR_registry_password=PRIVATE.registry_password or "")
+    body = render(
+        Stack(pods=1, credential=True, volume=True, create_timeout=60), "hostile", PRIVATE.reference
+    )
+    tf = make_terraform(
+        PROVIDER_BLOCK + body, **account.env, TF_VAR_registry_password=PRIVATE.registry_password or ""
+    )
     tf.init()
     return tf
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any, get_args
 
 from lium_emulator.faults import FaultKind, FaultPlan
-from tests.chaos.audit import duplicate_rentals, find_crashes, find_secrets, leftovers, overbilled, secret_needles
+from tests.chaos.audit import (
+    duplicate_rentals,
+    find_crashes,
+    find_secrets,
+    leftovers,
+    overbilled,
+    secret_needles,
+)
 from tests.chaos.scenarios import (
     DEFAULT_SEED,
     PROCESS_CASES,
@@ -65,11 +72,15 @@ def test_secrets_are_found_whole_or_line_by_line() -> None:
     secrets = {"key": PEM, "api key": "tf-0123456789abcdef"}
     assert find_secrets({"log": f"noise {lines[2]} noise"}, secrets) == ["key in log"]
     assert find_secrets({"out": "x-api-key: tf-0123456789abcdef"}, secrets) == ["api key in out"]
-    assert find_secrets({"out": lines[0] + "\n" + lines[-1]}, secrets) == [], "armour lines are not key material"
+    assert find_secrets({"out": lines[0] + "\n" + lines[-1]}, secrets) == [], (
+        "armour lines are not key material"
+    )
     assert find_crashes({"out": "Traceback (most recent call last):"}) == ["'Traceback' in out"]
 
 
-def pod(name: str, running_at: str | None, billed: float, key: str | None = None, status: str = "DELETED") -> dict[str, Any]:
+def pod(
+    name: str, running_at: str | None, billed: float, key: str | None = None, status: str = "DELETED"
+) -> dict[str, Any]:
     return {
         "id": f"{name}-{running_at}",
         "pod_name": name,
@@ -81,7 +92,13 @@ def pod(name: str, running_at: str | None, billed: float, key: str | None = None
 
 
 def account(pods: list[dict[str, Any]], keys: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {"pods": pods, "idempotency_keys": keys or [], "templates": [], "docker_credentials": [], "volumes": []}
+    return {
+        "pods": pods,
+        "idempotency_keys": keys or [],
+        "templates": [],
+        "docker_credentials": [],
+        "volumes": [],
+    }
 
 
 def test_second_paid_pods_are_found() -> None:
@@ -91,11 +108,15 @@ def test_second_paid_pods_are_found() -> None:
     assert len(duplicate_rentals(account(overlapping))) == 1
     never_ran = [pod("a", "2026-01-01T00:00:00+00:00", 10.0), pod("a", None, 0.0)]
     assert duplicate_rentals(account(never_ran)) == []
-    assert duplicate_rentals(account([], [{"key": "k", "rent_count": 2}])) == ["idempotency key k rented 2 pods"]
+    assert duplicate_rentals(account([], [{"key": "k", "rent_count": 2}])) == [
+        "idempotency key k rented 2 pods"
+    ]
 
 
 def test_leftovers_and_overbilling_are_found() -> None:
-    report = account([pod("a", None, 0.0, status="CREATION_FAILED"), pod("b", "2026-01-01T00:00:00+00:00", 61.0)])
+    report = account(
+        [pod("a", None, 0.0, status="CREATION_FAILED"), pod("b", "2026-01-01T00:00:00+00:00", 61.0)]
+    )
     report["templates"] = [{"id": "t1", "name": "tpl"}]
     assert leftovers(report) == ["pod a (a-None) is CREATION_FAILED", "template tpl (t1)"]
     assert overbilled(report, 60.0) == ["pod b billed 61.0 s in a 60.0 s scenario"]

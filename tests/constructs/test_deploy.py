@@ -15,8 +15,7 @@ import pytest
 from lium_emulator.images import image_catalog
 from lium_emulator.launcher import RunningEmulator, launch
 from tests.constructs.apps import CdktfApp, state_resources, synth
-from tests.provider.test_resources_terraform import assert_nothing_left, ssh_run
-from tests.support.lium import FAST_TIMINGS, Account, new_account
+from tests.support.lium import FAST_TIMINGS, Account, assert_nothing_left, new_account, ssh_run
 from tests.support.terraform import Terraform
 
 pytestmark = pytest.mark.terraform

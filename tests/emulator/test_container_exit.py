@@ -3,7 +3,14 @@
 import httpx
 
 from lium_emulator.launcher import RunningEmulator
-from tests.emulator.testkit import account_report, create_template, rent_body, rent_pod, splittable_node, wait_until
+from tests.emulator.testkit import (
+    account_report,
+    create_template,
+    rent_body,
+    rent_pod,
+    splittable_node,
+    wait_until,
+)
 
 
 def test_exited_entrypoint_makes_the_pod_broken(emulator: RunningEmulator, account: httpx.Client) -> None:

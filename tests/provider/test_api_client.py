@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from lium_provider.api.client import LiumClient, default_user_agent
 
 KEY = "sk-live-abcdef0123456789"

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from lium_emulator.launcher import RunningEmulator, launch
 from lium_provider.api.client import LiumClient
 from lium_provider.api.errors import (
@@ -33,7 +34,6 @@ from lium_provider.api.errors import (
 from lium_provider.api.models import RentRequest, TemplateSpec
 from lium_provider.api.offers import OfferFilter, find_offers
 from lium_provider.api.rent import RentAttempt, rent_reconciled
-
 from tests.support.lium import FAST_TIMINGS, Account, new_account
 
 PUBLIC_KEY = (

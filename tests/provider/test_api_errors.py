@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from lium_provider.api.envelope import MAX_MESSAGE_CHARS, parse_error_body, safe_message
 from lium_provider.api.errors import (
     NO_CAPACITY_CODES,

@@ -17,6 +17,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from lium_provider.api.client import LiumClient
 from lium_provider.api.errors import LiumError, LiumProtocolError
 from lium_provider.api.models import RentRequest, TemplateSpec

@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
+
 from lium_provider.api.errors import LiumProtocolError
 from lium_provider.api.models import (
     DockerCredential,
@@ -17,7 +19,6 @@ from lium_provider.api.models import (
     parse_list,
     parse_object,
 )
-from pydantic import ValidationError
 
 POD_ROW: dict[str, Any] = {
     "id": "6f1c9a52-2a57-4a39-9d0c-0a4b5d7e8f10",

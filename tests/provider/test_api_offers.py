@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from lium_provider.api.offers import (
     Offer,
     OfferFilter,

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from lium_provider.api.models import RentRequest
 from lium_provider.api.rent import RentAttempt
 

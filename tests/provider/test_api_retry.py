@@ -9,6 +9,7 @@ from email.utils import format_datetime
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from lium_provider.api.retry import RetryPolicy, parse_retry_after
 
 NOW = datetime(2026, 10, 1, 12, 0, 0, tzinfo=UTC)

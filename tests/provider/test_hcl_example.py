@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from lium_emulator.launcher import RunningEmulator, launch
-from tests.provider.test_resources_terraform import assert_nothing_left, instances
-from tests.support.lium import FAST_TIMINGS, new_account
+from tests.support.lium import FAST_TIMINGS, assert_nothing_left, instances, new_account
 from tests.support.terraform import REPO, Terraform
 
 pytestmark = pytest.mark.terraform

@@ -33,8 +33,22 @@ PODS = 50
 LIMITS = {
     "seed": 11,
     "rules": [
-        {"name": "pod-reads", "method": "GET", "path": "/pods/*", "kind": "rate_limit", "seconds": 1, "every": 3},
-        {"name": "template", "method": "POST", "path": "/templates", "kind": "rate_limit", "seconds": 2, "first": 2},
+        {
+            "name": "pod-reads",
+            "method": "GET",
+            "path": "/pods/*",
+            "kind": "rate_limit",
+            "seconds": 1,
+            "every": 3,
+        },
+        {
+            "name": "template",
+            "method": "POST",
+            "path": "/templates",
+            "kind": "rate_limit",
+            "seconds": 2,
+            "first": 2,
+        },
     ],
     "rate_limits": [
         {"method": "GET", "path": "/pods", "per_minute": 30},
@@ -53,7 +67,7 @@ resource "lium_template" "t" {
   startup_commands = "-c 'exec sleep infinity'"
 }
 resource "lium_pod" "p" {
-  count       = %d
+  count       = length(var.executors)
   name        = "rl-${count.index}"
   template_id = lium_template.t.id
   executor_id = var.executors[count.index]
@@ -61,7 +75,7 @@ resource "lium_pod" "p" {
     create = "600s"
   }
 }
-""" % PODS
+"""
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "host"}
 
 
@@ -125,7 +139,12 @@ class RecordingProxy:
                 self.wfile.write(content)
                 retry_after = upstream.headers.get("Retry-After")
                 identity = " ".join(
-                    (self.command, self.path, self.headers.get("Idempotency-Key", ""), hashlib.sha256(body).hexdigest())
+                    (
+                        self.command,
+                        self.path,
+                        self.headers.get("Idempotency-Key", ""),
+                        hashlib.sha256(body).hexdigest(),
+                    )
                 )
                 with proxy._lock:
                     proxy.exchanges.append(
@@ -140,7 +159,7 @@ class RecordingProxy:
 
             do_GET = do_POST = do_PUT = do_DELETE = _forward
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base signature
+            def log_message(self, format: str, *args: object) -> None:
                 return
 
         return Handler
@@ -193,7 +212,9 @@ def test_fifty_pods_under_sustained_429s(
 ) -> None:
     with RecordingProxy(emulator.root_url) as proxy:
         env = {**account.env, "LIUM_API_URL": f"{proxy.url}/api"}
-        tf = make_terraform(PROVIDER_BLOCK + STACK, **env, TF_VAR_executors=json.dumps(one_gpu_slots(emulator)))
+        tf = make_terraform(
+            PROVIDER_BLOCK + STACK, **env, TF_VAR_executors=json.dumps(one_gpu_slots(emulator))
+        )
         tf.init()
         account.set_faults(LIMITS)
         try:

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
-import paramiko
 import pytest
 
 from lium_emulator.launcher import RunningEmulator, launch
-from tests.support.lium import FAST_TIMINGS, PROVIDER_BLOCK, Account, new_account
+from tests.support.lium import (
+    FAST_TIMINGS,
+    PROVIDER_BLOCK,
+    Account,
+    assert_nothing_left,
+    instances,
+    new_account,
+    ssh_run,
+)
 from tests.support.terraform import Terraform, interrupt, kill_group
 
 pytestmark = pytest.mark.terraform
@@ -56,38 +60,6 @@ def stack(make_terraform: Callable[..., Terraform], account: Account) -> Callabl
         return tf
 
     return make
-
-
-def instances(tf: Terraform, type_name: str) -> list[dict[str, Any]]:
-    return [i["attributes"] for r in tf.resources() if r["type"] == type_name for i in r["instances"]]
-
-
-def ssh_run(account: Account, pod: dict[str, Any], command: str) -> str:
-    """Run a command on the pod as root, checking the host key against the pinned one."""
-    key = paramiko.Ed25519Key.from_private_key(io.StringIO(account.key_file.read_text()))
-    client = paramiko.SSHClient()
-    key_type, key_b64 = pod["ssh_host_key"].split()
-    pinned = paramiko.PKey.from_type_string(key_type, base64.b64decode(key_b64))
-    client.get_host_keys().add(f"[{pod['ssh_host']}]:{pod['ssh_port']}", key_type, pinned)
-    client.set_missing_host_key_policy(paramiko.RejectPolicy())
-    client.connect(
-        pod["ssh_host"],
-        port=pod["ssh_port"],
-        username="root",
-        pkey=key,
-        look_for_keys=False,
-        allow_agent=False,
-    )
-    try:
-        _, stdout, _ = client.exec_command(command, timeout=30)
-        return stdout.read().decode()
-    finally:
-        client.close()
-
-
-def assert_nothing_left(account: Account) -> None:
-    live = account.live()
-    assert live == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}, live
 
 
 def test_pod_with_template_lifecycle(stack: Callable[[str], Terraform], account: Account) -> None:
@@ -203,7 +175,8 @@ resource "lium_docker_credential" "c" {{
     (pod,) = instances(tf, "lium_pod")
     assert pod["status"] == "RUNNING"
     state_text = (tf.workdir / "terraform.tfstate").read_text()
-    assert private.registry_password not in state_text and "wrong-password-123" not in state_text
+    assert private.registry_password and private.registry_password not in state_text
+    assert "wrong-password-123" not in state_text
     tf.destroy()
     assert_nothing_left(account)
 

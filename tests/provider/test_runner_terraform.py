@@ -24,8 +24,16 @@ from lium_emulator.runner_standin import runner_standin_script
 from lium_provider.api.models import Pod
 from lium_provider.runner.scripts import BINARY, BOOTSTRAP_DIR, SUPERVISOR_SCRIPT, TAG_VARIABLE
 from lium_provider.sshkeys import fetch_host_key
-from tests.provider.test_resources_terraform import assert_nothing_left, instances, ssh_run
-from tests.support.lium import FAST_TIMINGS, PROVIDER_BLOCK, Account, new_account, ssh_keypair
+from tests.support.lium import (
+    FAST_TIMINGS,
+    PROVIDER_BLOCK,
+    Account,
+    assert_nothing_left,
+    instances,
+    new_account,
+    ssh_keypair,
+    ssh_run,
+)
 from tests.support.terraform import Terraform, interrupt, kill_group
 
 pytestmark = pytest.mark.terraform
@@ -136,7 +144,8 @@ def runner_sshd_run(port: int, key_file: Path, command: str) -> str:
     )
     try:
         _, stdout, _ = client.exec_command(command, timeout=30)
-        return stdout.read().decode()
+        output: str = stdout.read().decode()
+        return output
     finally:
         client.close()
 

@@ -82,7 +82,10 @@ resource "lium_pod" "p" {
   }
 }
 """
-STUCK = {"seed": 1, "rules": [{"name": "hold", "path": "/executors/*/rent", "kind": "stuck_pending", "first": 1}]}
+STUCK = {
+    "seed": 1,
+    "rules": [{"name": "hold", "path": "/executors/*/rent", "kind": "stuck_pending", "first": 1}],
+}
 
 
 @pytest.fixture(scope="module")

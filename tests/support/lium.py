@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import secrets
 import subprocess
 from dataclasses import dataclass
@@ -9,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import paramiko
 
 from lium_emulator.launcher import RunningEmulator
+from tests.support.terraform import Terraform
 
 PROVIDER_BLOCK = """
 terraform {
@@ -100,3 +104,36 @@ def new_account(emulator: RunningEmulator, directory: Path, balance: float = 100
     )
     assert response.status_code == 200, response.text
     return Account(emulator, api_key, ssh_keypair(directory / "ssh"), directory / "state")
+
+
+def instances(tf: Terraform, type_name: str) -> list[dict[str, Any]]:
+    return [i["attributes"] for r in tf.resources() if r["type"] == type_name for i in r["instances"]]
+
+
+def ssh_run(account: Account, pod: dict[str, Any], command: str) -> str:
+    """Run a command on the pod as root, checking the host key against the pinned one."""
+    key = paramiko.Ed25519Key.from_private_key(io.StringIO(account.key_file.read_text()))
+    client = paramiko.SSHClient()
+    key_type, key_b64 = pod["ssh_host_key"].split()
+    pinned = paramiko.PKey.from_type_string(key_type, base64.b64decode(key_b64))
+    client.get_host_keys().add(f"[{pod['ssh_host']}]:{pod['ssh_port']}", key_type, pinned)
+    client.set_missing_host_key_policy(paramiko.RejectPolicy())
+    client.connect(
+        pod["ssh_host"],
+        port=pod["ssh_port"],
+        username="root",
+        pkey=key,
+        look_for_keys=False,
+        allow_agent=False,
+    )
+    try:
+        _, stdout, _ = client.exec_command(command, timeout=30)
+        output: bytes = stdout.read()
+        return output.decode()
+    finally:
+        client.close()
+
+
+def assert_nothing_left(account: Account) -> None:
+    live = account.live()
+    assert live == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}, live

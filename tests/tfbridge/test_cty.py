@@ -18,6 +18,7 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from tfbridge import cty
 from tfbridge.cty import (
     BOOL,

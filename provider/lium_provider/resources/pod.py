@@ -42,7 +42,7 @@ _KEEP = (UseStateForUnknown(),)
 FILTER_ATTRIBUTES = ("gpu", "max_price_per_hour", "regions", "min_memory_gib", "min_disk_gb", "spot")
 # States after which a pod never runs again: the plan replaces such a pod.
 DEAD_STATES = frozenset({"STOPPED", "FAILED", "CREATION_FAILED", "BROKEN", "REBOOT_FAILED"})
-SSH_POLL_SECONDS = 1.0
+SSH_POLL_SECONDS = 0.25
 
 
 class PodModel(BaseModel):

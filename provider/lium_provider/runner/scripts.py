@@ -13,7 +13,8 @@ Everything lives in :data:`BOOTSTRAP_DIR` (root-only, like dstack's ``/root/.dst
   bootstrap adopts it instead of starting another), ``runner.log`` (+ ``.1``, the previous run).
 
 The runner's environment carries ``LIUM_RUNNER_ID=<id>``: every process it starts inherits it, including
-jobs in their own sessions, so stopping finds them all without trusting pids or process groups. A
+jobs in their own sessions, so stopping finds them all without trusting pids or process groups (an idle
+runner is killed at once; jobs, or SSH sessions into the runner, get SIGTERM and 10 s first). A
 process is alive only if its ``/proc/<pid>/cmdline`` says so: pods whose PID 1 never reaps (``sleep
 infinity``) keep dead children as zombies, and pid files survive on a persistent ``/root``.
 
@@ -46,7 +47,7 @@ _PRELUDE = f"""D={BOOTSTRAP_DIR}
 supervisor_pid() {{
   candidate=$(cat "$D/supervisor.pid" 2>/dev/null) || return 1
   case $candidate in ''|*[!0-9]*) return 1 ;; esac
-  tr '\\0' ' ' < "/proc/$candidate/cmdline" 2>/dev/null | grep -qF "$D/supervise.sh" || return 1
+  tr '\\0' ' ' < "/proc/$candidate/cmdline" 2>/dev/null | grep -qF {SUPERVISOR_SCRIPT} || return 1
   echo "$candidate"
 }}
 """
