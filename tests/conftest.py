@@ -17,7 +17,10 @@ def terraform_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     plugins = base / "plugins"
     install_test_providers(plugins)
     cli_config = write_cli_config(base / "terraformrc", plugins)
+    sockets = base / "sockets"  # provider sockets of killed runs stay in the test's temp dir
+    sockets.mkdir()
     return {
+        "PLUGIN_UNIX_SOCKET_DIR": str(sockets),
         "TF_CLI_CONFIG_FILE": str(cli_config),
         "CHECKPOINT_DISABLE": "1",
         "TF_IN_AUTOMATION": "1",

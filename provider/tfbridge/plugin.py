@@ -56,6 +56,7 @@ _MAX_MESSAGE_BYTES = 256 << 20
 # Time in-flight calls get to finish after GRPCController/Shutdown. go-plugin's client SIGKILLs a plugin
 # that has not exited 2 s after Shutdown (leaving its sockets behind), so stay well below that.
 _SHUTDOWN_GRACE_SECONDS = 1.0
+_PARENT_POLL_SECONDS = 1.0
 _CERT_LIFETIME_SECONDS = 365 * 24 * 3600
 _RELAY_CHUNK_BYTES = 256 * 1024
 _EC_PUBLIC_KEY = "1.2.840.10045.2.1"
@@ -75,6 +76,7 @@ def serve(
     # Terraform forwards Ctrl-C to the whole process group and then calls StopProvider; the server must
     # keep running so in-flight ApplyResourceChange results still reach Terraform.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent_pid = os.getppid()  # read first: Terraform may be gone by the time the handshake is out
     if os.environ.get(MAGIC_COOKIE_KEY) != MAGIC_COOKIE_VALUE:
         sys.stderr.write(NOT_A_COMMAND_MESSAGE)
         sys.exit(1)
@@ -135,6 +137,10 @@ def serve(
         daemon=True,
     ).start()
 
+    threading.Thread(
+        target=_exit_when_orphaned, args=(lifecycle, parent_pid), name="tfplugin-parent", daemon=True
+    ).start()
+
     terminated = lifecycle.wait_for_exit_request()
     lifecycle.begin_stopping()
     server.stop(None if terminated else _SHUTDOWN_GRACE_SECONDS).wait()
@@ -146,6 +152,17 @@ def serve(
     sys.stderr.flush()
     # os._exit: worker threads may still wait on a servicer that never came; exit must not hang on them.
     os._exit(128 + signal.SIGTERM if terminated else 0)
+
+
+def _exit_when_orphaned(lifecycle: _Lifecycle, parent_pid: int) -> None:
+    """Stop serving once Terraform is gone without calling Shutdown (it was SIGKILLed, or crashed).
+
+    Nobody can receive this process's answers any more; lingering would only keep half-done work
+    running. What a create had started is safe: rents are journalled before they are sent.
+    """
+    while os.getppid() == parent_pid:
+        time.sleep(_PARENT_POLL_SECONDS)
+    lifecycle.request_shutdown()
 
 
 def _make_socket_dir() -> str:

@@ -38,29 +38,41 @@ def chaos_log(request: pytest.FixtureRequest) -> list[Outcome]:
     return request.config.stash.setdefault(OUTCOMES, [])
 
 
+def summary_table(outcomes: list[Outcome]) -> list[str]:
+    """The Markdown table docs/reliability.md records for a run."""
+    columns = {
+        "scenarios run": len(outcomes),
+        "scenarios failed": sum(1 for o in outcomes if o.failures),
+        "faults injected": sum(o.faults_injected for o in outcomes),
+        "leaks": sum(len(o.leaks) for o in outcomes),
+        "duplicate rentals": sum(len(o.duplicates) for o in outcomes),
+        "secrets found": sum(len(o.secrets) for o in outcomes),
+        "tracebacks": sum(len(o.crashes) for o in outcomes),
+        "other failures": sum(len(o.problems) for o in outcomes),
+        "orphaned providers": sum(o.orphaned_providers for o in outcomes),
+    }
+    return [
+        "| " + " | ".join(columns) + " |",
+        "|" + " --- |" * len(columns),
+        "| " + " | ".join(str(value) for value in columns.values()) + " |",
+    ]
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    """The table docs/reliability.md records: scenarios, faults injected, and what was found."""
+    """Seed, counts per category, time, the table, and one line per failed scenario."""
     outcomes = config.stash.get(OUTCOMES, [])
     if not outcomes:
         return
     write = terminalreporter.write_line
     terminalreporter.section("chaos summary")
-    categories = Counter(o.category for o in outcomes)
+    categories = ", ".join(f"{k} {v}" for k, v in sorted(Counter(o.category for o in outcomes).items()))
+    write(f"seed {chaos_seed()}, {len(outcomes)} scenarios ({categories})")
+    seconds = [o.seconds for o in outcomes]
     write(
-        f"seed {chaos_seed()}, {len(outcomes)} scenarios ({', '.join(f'{k} {v}' for k, v in sorted(categories.items()))})"
+        f"time in scenarios: {sum(seconds):.0f} s, mean {sum(seconds) / len(seconds):.1f} s, max {max(seconds):.0f} s"
     )
-    write(
-        f"time: {sum(o.seconds for o in outcomes):.0f} s in scenarios, longest {max(o.seconds for o in outcomes):.0f} s"
-    )
-    write(
-        "| scenarios run | faults injected | leaks | duplicate rentals | secrets found | tracebacks | other failures |"
-    )
-    write("| --- | --- | --- | --- | --- | --- | --- |")
-    write(
-        f"| {len(outcomes)} | {sum(o.faults_injected for o in outcomes)} | {sum(len(o.leaks) for o in outcomes)} "
-        f"| {sum(len(o.duplicates) for o in outcomes)} | {sum(len(o.secrets) for o in outcomes)} "
-        f"| {sum(len(o.crashes) for o in outcomes)} | {sum(len(o.problems) for o in outcomes)} |"
-    )
+    for line in summary_table(outcomes):
+        write(line)
     for outcome in outcomes:
         if outcome.failures:
             write(f"FAILED {outcome.name}: " + "; ".join(f.splitlines()[0] for f in outcome.failures))
