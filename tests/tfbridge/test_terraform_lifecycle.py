@@ -169,6 +169,13 @@ def test_write_only_secret_never_stored(make_terraform: Callable[..., Terraform]
         assert SECRET not in text, f"the write-only secret leaked into {where}"
         assert "bridge-token-0123456789" not in text, f"the sensitive provider token leaked into {where}"
     assert only_instance(tf)["secret_wo"] is None
+    # The provider's structured logs reach Terraform's log, with the sensitive token redacted.
+    configured = [
+        line
+        for line in trace.splitlines()
+        if "provider.terraform-provider-bridgetest" in line and "configured" in line
+    ]
+    assert configured and all("token=<redacted>" in line for line in configured), configured[:3]
     # Rotation: a new version sends the new secret.
     tf.write(
         config(
