@@ -51,13 +51,6 @@ def feed_url(emulator: RunningEmulator) -> str:
 
 
 @pytest.fixture(scope="module")
-def emulator() -> Iterator[RunningEmulator]:
-    """An emulator that honours Idempotency-Key (the default ``rent_idempotency`` feature)."""
-    with launch(FAST_TIMINGS) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def old_emulator() -> Iterator[RunningEmulator]:
     """An emulator like an older Lium: no ``rent_idempotency``, so a resent rent rents again."""
     with launch([*FAST_TIMINGS, "--features", ""]) as server:

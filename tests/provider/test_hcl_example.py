@@ -9,24 +9,18 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from lium_emulator.launcher import RunningEmulator, launch
-from tests.support.lium import FAST_TIMINGS, assert_nothing_left, instances, new_account
+from lium_emulator.launcher import RunningEmulator
+from tests.support.lium import assert_nothing_left, instances, new_account
 from tests.support.terraform import REPO, Terraform
 
 pytestmark = pytest.mark.terraform
 
 EXAMPLE = REPO / "examples" / "hcl"
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[RunningEmulator]:
-    with launch(FAST_TIMINGS) as running:
-        yield running
 
 
 def test_hcl_example_applies_and_destroys(

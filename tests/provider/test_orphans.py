@@ -12,13 +12,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
-from lium_emulator.launcher import RunningEmulator, launch
-from tests.support.lium import FAST_TIMINGS, PROVIDER_BLOCK, Account, new_account
+from tests.support.lium import PROVIDER_BLOCK, Account
 from tests.support.procs import find_descendant
 from tests.support.terraform import Terraform, kill_group
 
@@ -43,19 +41,6 @@ STUCK = {
     "seed": 5,
     "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "stuck_pending", "first": 1}],
 }
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[RunningEmulator]:
-    with launch(FAST_TIMINGS) as running:
-        yield running
-
-
-@pytest.fixture
-def account(emulator: RunningEmulator, tmp_path: Path) -> Iterator[Account]:
-    account = new_account(emulator, tmp_path)
-    yield account
-    account.set_faults({"seed": 0, "rules": []})
 
 
 def live_pods(account: Account) -> list[dict[str, object]]:

@@ -9,16 +9,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.launcher import RunningEmulator
 from lium_provider.plan_summary import OfferBook, summarize
-from tests.support.lium import FAST_TIMINGS, PROVIDER_BLOCK, Account, new_account
+from tests.support.lium import PROVIDER_BLOCK, Account
 from tests.support.terraform import Terraform
 
 pytestmark = pytest.mark.terraform
@@ -58,17 +58,6 @@ resource "lium_pod" "c" {
 """
 # A one-GPU RTX 4090 node of the packaged catalog that is not the cheapest: pod b pins it by executor_id.
 PINNED_EXECUTOR = "b46e889b-7a41-5bdd-a827-3dcbf1926d07"
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[RunningEmulator]:
-    with launch(FAST_TIMINGS) as running:
-        yield running
-
-
-@pytest.fixture
-def account(emulator: RunningEmulator, tmp_path: Path) -> Account:
-    return new_account(emulator, tmp_path)
 
 
 def stack(stage: str = "one", name_a: str = "alpha", extra: str = "") -> str:

@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
-from lium_emulator.launcher import RunningEmulator, launch
 from tests.support.lium import (
-    FAST_TIMINGS,
     PROVIDER_BLOCK,
     Account,
     assert_nothing_left,
     instances,
-    new_account,
     ssh_run,
 )
 from tests.support.terraform import Terraform, interrupt, kill_group
@@ -39,27 +35,6 @@ resource "lium_pod" "p" {
   %s
 }
 """
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[RunningEmulator]:
-    with launch(FAST_TIMINGS) as running:
-        yield running
-
-
-@pytest.fixture
-def account(emulator: RunningEmulator, tmp_path: Path) -> Account:
-    return new_account(emulator, tmp_path)
-
-
-@pytest.fixture
-def stack(make_terraform: Callable[..., Terraform], account: Account) -> Callable[[str], Terraform]:
-    def make(body: str) -> Terraform:
-        tf = make_terraform(PROVIDER_BLOCK + body, **account.env)
-        tf.init()
-        return tf
-
-    return make
 
 
 def test_pod_with_template_lifecycle(stack: Callable[[str], Terraform], account: Account) -> None:

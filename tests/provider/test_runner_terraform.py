@@ -11,7 +11,7 @@ import json
 import shlex
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +19,15 @@ import paramiko
 import pytest
 
 from lium_emulator.images import image_catalog
-from lium_emulator.launcher import RunningEmulator, launch
 from lium_emulator.runner_standin import runner_standin_script
 from lium_provider.api.models import Pod
 from lium_provider.runner.scripts import BINARY, BOOTSTRAP_DIR, SUPERVISOR_SCRIPT, TAG_VARIABLE
 from lium_provider.sshkeys import fetch_host_key
 from tests.support.lium import (
-    FAST_TIMINGS,
     PROVIDER_BLOCK,
     Account,
     assert_nothing_left,
     instances,
-    new_account,
     ssh_keypair,
     ssh_run,
 )
@@ -83,27 +80,6 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
 print(json.dumps(found))""",
     ]
 )
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[RunningEmulator]:
-    with launch(FAST_TIMINGS) as running:
-        yield running
-
-
-@pytest.fixture
-def account(emulator: RunningEmulator, tmp_path: Path) -> Account:
-    return new_account(emulator, tmp_path)
-
-
-@pytest.fixture
-def stack(make_terraform: Callable[..., Terraform], account: Account) -> Callable[[str], Terraform]:
-    def make(body: str) -> Terraform:
-        tf = make_terraform(PROVIDER_BLOCK + body, **account.env)
-        tf.init()
-        return tf
-
-    return make
 
 
 def processes(account: Account, pod: dict[str, Any]) -> list[dict[str, Any]]:

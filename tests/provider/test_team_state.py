@@ -20,8 +20,7 @@ from typing import Any
 
 import pytest
 
-from lium_emulator.launcher import RunningEmulator, launch
-from tests.support.lium import FAST_TIMINGS, Account, new_account
+from tests.support.lium import Account
 from tests.support.postgres import PostgresServer, running_postgres
 from tests.support.terraform import REPO, Terraform, kill_group
 
@@ -39,20 +38,9 @@ DEADLINE_SECONDS = 120.0
 
 
 @pytest.fixture(scope="module")
-def emulator() -> Iterator[RunningEmulator]:
-    with launch(FAST_TIMINGS) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
 def postgres() -> Iterator[PostgresServer]:
     with running_postgres() as server:
         yield server
-
-
-@pytest.fixture
-def account(emulator: RunningEmulator, tmp_path: Path) -> Account:
-    return new_account(emulator, tmp_path)
 
 
 class Background:
