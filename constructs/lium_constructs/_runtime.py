@@ -183,68 +183,44 @@ class LiumProviderBase(_Synthesized, cdk.TerraformProvider):
         self._alias = value
 
 
-class LiumResourceBase(_Synthesized, cdk.TerraformResource):
+class _Element(_Synthesized):
+    """The constructor resources and data sources share: both cdktf base classes take these arguments."""
+
+    _TERRAFORM_TYPE: ClassVar[str]
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        arguments: Mapping[str, object],
+        *,
+        count: float | cdk.TerraformCount | None,
+        depends_on: Sequence[cdk.ITerraformDependable] | None,
+        for_each: cdk.ITerraformIterator | None,
+        lifecycle: cdk.TerraformResourceLifecycle | None,
+        provider: cdk.TerraformProvider | None,
+    ) -> None:
+        check_secrets(self._ARGUMENTS, arguments)  # before the element joins the construct tree
+        super().__init__(  # type: ignore[call-arg]  # the cdktf base class that follows in the MRO
+            scope,
+            id_,
+            terraform_resource_type=self._TERRAFORM_TYPE,
+            terraform_generator_metadata=_generator_metadata(),
+            count=count,
+            depends_on=depends_on,
+            for_each=for_each,
+            lifecycle=lifecycle,
+            provider=provider,
+        )
+        self._arguments = dict(arguments)
+
+
+class LiumResourceBase(_Element, cdk.TerraformResource):
     """Base of the generated resource constructs."""
 
-    _TERRAFORM_TYPE: ClassVar[str]
 
-    def __init__(
-        self,
-        scope: Construct,
-        id_: str,
-        arguments: Mapping[str, object],
-        *,
-        count: float | cdk.TerraformCount | None,
-        depends_on: Sequence[cdk.ITerraformDependable] | None,
-        for_each: cdk.ITerraformIterator | None,
-        lifecycle: cdk.TerraformResourceLifecycle | None,
-        provider: cdk.TerraformProvider | None,
-    ) -> None:
-        check_secrets(self._ARGUMENTS, arguments)
-        super().__init__(
-            scope,
-            id_,
-            terraform_resource_type=self._TERRAFORM_TYPE,
-            terraform_generator_metadata=_generator_metadata(),
-            count=count,
-            depends_on=depends_on,
-            for_each=for_each,
-            lifecycle=lifecycle,
-            provider=provider,
-        )
-        self._arguments = dict(arguments)
-
-
-class LiumDataSourceBase(_Synthesized, cdk.TerraformDataSource):
+class LiumDataSourceBase(_Element, cdk.TerraformDataSource):
     """Base of the generated data-source constructs."""
-
-    _TERRAFORM_TYPE: ClassVar[str]
-
-    def __init__(
-        self,
-        scope: Construct,
-        id_: str,
-        arguments: Mapping[str, object],
-        *,
-        count: float | cdk.TerraformCount | None,
-        depends_on: Sequence[cdk.ITerraformDependable] | None,
-        for_each: cdk.ITerraformIterator | None,
-        lifecycle: cdk.TerraformResourceLifecycle | None,
-        provider: cdk.TerraformProvider | None,
-    ) -> None:
-        check_secrets(self._ARGUMENTS, arguments)
-        super().__init__(
-            scope,
-            id_,
-            terraform_resource_type=self._TERRAFORM_TYPE,
-            terraform_generator_metadata=_generator_metadata(),
-            count=count,
-            depends_on=depends_on,
-            for_each=for_each,
-            lifecycle=lifecycle,
-            provider=provider,
-        )
-        self._arguments = dict(arguments)
 
 
 Element = cdk.TerraformResource | cdk.TerraformDataSource
