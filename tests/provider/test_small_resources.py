@@ -1,0 +1,102 @@
+"""Templates, Docker credentials and volumes: import, in-place update, out-of-band delete, destroy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances
+from tests.support.terraform import Terraform
+
+pytestmark = pytest.mark.terraform
+
+PASSWORD_VARIABLE = """
+variable "password" {
+  type      = string
+  sensitive = true
+  ephemeral = true
+}
+"""
+
+
+def template(environment: str) -> str:
+    return f"""
+resource "lium_template" "r" {{
+  name        = "small-template"
+  image       = "python:3.11-slim"
+  environment = {{ STAGE = "{environment}" }}
+}}
+"""
+
+
+def credential(username: str) -> str:
+    return (
+        PASSWORD_VARIABLE
+        + f"""
+resource "lium_docker_credential" "r" {{
+  username            = "{username}"
+  password_wo         = var.password
+  password_wo_version = 1
+}}
+"""
+    )
+
+
+def volume(description: str) -> str:
+    return f"""
+resource "lium_volume" "r" {{
+  name        = "small-volume"
+  description = "{description}"
+}}
+"""
+
+
+CASES: dict[str, tuple[Callable[[str], str], str, str, str]] = {
+    # type: (config for a value, the API collection, first value, second value)
+    "lium_template": (template, "templates", "one", "two"),
+    "lium_docker_credential": (credential, "docker-credentials", "robot-one", "robot-two"),
+    "lium_volume": (volume, "volumes", "first", "second"),
+}
+
+
+@pytest.mark.parametrize("type_name", list(CASES))
+def test_lifecycle(stack: Callable[[str], Terraform], account: Account, type_name: str) -> None:
+    config, collection, first, second = CASES[type_name]
+    tf = stack(config(first))
+    tf.env["TF_VAR_password"] = "registry-secret-1"
+    tf.apply()
+    (created,) = instances(tf, type_name)
+    assert tf.plan_exitcode()[0] == 0
+
+    # In place: the id stays.
+    tf.write(PROVIDER_BLOCK + config(second))
+    code, plan = tf.plan_exitcode()
+    assert code == 2 and "1 to change" in plan, plan
+    tf.apply()
+    (updated,) = instances(tf, type_name)
+    assert updated["id"] == created["id"]
+
+    # Import into a second working directory: the plan afterwards is empty.
+    other = stack(config(second))
+    other.env["TF_VAR_password"] = "registry-secret-1"
+    other.run("import", "-no-color", f"{type_name}.r", created["id"])
+    (imported,) = instances(other, type_name)
+    assert imported["id"] == created["id"]
+    if (
+        type_name != "lium_docker_credential"
+    ):  # a credential's password cannot be read back: it plans a rotation
+        assert other.plan_exitcode()[0] == 0
+    other.run("state", "rm", f"{type_name}.r")
+
+    # Deleted behind Terraform's back: the next apply creates it again.
+    with account.api() as api:
+        response = api.delete(f"/{collection}/{created['id']}")
+        assert response.status_code in (200, 204), response.text
+    code, plan = tf.plan_exitcode()
+    assert code == 2 and "will be created" in plan
+    tf.apply()
+    (recreated,) = instances(tf, type_name)
+    assert recreated["id"] != created["id"]
+    tf.destroy()
+    assert_nothing_left(account)
