@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from lium_provider import __version__
 from lium_provider.api.client import LiumClient
-from lium_provider.api.errors import LiumAuthError, LiumError
+from lium_provider.api.errors import LiumAuthError, LiumCancelled, LiumError, LiumProtocolError
 from lium_provider.endpoints import DEFAULT_ENDPOINT, feed_url_for
 from lium_provider.journal import RentJournal
 from lium_provider.resources.data_sources import OffersDataSource, PodDataSource, TemplatesDataSource
@@ -20,7 +20,7 @@ from lium_provider.resources.template import TemplateResource
 from lium_provider.resources.volume import VolumeResource
 from lium_provider.session import LiumSession, journal_dir
 from lium_provider.sshkeys import load_private_key
-from tfbridge import Attribute, Context, Provider, TFError
+from tfbridge import Attribute, Context, Diagnostic, Provider, TFError
 
 
 class LiumProviderConfig(BaseModel):
@@ -120,3 +120,12 @@ class LiumProvider(Provider[LiumProviderConfig]):
             runner_download_url=config.runner_download_url or os.environ.get("LIUM_RUNNER_DOWNLOAD_URL"),
             journal=RentJournal(journal_dir()),
         )
+
+    def diagnose(self, error: Exception) -> list[Diagnostic] | None:
+        if isinstance(error, LiumCancelled):
+            return [Diagnostic.error("Cancelled", "Terraform asked the provider to stop (Ctrl-C).")]
+        if isinstance(error, LiumProtocolError):
+            return [Diagnostic.error("Lium answered something unusable", str(error))]
+        if isinstance(error, LiumError):
+            return [Diagnostic.error("A Lium API request failed", str(error))]
+        return None

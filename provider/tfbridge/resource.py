@@ -170,3 +170,8 @@ class Provider(Generic[ConfigT]):
     def configure(self, ctx: Context, config: ConfigT) -> Any:
         """Check credentials and build the client every resource receives as ``ctx.provider``."""
         return config
+
+    def diagnose(self, error: Exception) -> list[Diagnostic] | None:
+        """Diagnostics for an exception of the provider's own kinds (an API client's errors, say) that
+        escaped an operation; None lets the framework report it as an internal error."""
+        return None

@@ -219,6 +219,10 @@ class ProviderServer(pb_grpc.ProviderServicer):
         except cty.CtyError as exc:
             diagnostics.append(Diagnostic.error(f"{operation}: invalid value", str(exc), exc.path or None))
         except Exception as exc:
+            known = self._provider.diagnose(exc)
+            if known is not None:
+                diagnostics.extend(known)
+                return
             self._log.error(f"{operation} failed", error=repr(exc), trace=traceback.format_exc())
             diagnostics.append(
                 Diagnostic.error(

@@ -480,6 +480,16 @@ def test_429_waits_exactly_retry_after_and_a_mutation_is_resent_once(session: Se
         assert retried.sent_at - limited.answered_at >= retry_after  # never earlier than asked
 
 
+def test_sustained_429s_outlast_the_retry_count(session: Session) -> None:
+    # max_retries is 3 for this client; a rate limit is not a failure, so 6 429s in a row still end well.
+    session.set_faults({"method": "POST", "path": "/volumes", "first": 6, "kind": "rate_limit", "seconds": 1})
+    volume = session.client.create_volume("patient", None)
+    posts = session.posts("/volumes")
+    assert [e.status for e in posts] == [429] * 6 + [200] and volume.name == "patient"
+    assert session.sleeps == [1.0] * 6
+    assert all(later.sent_at - earlier.answered_at >= 1.0 for earlier, later in zip(posts, posts[1:]))
+
+
 def test_rate_limit_from_a_bucket(session: Session) -> None:
     session.set_faults(rate_limits=[{"method": "GET", "path": "/templates", "per_minute": 60}])
     before = session.client.request_count

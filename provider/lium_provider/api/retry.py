@@ -12,12 +12,14 @@ from email.utils import parsedate_to_datetime
 class RetryPolicy:
     """How often and how long the client retries.
 
-    ``max_retries`` counts resends after the first attempt. ``max_retry_after`` is the longest
-    ``Retry-After`` the client is willing to wait for; a longer one is reported to the caller instead of
-    silently blocking a Terraform run for that long.
+    ``max_retries`` counts resends after the first attempt for failures other than 429. A 429 (never
+    executed) is resent for as long as the total waited stays within ``max_rate_limited_seconds``.
+    ``max_retry_after`` is the longest single ``Retry-After`` the client is willing to wait for; a longer
+    one is reported to the caller instead of silently blocking a Terraform run for that long.
     """
 
     max_retries: int = 5
+    max_rate_limited_seconds: float = 900.0
     base_delay: float = 0.5
     max_delay: float = 8.0
     max_retry_after: float = 120.0

@@ -117,6 +117,9 @@ class HttpTransport:
         """
         call = _Call(method, url, path, headers, json_body, params, tuple(secrets))
         retry_number = 0
+        # 429s have their own budget, in seconds waited: under sustained rate limiting every request
+        # keeps its place and goes out again exactly when the server says, however often that takes.
+        rate_limits = _RateLimitWait()
         while True:
             self._raise_if_cancelled(method, path)
             try:
@@ -130,6 +133,10 @@ class HttpTransport:
             else:
                 if 200 <= reply.status < 300:
                     return reply.answer(call)
+                if reply.status == 429:
+                    delay = self._rate_limit_delay(reply, call, rate_limits)
+                    self.pause(delay, method=method, path=path)
+                    continue
                 delay = self._after_error_status(reply, call, retry_number)
             self.pause(delay, method=method, path=path)
             retry_number += 1
@@ -185,8 +192,6 @@ class HttpTransport:
     def _after_error_status(self, reply: _Reply, call: _Call, retry_number: int) -> float:
         """The delay before a resend after a non-2xx status, or raise the error it means."""
         details = _error_details(reply.body, reply.headers, call.secrets)
-        if reply.status == 429:
-            return self._rate_limit_delay(reply, call, details, retry_number)
         if reply.status >= 500 or reply.status == 408:
             if call.mutation:
                 raise reply.error(
@@ -197,22 +202,25 @@ class HttpTransport:
             return self.backoff(retry_number)
         raise _classify(reply, call, details)
 
-    def _rate_limit_delay(
-        self, reply: _Reply, call: _Call, details: ErrorDetails, retry_number: int
-    ) -> float:
+    def _rate_limit_delay(self, reply: _Reply, call: _Call, waited: _RateLimitWait) -> float:
+        """How long to wait before resending a 429'd request (not executed), or raise past the budget."""
+        details = _error_details(reply.body, reply.headers, call.secrets)
         retry_after = parse_retry_after(reply.headers.get("Retry-After"), datetime.now(UTC))
+        delay = retry_after if retry_after is not None else self.backoff(min(waited.count, 6))
         too_long = retry_after is not None and retry_after > self.policy.max_retry_after
-        if too_long or retry_number >= self.policy.max_retries:
+        if too_long or waited.seconds + delay > self.policy.max_rate_limited_seconds:
             reason = (
                 f"rate limited; the server asks to wait {retry_after:g} s"
-                if retry_after is not None
-                else f"rate limited after {retry_number + 1} attempts"
+                if too_long and retry_after is not None
+                else f"still rate limited after waiting {waited.seconds:.0f} s over {waited.count} attempts"
             )
             error = reply.error(LiumRateLimited, call, details, reason)
             error.retry_after = retry_after
             raise error
-        # The server did not execute a 429'd request; resend exactly when it says, never earlier.
-        return retry_after if retry_after is not None else self.backoff(retry_number)
+        waited.count += 1
+        waited.seconds += delay
+        # Exactly when the server says, never earlier.
+        return delay
 
     def _raise_if_cancelled(self, method: str | None, path: str | None) -> None:
         if self._cancel():
@@ -220,6 +228,14 @@ class HttpTransport:
 
 
 _MAY_HAVE_TAKEN_EFFECT = "the request may or may not have taken effect"
+
+
+@dataclass
+class _RateLimitWait:
+    """What one request has spent waiting on 429 answers so far."""
+
+    count: int = 0
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
