@@ -94,6 +94,24 @@ def test_next_destroy_deletes_the_unrecorded_pod(crashed: Terraform, account: Ac
     assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
 
 
+def test_one_destroy_suffices_when_the_unrecorded_pod_mounts_a_volume(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    # The volume's delete runs beside the template's; it must settle the pod too, not meet volume_in_use.
+    with_volume = (
+        STACK.replace(
+            "template_id = lium_template.t.id",
+            "template_id = lium_template.t.id\n  volume_id   = lium_volume.v.id",
+        )
+        + 'resource "lium_volume" "v" {\n  name = "orphan-volume"\n}\n'
+    )
+    tf = make_terraform(with_volume, **account.env)
+    tf.init()
+    kill_provider_after_rent(tf, account)
+    tf.destroy()
+    assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
+
+
 def test_sweep_lists_and_deletes_leftovers(crashed: Terraform, account: Account) -> None:
     env = {**os.environ, **account.env}
     command = [sys.executable, "-m", "lium_provider.cli", "sweep", "--name-prefix", "orphan-"]

@@ -9,7 +9,7 @@ blindly. Every rent attempt is journalled on disk before it is sent (see :mod:`l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -451,15 +451,15 @@ def delete_pod_and_wait(ctx: Context, s: LiumSession, pod_id: str) -> None:
     s.watcher.wait(ctx, pod_id, lambda p: p is None or p.status == DELETED)
 
 
-def settle_orphans(ctx: Context, s: LiumSession, template_id: str) -> None:
-    """Delete pods that journalled rents created from ``template_id`` but Terraform never recorded.
+def settle_orphans(ctx: Context, s: LiumSession, uses: Callable[[RentAttempt], bool]) -> None:
+    """Delete pods that journalled rents matching ``uses`` made but Terraform never recorded.
 
     Such a pod exists when the provider died between Lium's answer and the state write (SIGKILL, a
-    crash). Before its template goes, it goes: found by name and executor in the pod list, then in the
-    account events — never by renting again.
+    crash). Before the template it runs or the volume it mounts goes, it goes: found by name and
+    executor in the pod list, then in the account events — never by renting again.
     """
     for attempt in s.journal.pending():
-        if attempt.body.template_id != template_id:
+        if not uses(attempt):
             continue
         with api_errors("reconciling an unrecorded rent"):
             found = find_rented_pod(s.client, attempt)

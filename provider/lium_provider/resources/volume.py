@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lium_provider.api.errors import LiumError
 from lium_provider.resources.common import api_errors, create_reconciled, delete_reconciled, newest
+from lium_provider.resources.pod import settle_orphans
 from lium_provider.session import session
 from tfbridge import Attribute, Context, Resource, TFError, UseStateForUnknown
 
@@ -73,8 +74,11 @@ class VolumeResource(Resource[VolumeModel]):
         return plan.model_copy(update={"id": prior.id})
 
     def delete(self, ctx: Context, state: VolumeModel) -> None:
-        client = session(ctx).client
+        s = session(ctx)
+        client = s.client
         volume_id = state.id or ""
+        # A pod an interrupted run rented with this volume, but never recorded, would hold it: it goes first.
+        settle_orphans(ctx, s, lambda attempt: attempt.body.volume_id == volume_id)
 
         def delete() -> None:
             try:
