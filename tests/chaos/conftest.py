@@ -49,7 +49,9 @@ def summary_table(outcomes: list[Outcome]) -> list[str]:
         "secrets found": sum(len(o.secrets) for o in outcomes),
         "tracebacks": sum(len(o.crashes) for o in outcomes),
         "other failures": sum(len(o.problems) for o in outcomes),
+        "second/third destroys": sum(o.extra_destroys for o in outcomes),
         "orphaned providers": sum(o.orphaned_providers for o in outcomes),
+        "orphaned sandboxes": sum(o.orphaned_sandboxes for o in outcomes),
     }
     return [
         "| " + " | ".join(columns) + " |",

@@ -70,14 +70,23 @@ class RestartableEmulator:
                 process.wait()
         self.current = None
 
-    def close(self) -> None:
-        """Graceful stop; after a crash, a restart first so the new run tears down the old sandboxes."""
+    def close(self) -> int:
+        """Graceful stop (after a crash, a restart first so the new run tears down the old sandboxes).
+
+        Returns how many sandbox processes outlived it — they are killed here — so a scenario can
+        report what the emulator leaked.
+        """
         if self.current is None and self.port is not None:
             with contextlib.suppress(Exception):
                 self.start()
         if self.current is not None:
             self.current.stop()
             self.current = None
+        leftovers = processes_mentioning(str(self.state_dir))
+        for pid in leftovers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return len(leftovers)
 
 
 @dataclass
@@ -103,6 +112,8 @@ class Outcome:
     seconds: float = 0.0
     faults_injected: int = 0
     orphaned_providers: int = 0
+    orphaned_sandboxes: int = 0
+    extra_destroys: int = 0  # converge destroy runs needed beyond the first
     leaks: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)
@@ -118,10 +129,14 @@ class Outcome:
 
 @dataclass
 class Finished:
-    """A finished Terraform command: its exit status (negative: killed by that signal) and its output."""
+    """A finished Terraform command: its exit status (negative: killed by that signal) and its output.
+
+    ``timed_out``: it was still running at its deadline and was killed with its providers.
+    """
 
     returncode: int
     output: str
+    timed_out: bool = False
 
 
 def run_command(
@@ -134,22 +149,24 @@ def run_command(
     """Run ``terraform <args>`` in its own process group; ``during(process)`` runs while it does.
 
     Output is drained by a thread so a chatty run never blocks on a full pipe. Past ``timeout`` the whole
-    group (terraform and its providers) is killed and the run counts as failed (returncode -9).
+    group (terraform and its providers) is killed and the run counts as timed out.
     """
+    deadline = time.monotonic() + timeout
     process = tf.start(*args)
+    timed_out = False
     chunks: list[str] = []
     reader = threading.Thread(target=_drain, args=(process, chunks), daemon=True)
     reader.start()
     try:
         if during is not None:
             during(process)
-        process.wait(timeout)
+        process.wait(max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        chunks.append(f"\n[harness] terraform {' '.join(args)} exceeded {timeout:.0f} s and was killed\n")
+        timed_out = True
     finally:
         kill_group(process)  # also reaps providers orphaned by a killed terraform
         reader.join(10)
-    return Finished(process.returncode, "".join(chunks))
+    return Finished(process.returncode, "".join(chunks), timed_out)
 
 
 def _drain(process: subprocess.Popen[str], chunks: list[str]) -> None:
@@ -167,6 +184,16 @@ def wait_until(condition: Callable[[], bool], process: subprocess.Popen[str], de
             return False
         time.sleep(_POLL)
     return False
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line contains ``text`` (from /proc)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+    return found
 
 
 def group_members(pgid: int) -> list[int]:
@@ -207,7 +234,11 @@ PHASE_COMMANDS = {"apply": APPLY, "destroy": DESTROY, "plan": ["plan", "-input=f
 
 
 class ScenarioRun:
-    """Runs one scenario against ``account`` in ``tf``'s working directory."""
+    """Runs one scenario against ``account`` in ``tf``'s working directory.
+
+    ``secrets`` (name → value) must appear in no output and no file the run leaves; ``emulator`` is the
+    scenario's own emulator when it is to be restarted.
+    """
 
     def __init__(
         self,
@@ -255,13 +286,13 @@ class ScenarioRun:
         self.transcript.add(label, finished.output)
         return finished
 
-    def _apply_cleanly(self, label: str) -> bool:
+    def _apply_cleanly(self, label: str) -> None:
+        """An apply without faults must succeed and leave an empty plan."""
         result = self._run(label, APPLY)
         if result.returncode != 0:
             self.outcome.problems.append(f"{label} failed without faults:\n{_tail(result.output)}")
-            return False
-        self._check_plan_is_empty(f"after the {label}")
-        return True
+        else:
+            self._check_plan_is_empty(f"after the {label}")
 
     def _check_plan_is_empty(self, when: str) -> None:
         result = self._run(f"plan {when}", PLAN)
@@ -319,7 +350,7 @@ class ScenarioRun:
             self.outcome.problems.append(f"terraform did not stop within {CTRL_C_GRACE:.0f} s of Ctrl-C")
 
     def _kill_terraform(self, process: subprocess.Popen[str]) -> None:
-        """SIGKILL terraform alone; its providers are orphaned and must end by themselves."""
+        """SIGKILL terraform alone; its orphaned providers must notice and exit by themselves."""
         os.kill(process.pid, signal.SIGKILL)
         process.wait(30)
         deadline = time.monotonic() + ORPHAN_GRACE
@@ -328,7 +359,7 @@ class ScenarioRun:
         lingering = group_members(process.pid)
         if lingering:
             self.outcome.orphaned_providers += len(lingering)
-            self.outcome.notes.append(
+            self.outcome.problems.append(
                 f"{len(lingering)} provider process(es) still ran {ORPHAN_GRACE:.0f} s after terraform was killed"
             )
 
@@ -354,6 +385,7 @@ class ScenarioRun:
             result = self._run(f"converge destroy {attempt}", DESTROY)
             if result.returncode == 0:
                 if attempt > 1:
+                    self.outcome.extra_destroys = attempt - 1
                     self.outcome.notes.append(f"destroy converged on run {attempt}")
                 return
         self.outcome.problems.append(f"destroy did not succeed in 3 runs:\n{_tail(result.output)}")

@@ -97,9 +97,16 @@ def test_garbage_during_refresh_stops_plan_and_destroy_cleanly(stack: Terraform,
             outputs[f"{label} with {body} garbage on {route}"] = result.output
             assert result.returncode == 1 and "Error: " in result.output, result.output
             assert holdings(admin_report(account, user_id)) == held, "nothing may change"
-    # GET /pods is read only after the pod's DELETE: the destroy stops half-way, recorded as it is.
-    account.set_faults(garbage("pods-list", next(bodies)))
-    outputs["destroy with garbage on pods-list"] = run_command(stack, DESTROY).output
+    converge_and_check(stack, account, outputs)
+
+
+def test_garbage_while_destroy_waits_for_the_pod_is_a_clear_error(stack: Terraform, account: Account) -> None:
+    """GET /pods is read only after the pod's DELETE: the destroy stops half-way, recorded as it is."""
+    assert run_command(stack, APPLY).returncode == 0
+    account.set_faults(garbage("pods-list", "not_json"))
+    result = run_command(stack, DESTROY)
+    outputs = {"destroy with not_json garbage on pods-list": result.output}
+    assert result.returncode == 1 and "Error: " in result.output, result.output
     converge_and_check(stack, account, outputs)
 
 

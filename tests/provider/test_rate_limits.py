@@ -1,8 +1,9 @@
 """A 50-pod apply under sustained 429s completes, honours every ``Retry-After`` and sends nothing early.
 
-The emulator limits the account with the fault plan (token buckets on ``GET /pods``, rents and deletes,
-and fixed-``Retry-After`` rules on ``GET /pods/{id}`` and template creation). It does not log request
-times, so the provider talks to it through a recording reverse proxy (real HTTP, in this process): for
+The emulator limits the account with the fault plan: a token bucket on ``GET /pods`` (Lium's listing
+limit, below the provider's polling rate) and fixed-``Retry-After`` rules on rents (a burst that refuses
+the first 80), ``GET /pods/{id}``, deletes and template creation. The emulator counts requests but does
+not log their times, so the provider talks to it through a recording reverse proxy (real HTTP, in this process): for
 every 429 it notes the moment just before the answer left and the ``Retry-After``; a resend of the same
 request (method, path, query, ``Idempotency-Key`` and body) must not arrive before that moment plus
 ``Retry-After``.
@@ -15,31 +16,32 @@ import json
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import httpx
 import pytest
 
-from lium_emulator.launcher import RunningEmulator, launch
-from tests.support.lium import FAST_TIMINGS, PROVIDER_BLOCK, Account, new_account
+from lium_emulator.launcher import RunningEmulator
+from tests.support.lium import PROVIDER_BLOCK, Account
 from tests.support.terraform import Terraform
 
 pytestmark = pytest.mark.terraform
 
 PODS = 50
+# Every rent is refused until 80 rents were refused: with Terraform's 10 parallel creates, each of the
+# first ten pods meets about eight 429s in a row. GET /pods stays above its token bucket all along.
 LIMITS = {
     "seed": 11,
     "rules": [
         {
-            "name": "pod-reads",
-            "method": "GET",
-            "path": "/pods/*",
+            "name": "rents",
+            "method": "POST",
+            "path": "/executors/*/rent",
             "kind": "rate_limit",
             "seconds": 1,
-            "every": 3,
+            "first": 80,
         },
         {
             "name": "template",
@@ -49,12 +51,24 @@ LIMITS = {
             "seconds": 2,
             "first": 2,
         },
+        {
+            "name": "pod-reads",
+            "method": "GET",
+            "path": "/pods/*",
+            "kind": "rate_limit",
+            "seconds": 1,
+            "every": 3,
+        },
+        {
+            "name": "deletes",
+            "method": "DELETE",
+            "path": "/pods/*",
+            "kind": "rate_limit",
+            "seconds": 2,
+            "every": 3,
+        },
     ],
-    "rate_limits": [
-        {"method": "GET", "path": "/pods", "per_minute": 30},
-        {"method": "POST", "path": "/executors/*/rent", "per_minute": 40},
-        {"method": "DELETE", "path": "/pods/*", "per_minute": 40},
-    ],
+    "rate_limits": [{"method": "GET", "path": "/pods", "per_minute": 30}],
 }
 STACK = """
 variable "executors" {
@@ -196,17 +210,6 @@ def one_gpu_slots(emulator: RunningEmulator) -> list[str]:
     return slots[:PODS]
 
 
-@pytest.fixture
-def emulator() -> Iterator[RunningEmulator]:
-    with launch(FAST_TIMINGS) as running:
-        yield running
-
-
-@pytest.fixture
-def account(emulator: RunningEmulator, tmp_path: Path) -> Account:
-    return new_account(emulator, tmp_path)
-
-
 def test_fifty_pods_under_sustained_429s(
     emulator: RunningEmulator, account: Account, make_terraform: Callable[..., Terraform]
 ) -> None:
@@ -225,7 +228,7 @@ def test_fifty_pods_under_sustained_429s(
             account.set_faults({"seed": 0, "rules": []})
         exchanges = list(proxy.exchanges)
     limited = [e for e in exchanges if e.status == 429]
-    assert len(limited) >= 20, f"only {len(limited)} 429s: the limits were not sustained"
+    assert len(limited) >= 100, f"only {len(limited)} 429s: the limits were not sustained"
     assert {e.retry_after for e in limited} <= {1.0, 2.0}
     assert early_resends(exchanges) == []
     assert applied.returncode == 0, applied.stdout[-3000:] + applied.stderr

@@ -19,16 +19,15 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from lium_emulator.images import image_catalog
-from lium_emulator.launcher import RunningEmulator, launch
 from tests.chaos.audit import find_crashes, find_secrets, secret_needles
 from tests.chaos.harness import APPLY, DESTROY, Finished, run_command, wait_until
-from tests.support.lium import FAST_TIMINGS, Account, new_account
+from tests.support.lium import Account
 from tests.support.procs import find_descendant
 from tests.support.terraform import Terraform, interrupt
 
@@ -88,19 +87,6 @@ STUCK = {
 }
 
 
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[RunningEmulator]:
-    with launch(FAST_TIMINGS) as running:
-        yield running
-
-
-@pytest.fixture
-def account(emulator: RunningEmulator, tmp_path: Path) -> Iterator[Account]:
-    account = new_account(emulator, tmp_path)
-    yield account
-    account.set_faults({"seed": 0, "rules": []})
-
-
 def config(variant: str, version: int, pod: str) -> str:
     values = {"user": PRIVATE.registry_username, "version": version, "image": PRIVATE.reference, "pod": pod}
     return REQUIRED + PROVIDER[variant] + STACK % values
@@ -124,13 +110,15 @@ class Capture:
         self.outputs[label] = finished.output
         return finished
 
-    def texts(self) -> dict[str, str]:
-        """Command outputs, TRACE logs, and every file Terraform or the provider wrote next to them."""
+    def texts(self, state_dir: Path) -> dict[str, str]:
+        """Command outputs, TRACE logs, every file Terraform wrote (state, backup, plan file, lock) and
+        every file the provider kept in its state directory (the rent journal)."""
         texts = {f"output of {label}": text for label, text in self.outputs.items()}
         texts |= {f"TRACE log {p.name}": p.read_text(errors="replace") for p in self.logs.iterdir()}
-        for path in self.tf.workdir.rglob("*"):
-            if path.is_file() and ".terraform" not in path.parts and path.suffix != ".tf":
-                texts[str(path.relative_to(self.tf.workdir))] = path.read_text(errors="replace")
+        written = [p for p in self.tf.workdir.rglob("*") if ".terraform" not in p.parts and p.suffix != ".tf"]
+        for path in [*written, *state_dir.rglob("*")]:
+            if path.is_file():
+                texts[str(path)] = path.read_text(errors="replace")
         return texts
 
 
@@ -141,10 +129,8 @@ def test_no_secret_in_any_output(
     private_key = account.key_file.read_text()
     env = {**account.env, "TF_VAR_registry_password": WRONG_PASSWORD}
     if variant == "ephemeral":
-        del env["LIUM_API_KEY"], env["LIUM_SSH_PRIVATE_KEY_FILE"]
         env |= {"TF_VAR_api_key": account.api_key, "TF_VAR_ssh_private_key": private_key}
-        # Terraform's own environment must not carry them either, whatever the caller's shell has.
-        env |= {"LIUM_API_KEY": "", "LIUM_SSH_PRIVATE_KEY_FILE": ""}
+        env |= {"LIUM_API_KEY": "", "LIUM_SSH_PRIVATE_KEY_FILE": ""}  # only the provider block has them
     tf = make_terraform(config(variant, 1, "audit-0"), **env)
     tf.init()
     capture = Capture(tf, tmp_path / "logs")
@@ -186,7 +172,7 @@ def test_no_secret_in_any_output(
     live = account.live()
     assert live == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}, live
 
-    texts = capture.texts()
+    texts = capture.texts(account.state_dir)
     secrets = {
         "the API key": account.api_key,
         "the registry password": PRIVATE.registry_password or "",
