@@ -8,6 +8,7 @@ launcher (``lium_emulator.launcher``) and accounts with the shared ``tests.suppo
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 import time
@@ -487,7 +488,7 @@ def test_sustained_429s_outlast_the_retry_count(session: Session) -> None:
     posts = session.posts("/volumes")
     assert [e.status for e in posts] == [429] * 6 + [200] and volume.name == "patient"
     assert session.sleeps == [1.0] * 6
-    assert all(later.sent_at - earlier.answered_at >= 1.0 for earlier, later in zip(posts, posts[1:]))
+    assert all(later.sent_at - earlier.answered_at >= 1.0 for earlier, later in itertools.pairwise(posts))
 
 
 def test_rate_limit_from_a_bucket(session: Session) -> None:
