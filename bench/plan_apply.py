@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from bench.null_provider import write_fs_mirror
-from tests.support.terraform import install_test_providers
+from tests.support.terraform import install_test_providers, write_cli_config
 
 TARGET_RATIO = 1.5
 
@@ -72,8 +72,7 @@ def main() -> None:
         plugins = base / "plugins"
         install_test_providers(plugins)
         write_fs_mirror(plugins)
-        rc = base / "terraformrc"
-        rc.write_text(f'provider_installation {{\n  filesystem_mirror {{\n    path = "{plugins}"\n  }}\n}}\n')
+        rc = write_cli_config(base / "terraformrc", plugins)
         env = {
             **os.environ,
             "TF_CLI_CONFIG_FILE": str(rc),

@@ -25,7 +25,7 @@ from typing import Any
 
 from lium_emulator.launcher import launch
 from tests.support.lium import PROVIDER_BLOCK, new_account
-from tests.support.terraform import install_test_providers
+from tests.support.terraform import install_test_providers, write_cli_config
 
 PARALLELISM = 10
 TARGET_RATIO = 1.15
@@ -74,10 +74,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-pods-") as scratch, launch(timings) as emulator:
         base = Path(scratch)
         install_test_providers(base / "plugins")
-        rc = base / "terraformrc"
-        rc.write_text(
-            f'provider_installation {{\n  filesystem_mirror {{\n    path = "{base / "plugins"}"\n  }}\n}}\n'
-        )
+        rc = write_cli_config(base / "terraformrc", base / "plugins")
         print(f"emulator delays: pending {args.delay}s, ssh {args.ssh_delay}s, deleting {args.deleting}s")
         print(
             f"{'N':>4} {'apply':>8} {'ideal':>7} {'ratio':>6} {'destroy':>8} {'ideal':>7} {'ratio':>6} {'req/pod':>8}"
