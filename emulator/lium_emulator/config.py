@@ -21,9 +21,9 @@ class EmulatorConfig:
     faults_file: Path | None = None
     features: tuple[str, ...] = DEFAULT_FEATURES
     balance_usd: float = 1000.0  # starting balance of every account
-    pending_seconds: float = 2.0  # PENDING before the sandbox starts
-    ssh_delay_seconds: float = 1.0  # RUNNING until sshd answers and ssh_connect_cmd is published
-    deleting_seconds: float = 1.0  # DELETING before the sandbox is stopped
+    pending_seconds: float = 2.0  # rent → RUNNING; the sandbox starts during PENDING
+    ssh_delay_seconds: float = 1.0  # RUNNING until ssh_connect_cmd is published (sshd starts at RUNNING)
+    deleting_seconds: float = 1.0  # DELETING → DELETED; the sandbox is stopped meanwhile
     failed_row_seconds: float = 180.0  # how long a CREATION_FAILED row stays listed
 
     @property

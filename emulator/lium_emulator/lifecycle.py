@@ -126,21 +126,30 @@ class PodLifecycle:
 
     async def _create(self, pod: Pod) -> None:
         try:
-            await self._hold_pending(pod)
-            if pod.status != "PENDING":
-                return
             image, failure = self._resolve(pod)
-            if image is None:
-                self._fail(pod, *failure)
+            # On Lium, PENDING covers pulling the image and starting the container, so the sandbox
+            # starts now and the pod turns RUNNING when the pending time is up: D is the whole
+            # provisioning time, not D plus the sandbox's own start-up.
+            starting = (
+                None
+                if image is None
+                else asyncio.ensure_future(
+                    self._in_pool(self._sandboxes.start, self._spec(pod, image, self._config.pending_seconds))
+                )
+            )
+            await self._hold_pending(pod)
+            if starting is None:
+                if pod.status == "PENDING":
+                    self._fail(pod, *failure)
                 return
             try:
-                ports = await self._in_pool(self._sandboxes.start, self._spec(pod, image))
+                ports = await starting
             except Exception as error:
                 if pod.status == "PENDING":
                     self._fail(pod, "sandbox_error", _start_failure(pod, error))
                 return
             if pod.status != "PENDING":
-                return  # deleted while starting: the delete step stops the sandbox
+                return  # deleted while pending: the delete step stops the sandbox
             self._mark_running(pod, ports)
         finally:
             self._creating.pop(pod.id, None)
@@ -185,7 +194,14 @@ class PodLifecycle:
                 )
         return image, ("", "")
 
-    def _spec(self, pod: Pod, image: ImageConfig) -> PodSpec:
+    def _spec(self, pod: Pod, image: ImageConfig, running_in: float) -> PodSpec:
+        """The sandbox of ``pod``, which turns RUNNING ``running_in`` seconds after the sandbox starts.
+
+        sshd starts when the pod turns RUNNING, so it answers by the time ``ssh_connect_cmd`` is
+        published ``ssh_delay_seconds`` later; an ``ssh_late`` fault holds it back past that.
+        """
+        late = pod.faults.ssh_late_seconds
+        sshd_after = running_in + (self._config.ssh_delay_seconds + late if late else 0.0)
         template = pod.template
         local_dir = self.local_volume_dir(pod.id)
         local_dir.mkdir(parents=True, exist_ok=True)
@@ -204,7 +220,7 @@ class PodLifecycle:
             local_volume_path=local_volume_path(template.volumes),
             local_volume_dir=local_dir,
             volume_dir=volume_dir,
-            ssh_delay_seconds=self._config.ssh_delay_seconds + pod.faults.ssh_late_seconds,
+            ssh_delay_seconds=sshd_after,
             cpu_count=pod.cpu_count,
             memory_gib=pod.memory_gib,
             disk_quota_gb=pod.storage_quota_gb,
@@ -229,7 +245,7 @@ class PodLifecycle:
             self._spawn(self._scheduled_removal(pod))
 
     async def _publish_ssh(self, pod: Pod) -> None:
-        """Publish ``ssh_connect_cmd`` once sshd answers (it starts ``ssh_delay_seconds`` after the sandbox).
+        """Publish ``ssh_connect_cmd`` ``ssh_delay_seconds`` after RUNNING, once sshd answers.
 
         With an ``ssh_late`` fault the command is published on the normal schedule without waiting, so
         clients meet a published but silent sshd, as on Lium where the SSH bootstrap lags.
@@ -298,11 +314,17 @@ class PodLifecycle:
             await self._finish_deleted(pod, "CREATION_FAILED", "creation_failed")
 
     async def _delete(self, pod: Pod, extra_seconds: float) -> None:
-        await asyncio.sleep(self._config.deleting_seconds + pod.faults.slow_deleting_seconds + extra_seconds)
+        # The container is torn down while the pod is DELETING, so the deleting time is the whole
+        # time to DELETED (unless tearing down takes longer).
+        loop = asyncio.get_running_loop()
+        deadline = (
+            loop.time() + self._config.deleting_seconds + pod.faults.slow_deleting_seconds + extra_seconds
+        )
         creating = self._creating.get(pod.id)
         if creating is not None:
             await asyncio.wait([creating])
         await self._stop_sandbox(pod)
+        await asyncio.sleep(max(0.0, deadline - loop.time()))
         await self._finish_deleted(pod, "DELETING", pod.delete_reason)
 
     async def _stop_sandbox(self, pod: Pod) -> None:
@@ -335,7 +357,7 @@ class PodLifecycle:
             detail = failure[1]
             if image is not None:
                 try:
-                    ports = await self._in_pool(self._sandboxes.start, self._spec(pod, image))
+                    ports = await self._in_pool(self._sandboxes.start, self._spec(pod, image, 0.0))
                 except Exception as error:
                     detail = _start_failure(pod, error)
                 else:
