@@ -2,33 +2,112 @@
 
 Terraform applies up to 10 resources at once in one provider process; if each pod polled its own
 status, 50 pods would send hundreds of listings a minute against Lium's limit of about 60 per account.
-Instead, waiting threads share one snapshot: whichever waiter finds it stale refreshes it, the others
-block until it is new. At one listing a second the process stays at Lium's limit however many pods
-wait, and API requests per pod fall as more pods wait together.
+Instead, waiting threads share one snapshot: whichever waiter finds it due refreshes it, the others
+block until it is new, so API requests per pod fall as more pods wait together.
+
+When the next listing is due depends on what the waited pods are doing, so that a change is seen
+soon after it happens without listing all the time:
+
+* a PENDING pod with Lium's ``estimated_ready_seconds`` is listed again when that estimate is up;
+* a pod in a phase whose length this process has already seen (the first wave of a 50-pod apply
+  teaches how long DELETING or RUNNING-before-SSH lasts) is listed again when that shortest seen
+  length is up;
+* otherwise a pod about to change is listed every quarter second.
+
+A token bucket keeps the process within Lium's limit whatever the pods do: capacity 15 and 45 a
+minute give at most 60 listings in any minute. The capacity covers one short phase polled every
+quarter second (a 3-second deletion takes 12 listings); a wait that stays "about to change" for long
+simply slows to the sustained rate, one listing every 1.33 s.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import Counter, deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from lium_provider.api.client import LiumClient
 from lium_provider.api.models import Pod
 from tfbridge import Context
 
 _WAKE_SECONDS = 0.25  # how often a blocked waiter re-checks cancellation and deadlines
+_LEARNED_SAMPLES = 10  # phase lengths remembered per phase; the shortest of them is used
+PENDING = "PENDING"
+
+
+@dataclass
+class ListingBudget:
+    """Token bucket for listings: ``capacity`` at once, ``per_minute`` sustained.
+
+    With capacity 15 and 45 a minute no 60-second window holds more than 60 listings, Lium's poll cap.
+    """
+
+    capacity: float = 15.0
+    per_minute: float = 45.0
+    started_at: float | None = None  # on the caller's clock (time.monotonic() unless given)
+    _tokens: float = field(init=False)
+    _updated: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._tokens = self.capacity
+        self._updated = time.monotonic() if self.started_at is None else self.started_at
+
+    def _refill(self, now: float) -> None:
+        self._tokens = min(self.capacity, self._tokens + (now - self._updated) * self.per_minute / 60.0)
+        self._updated = now
+
+    def ready_at(self, now: float) -> float:
+        """The earliest time a listing may be sent."""
+        self._refill(now)
+        return now if self._tokens >= 1.0 else now + (1.0 - self._tokens) * 60.0 / self.per_minute
+
+    def spend(self, now: float) -> None:
+        self._refill(now)
+        self._tokens -= 1.0
+
+
+def _phase(pod: Pod | None) -> str:
+    """What a waiter can be waiting to see change: the status, and whether SSH is published."""
+    if pod is None:
+        return "missing"
+    return f"{pod.status}+ssh" if pod.ssh_connect_cmd else pod.status
+
+
+@dataclass
+class _Seen:
+    """A waited pod's phase in the latest listing, and the listing that first showed it."""
+
+    phase: str
+    since: float
 
 
 class PodWatcher:
-    def __init__(self, client: LiumClient, interval: float = 1.0) -> None:
+    """Shares one ``GET /pods`` snapshot among every thread waiting on a pod (see the module doc)."""
+
+    def __init__(
+        self,
+        client: LiumClient,
+        *,
+        hot_interval: float = 0.25,
+        idle_interval: float = 1.0,
+        max_interval: float = 5.0,
+        budget: ListingBudget | None = None,
+    ) -> None:
         self._client = client
-        self._interval = interval
+        self._hot = hot_interval
+        self._idle = idle_interval
+        self._max = max_interval
+        self._budget = budget or ListingBudget()
         self._cond = threading.Condition()
         self._pods: dict[str, Pod] = {}
         self._taken_at = float("-inf")
         self._generation = 0
         self._refreshing = False
+        self._waiting: Counter[str] = Counter()
+        self._seen: dict[str, _Seen] = {}
+        self._phase_lengths: dict[str, deque[float]] = {}
 
     def _refresh(self) -> None:
         try:
@@ -38,9 +117,46 @@ class PodWatcher:
                 self._refreshing = False
                 self._cond.notify_all()
         with self._cond:
-            self._pods, self._taken_at = pods, time.monotonic()
+            self._learn(pods, time.monotonic())
             self._generation += 1
             self._cond.notify_all()
+
+    def _learn(self, pods: dict[str, Pod], taken_at: float) -> None:
+        """Take a new snapshot, noting how long each waited pod stayed in the phase it just left.
+
+        The pod was still in the phase at the previous listing and was first seen in it no earlier
+        than it entered, so their difference is a lower bound of the phase's length: waiting for the
+        shortest such bound never polls late.
+        """
+        for pod_id in self._waiting:
+            phase, before = _phase(pods.get(pod_id)), self._seen.get(pod_id)
+            if before is not None and before.phase == phase:
+                continue
+            if before is not None:
+                lengths = self._phase_lengths.setdefault(before.phase, deque(maxlen=_LEARNED_SAMPLES))
+                lengths.append(self._taken_at - before.since)
+            self._seen[pod_id] = _Seen(phase, taken_at)
+        self._pods, self._taken_at = pods, taken_at
+
+    def _due_at(self, pod_id: str) -> float:
+        """When the next listing can tell something new about a waited pod."""
+        pod, seen = self._pods.get(pod_id), self._seen.get(pod_id)
+        if pod is not None and pod.status == PENDING and pod.estimated_ready_seconds is not None:
+            # Lium's estimate (the emulator rounds it up, so it is also a bound); 0 means overdue.
+            return self._taken_at + min(max(pod.estimated_ready_seconds, self._hot), self._max)
+        lengths = self._phase_lengths.get(seen.phase) if seen is not None else None
+        if seen is not None and lengths:
+            learned = seen.since + min(lengths)
+            return min(max(learned, self._taken_at + self._hot), self._taken_at + self._max)
+        if pod is not None and pod.status == PENDING:
+            return self._taken_at + self._idle
+        return self._taken_at + self._hot  # about to change (SSH, DELETING, missing)
+
+    def _next_listing_at(self, now: float) -> float:
+        if self._taken_at == float("-inf"):
+            return self._budget.ready_at(now)
+        due = min((self._due_at(pod_id) for pod_id in self._waiting), default=self._taken_at + self._idle)
+        return max(due, self._budget.ready_at(now))
 
     def wait(self, ctx: Context, pod_id: str, done: Callable[[Pod | None], bool]) -> Pod | None:
         """Block until ``done(pod)`` holds for a fresh view of the pod (None: not in the listing, 404).
@@ -48,6 +164,18 @@ class PodWatcher:
         A pod missing from the listing is confirmed with ``GET /pods/{id}`` before ``done(None)`` is
         asked, because a listing may lag behind a rent that just happened.
         """
+        with self._cond:
+            self._waiting[pod_id] += 1
+        try:
+            return self._wait(ctx, pod_id, done)
+        finally:
+            with self._cond:
+                self._waiting[pod_id] -= 1
+                if not self._waiting[pod_id]:
+                    del self._waiting[pod_id]
+                    self._seen.pop(pod_id, None)
+
+    def _wait(self, ctx: Context, pod_id: str, done: Callable[[Pod | None], bool]) -> Pod | None:
         seen = -1
         while True:
             ctx.check()
@@ -60,12 +188,13 @@ class PodWatcher:
                         return pod
                     confirm = pod is None
                 if not confirm:
-                    stale = time.monotonic() - self._taken_at >= self._interval
-                    if stale and not self._refreshing:
+                    now = time.monotonic()
+                    next_at = self._next_listing_at(now)
+                    if next_at <= now and not self._refreshing:
                         self._refreshing = refresh = True
+                        self._budget.spend(now)
                     else:
-                        next_poll = self._taken_at + self._interval - time.monotonic()
-                        self._cond.wait(timeout=min(_WAKE_SECONDS, max(next_poll, 0.01)))
+                        self._cond.wait(timeout=min(_WAKE_SECONDS, max(next_at - now, 0.01)))
             if confirm:
                 confirmed = self._client.get_pod(pod_id)
                 if done(confirmed):

@@ -83,6 +83,8 @@ class Pod(_Response):
     volume_id: str | None = None
     created_at: UtcDatetime | None = None
     updated_at: UtcDatetime | None = None
+    # Lium's own estimate while PENDING; the pod watcher times its next listing by it.
+    estimated_ready_seconds: float | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -96,6 +98,14 @@ class Pod(_Response):
         if isinstance(data, dict) and isinstance(data.get("status"), str):
             data = {**data, "status": data["status"].strip().upper()}
         return data
+
+    @field_validator("estimated_ready_seconds", mode="before")
+    @classmethod
+    def _estimate_or_none(cls, value: Any) -> float | None:
+        # Only a hint: a missing or odd estimate must not make the pod row unreadable.
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e9:
+            return float(value)
+        return None
 
     @property
     def is_running(self) -> bool:

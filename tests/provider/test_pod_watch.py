@@ -1,0 +1,130 @@
+"""The shared pod watcher lists pods when something can have changed, and never beyond Lium's limit.
+
+Against a real emulator: the number of ``GET /pods`` listings is what is checked (timings are
+benchmarked in bench/pods.py, never asserted here).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lium_emulator.launcher import RunningEmulator, launch
+from lium_provider.api.models import Pod
+from lium_provider.api.rent import rent_reconciled
+from lium_provider.pod_watch import ListingBudget, PodWatcher
+from tests.provider.test_api_emulator import Session, new_attempt, open_session
+from tfbridge import Context
+from tfbridge.cancel import CancelToken
+from tfbridge.logs import Logger
+
+PENDING_SECONDS = 6.0
+DELETING_SECONDS = 2.0
+
+
+@pytest.fixture(scope="module")
+def slow_emulator() -> Iterator[RunningEmulator]:
+    with launch(
+        [
+            "--pending-seconds",
+            str(PENDING_SECONDS),
+            "--ssh-delay-seconds",
+            "0.2",
+            "--deleting-seconds",
+            str(DELETING_SECONDS),
+        ]
+    ) as running:
+        yield running
+
+
+@pytest.fixture
+def session(slow_emulator: RunningEmulator, tmp_path: Path) -> Iterator[Session]:
+    with open_session(slow_emulator, tmp_path) as current:
+        yield current
+
+
+def context(seconds: float = 60.0) -> Context:
+    return Context(cancel=CancelToken(), log=Logger("test"), deadline=time.monotonic() + seconds)
+
+
+def listings(session: Session) -> int:
+    return sum(1 for e in session.wire.log if e.method == "GET" and e.path.endswith("/pods"))
+
+
+def rent(session: Session) -> str:
+    result = rent_reconciled(session.client, new_attempt(session))
+    assert result.pod_id
+    return result.pod_id
+
+
+def running(pod: Pod | None) -> bool:
+    return pod is not None and pod.status == "RUNNING"
+
+
+def gone(pod: Pod | None) -> bool:
+    return pod is None or pod.status == "DELETED"
+
+
+def counted(session: Session, wait: Callable[[], object]) -> int:
+    before = listings(session)
+    wait()
+    return listings(session) - before
+
+
+def test_a_pending_pod_is_listed_again_when_its_estimate_is_up(session: Session) -> None:
+    watcher = PodWatcher(session.client)
+    pod_id = rent(session)
+    used = counted(session, lambda: watcher.wait(context(), pod_id, running))
+    # Listing once a second (or faster) would take 6 or more listings for 6 s of PENDING.
+    assert used <= 4, f"{used} listings while the estimate said when to look"
+
+
+def test_later_deletions_wait_as_long_as_the_first_one_took(session: Session) -> None:
+    watcher = PodWatcher(session.client)
+    first, second = rent(session), rent(session)
+    watcher.wait(context(), first, running)
+    watcher.wait(context(), second, running)
+    session.client.delete_pod(first)
+    unknown = counted(session, lambda: watcher.wait(context(), first, gone))
+    session.client.delete_pod(second)
+    learned = counted(session, lambda: watcher.wait(context(), second, gone))
+    assert learned < unknown, f"{learned} listings for a deletion of known length, {unknown} before"
+    assert learned <= 4
+
+
+def test_a_wait_that_never_ends_stays_within_the_budget(session: Session) -> None:
+    watcher = PodWatcher(session.client)
+    pod_id = rent(session)
+    watcher.wait(context(), pod_id, running)
+    seconds = 6.0
+    budget = ListingBudget()
+    before = listings(session)
+    with pytest.raises(TimeoutError):
+        watcher.wait(context(seconds), pod_id, lambda pod: False)
+    used = listings(session) - before
+    # Listing every quarter second would take 24; the bucket allows its capacity and 45 a minute.
+    ceiling = budget.capacity + budget.per_minute / 60 * seconds
+    assert used <= ceiling, f"{used} listings in {seconds} s, more than the budget's {ceiling:.1f}"
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.floats(min_value=0.0, max_value=3.0), min_size=1, max_size=400))
+def test_no_minute_ever_holds_more_than_sixty_listings(gaps: list[float]) -> None:
+    """A caller that lists whenever the budget allows (after gaps of its own) never exceeds Lium's cap."""
+    budget = ListingBudget(started_at=0.0)  # a clock of our own
+    now = 0.0
+    sent: list[float] = []
+    for gap in gaps:
+        now = max(now + gap, budget.ready_at(now + gap))
+        budget.spend(now)
+        sent.append(now)
+    window_start = 0
+    for end, at in enumerate(sent):
+        while at - sent[window_start] >= 60.0:
+            window_start += 1
+        assert end - window_start + 1 <= 60
