@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.procs import private_zygotes
 from tests.support.terraform import Terraform, install_test_providers, write_cli_config
+
+
+@pytest.fixture(scope="session", autouse=True)
+def provider_zygotes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Warm provider zygotes (tfbridge.zygote) of this test run: private to it, stopped at its end."""
+    with private_zygotes(tmp_path_factory.mktemp("zygotes")) as directory:
+        yield directory
 
 
 @pytest.fixture(scope="session")

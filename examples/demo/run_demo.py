@@ -28,6 +28,7 @@ import httpx
 from lium_emulator.launcher import RunningEmulator, launch
 from lium_provider.api.client import LiumClient
 from lium_provider.sweep import find_leftovers
+from tfbridge.zygote import close_directory
 
 REPO = Path(__file__).resolve().parents[2]
 CDKTF = REPO / "node_modules" / ".bin" / "cdktf"
@@ -94,6 +95,12 @@ def _target(stack: contextlib.ExitStack, tmp: Path, timeline: Timeline) -> Targe
     return Target(api_url, api_key, key_file, emulator)
 
 
+def zygote_dir(tmp: Path) -> Path:
+    path = tmp / "zygotes"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
 def _environment(target: Target, tmp: Path) -> dict[str, str]:
     plugins = tmp / "plugins"
     subprocess.run(
@@ -115,6 +122,8 @@ def _environment(target: Target, tmp: Path) -> dict[str, str]:
         "LIUM_API_KEY": target.api_key,
         "LIUM_SSH_PRIVATE_KEY_FILE": str(target.key_file),
     }
+    # The provider's warm zygote (see docs/design.md) lives with this run and is stopped at its end.
+    env["TFBRIDGE_ZYGOTE_DIR"] = str(zygote_dir(tmp))
     if target.emulator is not None:
         env["LIUM_RUNNER_DOWNLOAD_URL"] = target.emulator.runner_url
         env["LIUM_STATE_DIR"] = str(tmp / "state")  # the rent journal goes away with the emulator
@@ -219,6 +228,7 @@ def run(tmp: Path) -> int:
         target = _target(stack, tmp, timeline)
         with timeline.step("install the provider into a private filesystem mirror"):
             env = _environment(target, tmp)
+        stack.callback(close_directory, zygote_dir(tmp))
         app_dir = tmp / "app"
         _write_app(app_dir)
         try:

@@ -1,4 +1,8 @@
-"""``python -m lium_provider``: what Terraform executes (through the launcher ``lium-tf install`` writes)."""
+"""``python -m lium_provider``: what Terraform executes (through the launcher ``lium-tf install`` writes).
+
+``python -m lium_provider --tfbridge-zygote SOCKET IDLE`` runs the warm zygote the launcher starts
+(see :mod:`tfbridge.zygote`).
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,16 @@ def _provider_server() -> Any:
     return ProviderServer(LiumProvider())
 
 
-def main() -> None:
-    from tfbridge.plugin import serve
+def _preload() -> None:
+    """What the zygote imports once so that its forks answer at once (the imports of _provider_server)."""
+    import lium_provider.provider  # noqa: F401
+    import tfbridge.server  # noqa: F401
 
-    serve(_provider_server)
+
+def main() -> None:
+    from tfbridge.plugin import main as provider_main
+
+    provider_main(_provider_server, preload=_preload, packages=("tfbridge", "lium_provider"))
 
 
 if __name__ == "__main__":

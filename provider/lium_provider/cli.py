@@ -12,8 +12,12 @@ from lium_provider import PROVIDER_SOURCE, __version__
 
 def launcher_command() -> list[str]:
     """How Terraform starts the provider: this interpreter in isolated mode, so neither PYTHON* variables nor
-    a stray module in Terraform's working directory can change what runs."""
-    return [sys.executable, "-I", "-m", "lium_provider"]
+    a stray module in Terraform's working directory can change what runs. The launcher script hands the
+    start to a warm zygote, or execs ``python -I -m lium_provider`` (see :mod:`tfbridge.zygote`)."""
+    import tfbridge
+
+    launch_script = Path(tfbridge.__file__).with_name("launch.py")
+    return [sys.executable, "-I", "-S", str(launch_script), "lium_provider"]
 
 
 def cmd_install(args: argparse.Namespace) -> int:

@@ -30,12 +30,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 if TYPE_CHECKING:
-    import asyncio
-    import ssl
-
     import grpc
 
     from tfbridge.proto import grpc_controller_pb2, grpc_stdio_pb2, health_pb2, tfplugin6_pb2_grpc
@@ -45,6 +42,7 @@ MAGIC_COOKIE_VALUE = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca
 CORE_PROTOCOL_VERSION = 1
 PROVIDER_PROTOCOL_VERSION = 6
 HEALTHY_SERVICE_NAMES = frozenset({"", "plugin"})
+ZYGOTE_FLAG = "--tfbridge-zygote"  # also spelled out in tfbridge/launch.py, which imports nothing of ours
 
 NOT_A_COMMAND_MESSAGE = (
     "This binary is a plugin. These are not meant to be executed directly. Please execute the program "
@@ -58,38 +56,90 @@ _MAX_MESSAGE_BYTES = 256 << 20
 _SHUTDOWN_GRACE_SECONDS = 1.0
 _PARENT_POLL_SECONDS = 1.0
 _CERT_LIFETIME_SECONDS = 365 * 24 * 3600
-_RELAY_CHUNK_BYTES = 256 * 1024
 _EC_PUBLIC_KEY = "1.2.840.10045.2.1"
 _PRIME256V1 = "1.2.840.10045.3.1.7"
 # Written to the wake-up pipe by Shutdown; SIGTERM writes its signal number there (signal.set_wakeup_fd).
 _SHUTDOWN_REQUESTED = b"\x00"
 
 
+def main(
+    servicer_factory: Callable[[], tfplugin6_pb2_grpc.ProviderServicer],
+    *,
+    preload: Callable[[], None],
+    packages: tuple[str, ...],
+) -> NoReturn:
+    """The provider program Terraform runs: serve once, or (``--tfbridge-zygote SOCKET IDLE``, how
+    :mod:`tfbridge.launch` starts it) run the warm zygote of :mod:`tfbridge.zygote`.
+
+    ``preload`` imports what ``servicer_factory`` needs; ``packages`` name the provider's top-level
+    packages, whose sources the zygote watches for changes.
+    """
+    if sys.argv[1:2] == [ZYGOTE_FLAG]:
+        from tfbridge.zygote import run_zygote
+
+        run_zygote(sys.argv[2:], servicer_factory, preload=preload, packages=packages)
+    serve(servicer_factory)
+
+
+class Host(Protocol):
+    """The process Terraform started and watches: how the server learns it is gone, and tells it the end."""
+
+    def wait_gone(self) -> None:
+        """Block until Terraform (or whatever stands in for it) can no longer receive answers."""
+
+    def exited(self, exit_code: int) -> None:
+        """Called just before the serving process exits with ``exit_code``."""
+
+
+class TerraformParent:
+    """The usual host: Terraform is this process's parent, and is gone when the parent changes."""
+
+    def __init__(self) -> None:
+        self._pid = os.getppid()
+
+    def wait_gone(self) -> None:
+        while os.getppid() == self._pid:
+            time.sleep(_PARENT_POLL_SECONDS)
+
+    def exited(self, exit_code: int) -> None:
+        pass
+
+
 def serve(
-    servicer_factory: Callable[[], tfplugin6_pb2_grpc.ProviderServicer], *, max_workers: int = 40
+    servicer_factory: Callable[[], tfplugin6_pb2_grpc.ProviderServicer],
+    *,
+    max_workers: int = 40,
+    host: Host | None = None,
+    preloaded: bool = False,
 ) -> NoReturn:
     """Serve the provider built by ``servicer_factory`` until Terraform calls Shutdown, then exit.
 
     Call this from the main thread of a fresh process, before anything imports ``grpc``, and import the
     provider's own modules inside ``servicer_factory``: the factory runs after the handshake line is out.
+    A process forked from a warm parent that imported all that already (:mod:`tfbridge.zygote`) passes
+    ``preloaded=True`` and the ``host`` that stands in for Terraform as its parent.
     """
     # Terraform forwards Ctrl-C to the whole process group and then calls StopProvider; the server must
     # keep running so in-flight ApplyResourceChange results still reach Terraform.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent_pid = os.getppid()  # read first: Terraform may be gone by the time the handshake is out
+    # Read first: Terraform may be gone by the time the handshake is out.
+    host = host if host is not None else TerraformParent()
     if os.environ.get(MAGIC_COOKIE_KEY) != MAGIC_COOKIE_VALUE:
         sys.stderr.write(NOT_A_COMMAND_MESSAGE)
         sys.exit(1)
     report_invalid_protocol_versions(os.environ.get("PLUGIN_PROTOCOL_VERSIONS", ""))
     client_cert_pem = os.environ.get("PLUGIN_CLIENT_CERT", "").encode()
-    certificate = _CertificateChild.start() if client_cert_pem else None
+    certificate = _CertificateChild.start() if client_cert_pem and not preloaded else None
 
     # Imported only now, while the certificate child runs on the other core (see the module docstring).
     from concurrent import futures
 
     import grpc
 
-    tls_material = certificate.result() if certificate is not None else None
+    if certificate is not None:
+        tls_material: tuple[bytes, bytes] | None = certificate.result()
+    else:  # preloaded: cryptography is imported already, so the certificate takes a millisecond here
+        tls_material = self_signed_certificate() if client_cert_pem else None
     # Before anything that must be cleaned up: a SIGTERM from here on is handled after the handshake.
     lifecycle = _Lifecycle()
     signal.signal(signal.SIGTERM, _note_signal)
@@ -109,10 +159,12 @@ def serve(
     else:
         cert_der, key_pem = tls_material
         # gRPC listens in plaintext inside the private socket directory; the TLS front end owns the
-        # socket Terraform connects to (see _MutualTlsFrontEnd for why grpcio's own TLS cannot be used).
+        # socket Terraform connects to (see tfbridge.tls_relay for why grpcio's own TLS cannot be used).
+        from tfbridge.tls_relay import MutualTlsFrontEnd, server_tls_context
+
         server.add_insecure_port(f"unix:{grpc_socket_path}")
-        context = _server_tls_context(cert_der, key_pem, client_cert_pem)
-        _MutualTlsFrontEnd(socket_path, grpc_socket_path, context).start()
+        context = server_tls_context(cert_der, key_pem, certificate_pem(cert_der), client_cert_pem)
+        MutualTlsFrontEnd(socket_path, grpc_socket_path, context).start()
         # go-plugin sends the DER leaf in base64 without padding (RawStdEncoding): no newlines on the line.
         server_cert_field = base64.b64encode(cert_der).decode().rstrip("=")
     server.start()
@@ -138,7 +190,7 @@ def serve(
     ).start()
 
     threading.Thread(
-        target=_exit_when_orphaned, args=(lifecycle, parent_pid), name="tfplugin-parent", daemon=True
+        target=_exit_when_gone, args=(lifecycle, host), name="tfplugin-host", daemon=True
     ).start()
 
     terminated = lifecycle.wait_for_exit_request()
@@ -150,18 +202,19 @@ def serve(
     os.rmdir(socket_dir)
     sys.stdout.flush()
     sys.stderr.flush()
+    exit_code = 128 + signal.SIGTERM if terminated else 0
+    host.exited(exit_code)
     # os._exit: worker threads may still wait on a servicer that never came; exit must not hang on them.
-    os._exit(128 + signal.SIGTERM if terminated else 0)
+    os._exit(exit_code)
 
 
-def _exit_when_orphaned(lifecycle: _Lifecycle, parent_pid: int) -> None:
+def _exit_when_gone(lifecycle: _Lifecycle, host: Host) -> None:
     """Stop serving once Terraform is gone without calling Shutdown (it was SIGKILLed, or crashed).
 
     Nobody can receive this process's answers any more; lingering would only keep half-done work
     running. What a create had started is safe: rents are journalled before they are sent.
     """
-    while os.getppid() == parent_pid:
-        time.sleep(_PARENT_POLL_SECONDS)
+    host.wait_gone()
     lifecycle.request_shutdown()
 
 
@@ -407,83 +460,6 @@ def _install_services(
         deferred.fail(f"{type(error).__name__}: {error}")
 
 
-def _server_tls_context(cert_der: bytes, key_pem: bytes, client_cert_pem: bytes) -> ssl.SSLContext:
-    """go-plugin's AutoMTLS server side: our certificate, and only Terraform's certificate is trusted."""
-    import ssl
-
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.verify_mode = ssl.CERT_REQUIRED
-    context.load_verify_locations(cadata=client_cert_pem.decode())
-    context.set_alpn_protocols(["h2"])
-    context.num_tickets = 0  # one connection per process: session resumption never happens
-    # load_cert_chain reads only files; an anonymous memory file keeps the private key off the disk.
-    key_file = os.memfd_create("plugin-tls", os.MFD_CLOEXEC)
-    try:
-        os.write(key_file, _pem("CERTIFICATE", cert_der) + key_pem)
-        context.load_cert_chain(f"/proc/self/fd/{key_file}")
-    finally:
-        os.close(key_file)
-    return context
-
-
-class _MutualTlsFrontEnd:
-    """Terminates the mutual TLS connection from Terraform and relays the plaintext to the gRPC server.
-
-    grpcio's own TLS (BoringSSL) cannot do go-plugin's AutoMTLS: Terraform's client certificate has an
-    EC P-521 key, BoringSSL does not list ecdsa_secp521r1_sha512 among the signature algorithms of its
-    certificate request, so Go's TLS 1.3 client sends no certificate and a server that requires one
-    fails the handshake (PEER_DID_NOT_RETURN_A_CERTIFICATE). OpenSSL, behind Python's ``ssl``, accepts
-    it. The relay runs on an asyncio loop in its own thread; ``asyncio`` and ``ssl`` are loaded by
-    ``grpc`` already, so this adds no import time.
-    """
-
-    def __init__(self, listen_path: str, grpc_socket_path: str, context: ssl.SSLContext) -> None:
-        import socket
-
-        self._grpc_socket_path = grpc_socket_path
-        self._context = context
-        # Listening before the handshake line is printed; the loop thread accepts from the backlog.
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind(listen_path)
-        self._listener.listen(16)
-
-    def start(self) -> None:
-        import asyncio
-
-        threading.Thread(target=asyncio.run, args=(self._serve(),), name="tfplugin-tls", daemon=True).start()
-
-    async def _serve(self) -> None:
-        import asyncio
-
-        server = await asyncio.start_unix_server(
-            self._relay, sock=self._listener, ssl=self._context, ssl_handshake_timeout=30
-        )
-        await server.serve_forever()
-
-    async def _relay(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
-        import asyncio
-
-        try:
-            grpc_reader, grpc_writer = await asyncio.open_unix_connection(self._grpc_socket_path)
-        except OSError:
-            client_writer.close()
-            return
-        await asyncio.gather(_pump(client_reader, grpc_writer), _pump(grpc_reader, client_writer))
-
-
-async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """Copy one direction until end of stream; closing ``writer`` then ends the opposite direction too."""
-    try:
-        while data := await reader.read(_RELAY_CHUNK_BYTES):
-            writer.write(data)
-            await writer.drain()
-    except OSError:  # a reset connection ends the relay like an orderly close does
-        pass
-    finally:
-        writer.close()
-
-
 class _CertificateChild:
     """A forked child that makes the server certificate while the parent imports grpc.
 
@@ -576,6 +552,10 @@ def self_signed_certificate(now: float | None = None) -> tuple[bytes, bytes]:
         _der(0xA1, _der(0x03, b"\x00" + public_point)),
     )
     return cert_der, _pem("EC PRIVATE KEY", private_key_der)
+
+
+def certificate_pem(cert_der: bytes) -> bytes:
+    return _pem("CERTIFICATE", cert_der)
 
 
 def _pem(label: str, der: bytes) -> bytes:

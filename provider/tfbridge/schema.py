@@ -16,7 +16,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -127,7 +127,7 @@ class BlockSchema:
     blocks: Mapping[str, NestedBlockSchema]
     description: str = ""
 
-    @property
+    @cached_property  # every request decodes values with it: build it once
     def type(self) -> cty.CtyType:
         """The cty object type Terraform uses for values of this block."""
         attrs: dict[str, cty.CtyType] = {name: a.type for name, a in self.attributes.items()}

@@ -1,8 +1,14 @@
-"""Process-tree helpers: find the provider process Terraform started, to kill it mid-operation."""
+"""Process helpers: find the provider process Terraform started (to kill it mid-operation), and keep
+the provider zygotes a run starts private to it and stopped afterwards."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from pathlib import Path
+
+from tfbridge.zygote import close_directory
 
 
 def children(pid: int) -> list[int]:
@@ -36,3 +42,20 @@ def cmdline(pid: int) -> str:
 def find_descendant(pid: int, needle: str) -> int | None:
     """The first descendant of ``pid`` whose command line contains ``needle``."""
     return next((p for p in descendants(pid) if needle in cmdline(p)), None)
+
+
+@contextlib.contextmanager
+def private_zygotes(directory: Path) -> Iterator[Path]:
+    """Provider starts in this block use zygotes in ``directory`` (0700), all stopped at its end."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    previous = os.environ.get("TFBRIDGE_ZYGOTE_DIR")
+    os.environ["TFBRIDGE_ZYGOTE_DIR"] = str(directory)
+    try:
+        yield directory
+    finally:
+        if previous is None:
+            os.environ.pop("TFBRIDGE_ZYGOTE_DIR", None)
+        else:
+            os.environ["TFBRIDGE_ZYGOTE_DIR"] = previous
+        close_directory(directory)

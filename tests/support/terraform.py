@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ def install_test_providers(plugins_dir: Path) -> None:
         plugins_dir,
         "lium-stacks/bridgetest",
         "0.0.1",
-        [sys.executable, "-I", str(REPO / "tests" / "tfbridge" / "serve_bridgetest.py")],
+        [*launcher_command()[:-1], str(REPO / "tests" / "tfbridge" / "serve_bridgetest.py")],
     )
     write_launcher(plugins_dir, PROVIDER_SOURCE, __version__, launcher_command())
 

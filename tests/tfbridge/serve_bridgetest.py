@@ -1,4 +1,7 @@
-"""Serves the bridge test provider to Terraform, as its launcher; heavy imports wait for the handshake."""
+"""Serves the bridge test provider to Terraform, as its launcher; heavy imports wait for the handshake.
+
+Run through ``tfbridge/launch.py`` like the Lium provider, so it gets the same warm zygote.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +12,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 
 
-def build_provider() -> Any:
+def preload() -> None:
     sys.path.insert(0, str(REPO))
+    import tests.tfbridge.bridgetest_provider  # noqa: F401
+    import tfbridge.server  # noqa: F401
+
+
+def build_provider() -> Any:
+    preload()
     from tests.tfbridge.bridgetest_provider import BridgeTestProvider
     from tfbridge.server import ProviderServer
 
@@ -18,6 +27,6 @@ def build_provider() -> Any:
 
 
 if __name__ == "__main__":
-    from tfbridge.plugin import serve
+    from tfbridge.plugin import main
 
-    serve(build_provider)
+    main(build_provider, preload=preload, packages=("tfbridge", "tests"))

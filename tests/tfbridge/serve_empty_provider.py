@@ -1,4 +1,5 @@
-"""Serves tests/tfbridge/empty_provider.py through tfbridge.plugin, the way Terraform execs a provider.
+"""Serves tests/tfbridge/empty_provider.py through tfbridge.plugin, the way Terraform execs a provider
+(also as a warm zygote, when run through tfbridge/launch.py).
 
 Usage: serve_empty_provider.py [--start-gate FIFO | --fail-start]
   --start-gate FIFO  the servicer factory blocks until a writer opens FIFO (RPCs must wait for it)
@@ -11,10 +12,14 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from tfbridge.plugin import serve
+from tfbridge.plugin import main
 
 if TYPE_CHECKING:
     from tfbridge.proto.tfplugin6_pb2_grpc import ProviderServicer
+
+
+def preload() -> None:
+    import tests.tfbridge.empty_provider  # noqa: F401
 
 
 def build_provider() -> ProviderServicer:
@@ -32,4 +37,4 @@ def build_provider() -> ProviderServicer:
 if __name__ == "__main__":
     # Terraform runs this file as a script from its own working directory: make ``tests`` importable.
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    serve(build_provider)
+    main(build_provider, preload=preload, packages=("tfbridge", "tests"))

@@ -11,17 +11,9 @@ import time
 from pathlib import Path
 
 from tests.tfbridge.plugin_host import ClientIdentity, Handshake, plugin_env, read_handshake_line
+from tfbridge.zygote import process_running as running
 
 SERVE_SCRIPT = Path(__file__).with_name("serve_empty_provider.py")
-
-
-def running(pid: int) -> bool:
-    """Alive and not a zombie (this machine's init may never reap orphans)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
 
 
 def test_plugin_exits_once_terraform_is_killed(tmp_path: Path) -> None:

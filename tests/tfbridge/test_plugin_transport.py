@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,21 +41,6 @@ SERVE_SCRIPT = HERE / "serve_empty_provider.py"
 PLUGIN_COMMAND = [sys.executable, str(SERVE_SCRIPT)]
 RPC_TIMEOUT = 10.0
 SERVING = health_pb2.HealthCheckResponse.SERVING
-
-
-@pytest.fixture(scope="module")
-def identity() -> ClientIdentity:
-    return ClientIdentity.generate()
-
-
-@pytest.fixture
-def socket_root() -> Iterator[Path]:
-    # Not pytest's tmp_path: unix socket paths must stay under 108 bytes.
-    root = Path(tempfile.mkdtemp(prefix="tfb-"))
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

@@ -1,0 +1,233 @@
+"""tfbridge.launch and tfbridge.zygote: warm starts behave exactly like cold ones, for Terraform.
+
+The launcher is what Terraform execs; it must hand the start to the zygote when one is warm, exit as
+its forked server exits, pass SIGTERM on, take the server down when it is killed itself, stop it when
+Terraform dies, and fall back to a cold start whenever the zygote cannot be trusted.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+import tfbridge
+from tests.support.procs import children, cmdline, private_zygotes
+from tests.tfbridge.plugin_host import (
+    ClientIdentity,
+    Handshake,
+    PluginProcess,
+    plugin_env,
+    read_handshake_line,
+    stub,
+)
+from tfbridge.proto import grpc_controller_pb2, grpc_controller_pb2_grpc, health_pb2, health_pb2_grpc
+from tfbridge.zygote import process_running as running
+
+HERE = Path(__file__).resolve().parent
+SERVE_SCRIPT = HERE / "serve_empty_provider.py"
+LAUNCH_SCRIPT = Path(tfbridge.__file__).with_name("launch.py")
+LAUNCHER = [sys.executable, "-I", "-S", str(LAUNCH_SCRIPT), str(SERVE_SCRIPT)]
+DEADLINE = 15.0
+SERVING = health_pb2.HealthCheckResponse.SERVING
+
+
+def eventually(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + DEADLINE
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def zygotes(socket_root: Path) -> Iterator[Path]:
+    with private_zygotes(socket_root / "z") as directory:
+        yield directory
+
+
+def zygote_pid(directory: Path) -> int:
+    """The pid of the zygote that holds a lock in ``directory``, or 0."""
+    for lock_path in directory.glob("*.lock"):
+        with lock_path.open() as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return int(lock.read().strip() or 0)
+    return 0
+
+
+def warm_up(env: dict[str, str], directory: Path) -> int:
+    """One cold start (it starts the zygote); returns the zygote's pid once it listens."""
+    with PluginProcess(LAUNCHER, env) as plugin:
+        plugin.handshake()
+    eventually(lambda: zygote_pid(directory) != 0 and any(directory.glob("*.sock")), "no zygote came up")
+    return zygote_pid(directory)
+
+
+@contextmanager
+def warm_start(
+    zygotes: Path, socket_root: Path, identity: ClientIdentity
+) -> Iterator[tuple[PluginProcess, Handshake, int]]:
+    """A start served by the zygote (warmed up first): the launcher, its handshake, the server's pid."""
+    env = plugin_env(identity, socket_root)
+    zygote = warm_up(env, zygotes)
+    before = set(children(zygote))
+    with PluginProcess(LAUNCHER, env) as plugin:
+        handshake = plugin.handshake()
+        (server,) = set(children(zygote)) - before
+        yield plugin, handshake, server
+
+
+def health(handshake: Handshake, identity: ClientIdentity) -> int:
+    with handshake.channel(identity) as channel:
+        return int(
+            stub(health_pb2_grpc.HealthStub, channel)
+            .Check(health_pb2.HealthCheckRequest(service="plugin"), timeout=10)
+            .status
+        )
+
+
+def test_a_warm_start_is_served_by_a_fork_of_the_zygote(
+    zygotes: Path, socket_root: Path, identity: ClientIdentity
+) -> None:
+    with warm_start(zygotes, socket_root, identity) as (plugin, handshake, server):
+        assert health(handshake, identity) == SERVING
+        assert str(LAUNCH_SCRIPT) in cmdline(plugin.process.pid), "the launcher exec'd a cold start"
+        assert children(plugin.process.pid) == [], "the server must not be the launcher's child"
+        with handshake.channel(identity) as channel:
+            stub(grpc_controller_pb2_grpc.GRPCControllerStub, channel).Shutdown(
+                grpc_controller_pb2.Empty(), timeout=10
+            )
+        assert plugin.wait() == 0, "Shutdown must end the launcher with the server's exit code 0"
+        eventually(lambda: not running(server), "the server outlived its Shutdown")
+
+
+def test_sigterm_to_the_launcher_reaches_the_server(
+    zygotes: Path, socket_root: Path, identity: ClientIdentity
+) -> None:
+    with warm_start(zygotes, socket_root, identity) as (plugin, _, server):
+        plugin.process.send_signal(signal.SIGTERM)
+        assert plugin.wait() == 128 + signal.SIGTERM
+        eventually(lambda: not running(server), "the server outlived SIGTERM")
+
+
+def test_sigint_is_ignored_like_a_cold_provider(
+    zygotes: Path, socket_root: Path, identity: ClientIdentity
+) -> None:
+    with warm_start(zygotes, socket_root, identity) as (plugin, handshake, _):
+        plugin.signal_group(signal.SIGINT)  # Terraform's Ctrl-C reaches the provider's process group
+        assert health(handshake, identity) == SERVING
+        assert plugin.process.poll() is None
+
+
+def test_a_killed_launcher_takes_its_server_along(
+    zygotes: Path, socket_root: Path, identity: ClientIdentity
+) -> None:
+    with warm_start(zygotes, socket_root, identity) as (plugin, _, server):
+        plugin.process.kill()
+        plugin.wait()
+        eventually(lambda: not running(server), "the server went on after its launcher was killed")
+    assert zygote_pid(zygotes) != 0, "the zygote itself stays for the next start"
+
+
+def test_a_server_stops_once_terraform_is_killed(
+    zygotes: Path, socket_root: Path, identity: ClientIdentity
+) -> None:
+    env = plugin_env(identity, socket_root)
+    zygote = warm_up(env, zygotes)
+    before = set(children(zygote))
+    pid_file = socket_root / "launcher.pid"
+    # A stand-in for Terraform: starts the launcher as its child, then waits.
+    terraform = subprocess.Popen(
+        ["sh", "-c", f"{shlex.join(LAUNCHER)} & echo $! > {shlex.quote(str(pid_file))}; wait"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        Handshake.parse(read_handshake_line(terraform))
+        launcher = int(pid_file.read_text())
+        (server,) = set(children(zygote)) - before
+        terraform.kill()
+        terraform.wait()
+        eventually(lambda: not running(server), "the server kept serving a dead Terraform")
+        eventually(lambda: not running(launcher), "the launcher kept running without its server")
+    finally:
+        if terraform.poll() is None:
+            terraform.kill()
+            terraform.wait()
+        if terraform.stdout is not None:
+            terraform.stdout.close()
+
+
+def test_changed_sources_retire_the_zygote(
+    zygotes: Path, socket_root: Path, identity: ClientIdentity
+) -> None:
+    env = plugin_env(identity, socket_root)
+    stale = warm_up(env, zygotes)
+    watched = HERE / "empty_provider.py"  # imported by the zygote, so watched
+    times = watched.stat()
+    os.utime(watched, ns=(times.st_atime_ns, times.st_mtime_ns + 1_000_000_000))
+    try:
+        with PluginProcess(LAUNCHER, env) as plugin:
+            handshake = plugin.handshake()
+            assert health(handshake, identity) == SERVING
+            assert str(LAUNCH_SCRIPT) not in cmdline(plugin.process.pid), "a stale zygote served the start"
+        eventually(lambda: not running(stale), "the stale zygote did not go away")
+        eventually(lambda: zygote_pid(zygotes) not in (0, stale), "no fresh zygote replaced the stale one")
+    finally:
+        os.utime(watched, ns=(times.st_atime_ns, times.st_mtime_ns))
+
+
+@pytest.mark.parametrize(
+    "setting", ["TFBRIDGE_ZYGOTE=0", "TFBRIDGE_ZYGOTE_IDLE_SECONDS=0", "shared directory"]
+)
+def test_starts_cold_when_the_zygote_is_off_or_unsafe(
+    setting: str, zygotes: Path, socket_root: Path, identity: ClientIdentity
+) -> None:
+    extra = dict([setting.split("=", 1)]) if "=" in setting else {}
+    if setting == "shared directory":
+        shared = socket_root / "shared"
+        shared.mkdir(mode=0o755)
+        shared.chmod(0o755)
+        extra = {"TFBRIDGE_ZYGOTE_DIR": str(shared)}
+    env = plugin_env(identity, socket_root, **extra)
+    with PluginProcess(LAUNCHER, env) as plugin:
+        handshake = plugin.handshake()
+        assert health(handshake, identity) == SERVING
+        assert str(LAUNCH_SCRIPT) not in cmdline(plugin.process.pid), "expected the cold start's exec"
+    directory = Path(extra.get("TFBRIDGE_ZYGOTE_DIR", str(zygotes)))
+    assert not list(directory.glob("*.lock")), "no zygote may be started"
+
+
+def test_a_closed_directory_gets_no_new_zygote(
+    zygotes: Path, socket_root: Path, identity: ClientIdentity
+) -> None:
+    (zygotes / "closed").touch()
+    env = plugin_env(identity, socket_root)
+    with PluginProcess(LAUNCHER, env) as plugin:
+        assert health(plugin.handshake(), identity) == SERVING
+    # The zygote the start asked for takes its lock, sees the directory closed and exits.
+    eventually(lambda: any(zygotes.glob("*.lock")), "the zygote was never started")
+    eventually(lambda: zygote_pid(zygotes) == 0, "a zygote runs in a closed directory")
+    assert not list(zygotes.glob("*.sock"))
+
+
+def test_the_zygote_keeps_no_start_s_secrets(
+    zygotes: Path, socket_root: Path, identity: ClientIdentity
+) -> None:
+    secret = "secret-api-key-0123456789"
+    env = plugin_env(identity, socket_root, LIUM_API_KEY=secret)
+    zygote = warm_up(env, zygotes)
+    assert secret.encode() not in Path(f"/proc/{zygote}/environ").read_bytes()
+    assert secret.encode() not in Path(f"/proc/{zygote}/cmdline").read_bytes()
