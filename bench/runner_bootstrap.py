@@ -25,6 +25,7 @@ from pathlib import Path
 
 from lium_emulator.launcher import launch
 from tests.support.lium import PROVIDER_BLOCK, new_account
+from tests.support.procs import private_zygotes
 from tests.support.terraform import install_test_providers, write_cli_config
 
 STACK = """
@@ -106,7 +107,11 @@ def main() -> None:
         "--deleting-seconds",
         "0.2",
     ]
-    with tempfile.TemporaryDirectory(prefix="bench-runner-") as scratch, launch(timings) as emulator:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-runner-") as scratch,
+        private_zygotes(Path(scratch) / "zygotes"),
+        launch(timings) as emulator,
+    ):
         base = Path(scratch)
         install_test_providers(base / "plugins")
         account = new_account(emulator, base / "account")
