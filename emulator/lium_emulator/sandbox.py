@@ -157,6 +157,22 @@ def process_is_running(pid: int, start_ticks: int) -> bool:
     return fields[0] not in ("Z", "X") and int(fields[19]) == start_ticks
 
 
+def _processes_mentioning(text: str) -> list[tuple[int, int, str]]:
+    """Live processes whose command line contains ``text``: (pid, start ticks, program name)."""
+    found = []
+    for cmdline_path in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline_path.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if text.encode() in b"\0".join(argv):
+            pid = int(cmdline_path.parent.name)
+            start = process_start_ticks(pid)
+            if start is not None and pid != os.getpid():
+                found.append((pid, start, os.path.basename(argv[0].decode(errors="replace"))))
+    return found
+
+
 def _kill_if_same(pid: int, start_ticks: int) -> None:
     if process_is_running(pid, start_ticks):
         with contextlib.suppress(ProcessLookupError):
@@ -432,10 +448,19 @@ class SandboxManager:
                 for pid, start in (("pid1", "pid1_start"), ("unshare_pid", "unshare_start"))
                 if pid in record and start in record
             ]
+            # A crash between starting the sandbox and recording its pids leaves processes only their
+            # command line names (`unshare ... sandbox_init.py <pod_dir>/plan.json`).
+            unrecorded = [p for p in _processes_mentioning(str(pod_dir / "plan.json")) if p[:2] not in pids]
+            pids += [(pid, start) for pid, start, _ in unrecorded]
             # Only PID 1: its unshare parent must stay to reap it (an orphaned zombie would linger
             # in the pod's PID namespace under an init that may never reap), then exits by itself.
+            # An unshare whose child was never recorded nor found is killed itself (its
+            # --kill-child takes a child still starting along).
+            inits = [(pid, start) for pid, start, program in unrecorded if program != "unshare"]
             if "pid1" in record and "pid1_start" in record:
-                _kill_if_same(record["pid1"], record["pid1_start"])
+                inits.append((record["pid1"], record["pid1_start"]))
+            for pid, start in inits or pids:
+                _kill_if_same(pid, start)
             deadline = time.monotonic() + _EXIT_TIMEOUT_SECONDS
             while any(process_is_running(pid, start) for pid, start in pids) and time.monotonic() < deadline:
                 time.sleep(0.01)

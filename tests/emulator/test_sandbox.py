@@ -37,6 +37,7 @@ from tests.emulator.test_sandbox_support import (
     run,
     ssh,
 )
+from tests.support.procs import children
 
 REPO = Path(__file__).resolve().parents[2]
 MARKER = b"hello from the emulator"
@@ -355,3 +356,37 @@ def test_cleanup_stale_after_an_emulator_crash(tmp_path: Path) -> None:
         emulator.kill()
         emulator.wait()
         SandboxManager.cleanup_stale(root)
+
+
+def test_cleanup_stale_finds_a_sandbox_its_emulator_died_before_recording(tmp_path: Path) -> None:
+    """Reliability finding 5: SIGKILL between starting a sandbox and writing its pids left it running."""
+    root = tmp_path / "root"
+    pod_dir = root / "pods" / "unrecorded-0"
+    pod_dir.mkdir(parents=True)
+    plan = pod_dir / "plan.json"
+    plan.write_text("{}")
+    # What the emulator starts, minus the namespaces: unshare, and under it the init with the plan.
+    sandbox = subprocess.Popen(
+        [
+            "unshare",
+            "--fork",
+            "--kill-child=SIGKILL",
+            sys.executable,
+            "-c",
+            "import time; time.sleep(600)",
+            str(plan),
+        ],
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        poll(lambda: len(children(sandbox.pid)) == 1, 10, "the init to start")
+        (init,) = children(sandbox.pid)
+        assert SandboxManager.cleanup_stale(root) == ["unrecorded-0"]
+        poll(lambda: sandbox.poll() is not None, 10, "the unshare to exit")
+        assert not Path(f"/proc/{init}").exists() or Path(f"/proc/{init}/stat").read_text().split()[2] == "Z"
+        assert not pod_dir.exists()
+    finally:
+        if sandbox.poll() is None:
+            sandbox.kill()
+            sandbox.wait()
