@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict
@@ -20,7 +21,7 @@ from lium_provider.resources.template import TemplateResource
 from lium_provider.resources.volume import VolumeResource
 from lium_provider.session import LiumSession, journal_dir
 from lium_provider.sshkeys import load_private_key
-from tfbridge import Attribute, Context, Diagnostic, Provider, TFError
+from tfbridge import Attribute, CancelToken, Context, Diagnostic, Provider, TFError, current_context
 
 
 class LiumProviderConfig(BaseModel):
@@ -72,6 +73,23 @@ class LiumProviderConfig(BaseModel):
     ] = None
 
 
+def sleep_within_the_operation(cancel: CancelToken) -> Callable[[float], None]:
+    """The client's wait between retries (429s, 5xx on reads): woken by Ctrl-C, and never past the
+    deadline of the operation that asked (its ``timeouts``): a wait that would end later fails now
+    with TimeoutError, instead of holding the apply for the client's own 15-minute 429 budget."""
+
+    def sleep(seconds: float) -> None:
+        current = current_context()
+        remaining = current.remaining() if current is not None else None
+        if remaining is not None and seconds > remaining:
+            raise TimeoutError(
+                f"Lium asked to wait {seconds:.0f} s, beyond what is left of this operation's timeout"
+            )
+        cancel.sleep(seconds)
+
+    return sleep
+
+
 class LiumProvider(Provider[LiumProviderConfig]):
     type_name = "lium"
     model = LiumProviderConfig
@@ -97,7 +115,7 @@ class LiumProvider(Provider[LiumProviderConfig]):
                 endpoint,
                 api_key,
                 user_agent=f"lium-stacks-terraform/{__version__}",
-                sleep=ctx.cancel.sleep,
+                sleep=sleep_within_the_operation(ctx.cancel),
                 cancel=lambda: ctx.cancel.cancelled,
             )
         except ValueError as exc:

@@ -21,6 +21,7 @@ _EXPORTS = {
     "Severity": "tfbridge.diagnostics",
     "TFError": "tfbridge.diagnostics",
     "Context": "tfbridge.resource",
+    "current_context": "tfbridge.resource",
     "DataSource": "tfbridge.resource",
     "PlanChange": "tfbridge.resource",
     "Provider": "tfbridge.resource",
@@ -40,7 +41,7 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from tfbridge.cancel import Cancelled, CancelToken
     from tfbridge.diagnostics import AttributePath, Diagnostic, Severity, TFError
-    from tfbridge.resource import Context, DataSource, PlanChange, Provider, Resource
+    from tfbridge.resource import Context, DataSource, PlanChange, Provider, Resource, current_context
     from tfbridge.schema import (
         Attribute,
         Block,
@@ -80,6 +81,7 @@ __all__ = [
     "TFError",
     "Timeouts",
     "UseStateForUnknown",
+    "current_context",
     "parse_duration",
     "schema_of",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -58,6 +59,10 @@ class Context:
             seconds = min(seconds, remaining)
         self.cancel.sleep(seconds)
 
+    def make_current(self) -> None:
+        """Make this the context :func:`current_context` returns in this thread (the server does)."""
+        _CURRENT.set(self)
+
     def check(self) -> None:
         """Raise if the operation was cancelled or ran out of time."""
         self.cancel.raise_if_cancelled()
@@ -67,6 +72,15 @@ class Context:
 
     def warn(self, summary: str, detail: str = "", path: AttributePath | None = None) -> None:
         self.warnings.append(Diagnostic.warning(summary, detail, path))
+
+
+_CURRENT: ContextVar[Context | None] = ContextVar("tfbridge_current_context", default=None)
+
+
+def current_context() -> Context | None:
+    """The context of the request this thread serves, for code that is not handed one: an API client
+    shared by every request can still honour the operation's deadline while it waits."""
+    return _CURRENT.get()
 
 
 @dataclass

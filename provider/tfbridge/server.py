@@ -199,7 +199,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
 
     def _context(self, deadline_seconds: float | None = None, private: bytes = b"") -> Context:
         deadline = None if deadline_seconds is None else time.monotonic() + deadline_seconds
-        return Context(self._cancel, self._log, self._configured, deadline, private=private)
+        ctx = Context(self._cancel, self._log, self._configured, deadline, private=private)
+        ctx.make_current()  # one request per gRPC worker thread at a time
+        return ctx
 
     @contextmanager
     def _guard(self, operation: str, diagnostics: list[Diagnostic]) -> Iterator[None]:

@@ -236,3 +236,45 @@ def test_fifty_pods_under_sustained_429s(
     assert destroyed.returncode == 0, destroyed.stdout[-3000:] + destroyed.stderr
     assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
     assert all(k["rent_count"] == 1 for k in account.report()["idempotency_keys"])
+
+
+ENDLESS_RENT_LIMIT = {
+    "seed": 12,
+    "rules": [
+        {"method": "POST", "path": "/executors/*/rent", "kind": "rate_limit", "seconds": 2},
+    ],
+}
+TIMED_POD = """
+resource "lium_template" "t" {
+  name             = "limited"
+  image            = "python:3.11-slim"
+  entrypoint       = "/bin/sh"
+  startup_commands = "-c 'exec sleep infinity'"
+}
+resource "lium_pod" "p" {
+  name        = "limited"
+  template_id = lium_template.t.id
+  timeouts {
+    create = "6s"
+  }
+}
+"""
+
+
+def test_a_lasting_429_ends_at_the_operation_timeout(
+    account: Account, make_terraform: Callable[..., Terraform]
+) -> None:
+    """Reliability finding 6: the client's 15-minute 429 budget gives way to the resource's timeouts."""
+    tf = make_terraform(PROVIDER_BLOCK + TIMED_POD, **account.env)
+    tf.init()
+    account.set_faults(ENDLESS_RENT_LIMIT)
+    try:
+        # Without the deadline the apply would wait out the 900 s budget: Terraform.run's timeout fails it.
+        applied = tf.run("apply", "-auto-approve", "-no-color", check=False, timeout=120)
+    finally:
+        account.set_faults({"seed": 0, "rules": []})
+    assert applied.returncode != 0
+    assert "timeout" in applied.stderr.lower(), applied.stderr
+    assert account.live()["pods"] == []
+    tf.destroy()
+    assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
