@@ -232,22 +232,55 @@ def schema_of(model: type[BaseModel], *, version: int = 0, description: str = ""
 # Values: Terraform's decoded values (dicts, lists, None, UNKNOWN) <-> model instances.
 
 
-def _python_value(annotation: Any, value: object) -> object:
-    if value is None or cty.is_unknown(value):
-        return None
+Converter = Callable[[object], object]
+
+
+def _converter(annotation: Any) -> Converter:
+    """How a decoded Terraform value becomes the Python value of a field of this annotation.
+
+    Built once per model field (the typing introspection is the costly part), then applied to every
+    request's values. Unknown values become ``None``; values of an unexpected shape pass unchanged.
+    """
     annotation = _unwrap_optional(annotation)
     origin, args = get_origin(annotation), get_args(annotation)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel) and isinstance(value, dict):
-        return to_model(annotation, value)
-    if origin is list and isinstance(value, list):
-        return [_python_value(args[0], v) for v in value]
-    if origin in (set, frozenset) and isinstance(value, list):
-        return origin(_python_value(args[0], v) for v in value)
-    if origin is dict and isinstance(value, dict):
-        return {k: _python_value(args[1], v) for k, v in value.items()}
-    if annotation is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    return value
+    convert: Converter
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        model = annotation
+
+        def convert(value: object) -> object:
+            return to_model(model, value) if isinstance(value, dict) else value
+
+    elif origin is list or origin in (set, frozenset):
+        element, collection = _converter(args[0]), origin
+
+        def convert(value: object) -> object:
+            return collection(element(v) for v in value) if isinstance(value, list) else value
+
+    elif origin is dict:
+        item = _converter(args[1])
+
+        def convert(value: object) -> object:
+            return {k: item(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+    elif annotation is float:
+
+        def convert(value: object) -> object:
+            return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    else:
+
+        def convert(value: object) -> object:
+            return value
+
+    def known(value: object) -> object:
+        return None if value is None or cty.is_unknown(value) else convert(value)
+
+    return known
+
+
+@cache
+def _field_converters(model: type[BaseModel]) -> tuple[tuple[str, Converter], ...]:
+    return tuple((name, _converter(info.annotation)) for name, info in model.model_fields.items())
 
 
 def to_model(model: type[ModelT], value: Mapping[str, object]) -> ModelT:
@@ -256,9 +289,7 @@ def to_model(model: type[ModelT], value: Mapping[str, object]) -> ModelT:
     Unknown values become ``None``; validation happened at ValidateResourceConfig, and state read back
     from Terraform (after an import, say) may legitimately lack required values.
     """
-    data: dict[str, Any] = {
-        name: _python_value(info.annotation, value.get(name)) for name, info in model.model_fields.items()
-    }
+    data: dict[str, Any] = {name: convert(value.get(name)) for name, convert in _field_converters(model)}
     return model.model_construct(**data)
 
 

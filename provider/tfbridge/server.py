@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import grpc
+from pydantic import BaseModel
 
 from tfbridge import cty
 from tfbridge.cancel import Cancelled, CancelToken
@@ -249,10 +250,8 @@ class ProviderServer(pb_grpc.ProviderServicer):
         except KeyError:
             raise TFError(f"unknown data source type {type_name}") from None
 
-    def _budget(
-        self, resource: Resource[Any], value: Mapping[str, Any] | None, operation: str
-    ) -> float | None:
-        timeouts = getattr(to_model(resource.model, value), "timeouts", None) if value else None
+    def _budget(self, resource: Resource[Any], model: BaseModel, operation: str) -> float | None:
+        timeouts = getattr(model, "timeouts", None)
         return operation_budget(timeouts, operation, resource.default_timeouts.get(operation))
 
     # -- metadata and schema ------------------------------------------------------------------
@@ -368,8 +367,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
             resource, schema = self._resource(request.type_name)
             current = _decode(request.current_state, schema.type)
             if current is not None:
-                ctx = self._context(self._budget(resource, current, "read"), request.private)
-                refreshed = resource.read(ctx, to_model(resource.model, current))
+                current_model = to_model(resource.model, current)
+                ctx = self._context(self._budget(resource, current_model, "read"), request.private)
+                refreshed = resource.read(ctx, current_model)
                 new = None if refreshed is None else _normalize(schema.block, from_model(refreshed))
                 response.new_state.CopyFrom(_encode(new, schema.type))
                 response.private = ctx.private
@@ -434,24 +434,22 @@ class ProviderServer(pb_grpc.ProviderServicer):
             _register_secrets(schema.block, config)
             if planned is None:
                 operation = "deleting " + request.type_name
-                ctx.deadline = self._deadline(resource, prior, "delete")
-                resource.delete(ctx, to_model(resource.model, prior))
+                prior_model = to_model(resource.model, prior)
+                ctx.deadline = self._deadline(resource, prior_model, "delete")
+                resource.delete(ctx, prior_model)
                 new_state = None
             elif prior is None:
                 operation = "creating " + request.type_name
-                ctx.deadline = self._deadline(resource, planned, "create")
-                result = resource.create(
-                    ctx, to_model(resource.model, planned), to_model(resource.model, config)
-                )
+                planned_model = to_model(resource.model, planned)
+                ctx.deadline = self._deadline(resource, planned_model, "create")
+                result = resource.create(ctx, planned_model, to_model(resource.model, config))
                 new_state = from_model(result)
             else:
                 operation = "updating " + request.type_name
-                ctx.deadline = self._deadline(resource, planned, "update")
+                planned_model = to_model(resource.model, planned)
+                ctx.deadline = self._deadline(resource, planned_model, "update")
                 result = resource.update(
-                    ctx,
-                    to_model(resource.model, prior),
-                    to_model(resource.model, planned),
-                    to_model(resource.model, config),
+                    ctx, to_model(resource.model, prior), planned_model, to_model(resource.model, config)
                 )
                 new_state = from_model(result)
         if new_state is MISSING and ctx.partial_state is not None:
@@ -470,10 +468,8 @@ class ProviderServer(pb_grpc.ProviderServicer):
             self._log.warn(f"{operation} failed", diagnostics=len(diagnostics))
         return response
 
-    def _deadline(
-        self, resource: Resource[Any], value: Mapping[str, Any] | None, operation: str
-    ) -> float | None:
-        budget = self._budget(resource, value, operation)
+    def _deadline(self, resource: Resource[Any], model: BaseModel, operation: str) -> float | None:
+        budget = self._budget(resource, model, operation)
         return None if budget is None else time.monotonic() + budget
 
     def ImportResourceState(
