@@ -124,7 +124,8 @@ def run_zygote(
     ``preload`` imports what ``servicer_factory`` needs; ``packages`` name the provider's top-level
     packages, whose source files are watched for changes.
     """
-    socket_path, idle_seconds = Path(argv[0]), float(argv[1])
+    socket_path, idle_seconds = Path(argv[0]).absolute(), float(argv[1])
+    os.chdir("/")  # a long-lived process must not pin the first start's directory; forks chdir anyway
     lock = _lock_or_exit(socket_path.with_suffix(".lock"))
     if (socket_path.parent / CLOSED_MARKER).exists():
         os._exit(0)  # checked after locking: whoever closed the directory saw, or will see, our lock
