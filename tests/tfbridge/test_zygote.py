@@ -223,7 +223,7 @@ def test_a_closed_directory_gets_no_new_zygote(
     assert not list(zygotes.glob("*.sock"))
 
 
-def test_the_zygote_keeps_no_start_s_secrets(
+def test_the_zygote_keeps_nothing_of_the_start_that_made_it(
     zygotes: Path, socket_root: Path, identity: ClientIdentity
 ) -> None:
     secret = "secret-api-key-0123456789"
@@ -231,3 +231,4 @@ def test_the_zygote_keeps_no_start_s_secrets(
     zygote = warm_up(env, zygotes)
     assert secret.encode() not in Path(f"/proc/{zygote}/environ").read_bytes()
     assert secret.encode() not in Path(f"/proc/{zygote}/cmdline").read_bytes()
+    assert os.readlink(f"/proc/{zygote}/cwd") == "/", "the zygote pins the first start's directory"
