@@ -29,12 +29,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lium_provider.api.client import LiumClient
-from lium_provider.api.models import Pod
+from lium_provider.api.models import PENDING, Pod
 from tfbridge import Context
 
 _WAKE_SECONDS = 0.25  # how often a blocked waiter re-checks cancellation and deadlines
 _LEARNED_SAMPLES = 10  # phase lengths remembered per phase; the shortest of them is used
-PENDING = "PENDING"
 
 
 @dataclass
@@ -143,14 +142,17 @@ class PodWatcher:
         pod, seen = self._pods.get(pod_id), self._seen.get(pod_id)
         if pod is not None and pod.status == PENDING and pod.estimated_ready_seconds is not None:
             # Lium's estimate (the emulator rounds it up, so it is also a bound); 0 means overdue.
-            return self._taken_at + min(max(pod.estimated_ready_seconds, self._hot), self._max)
+            return self._bounded(self._taken_at + pod.estimated_ready_seconds)
         lengths = self._phase_lengths.get(seen.phase) if seen is not None else None
         if seen is not None and lengths:
-            learned = seen.since + min(lengths)
-            return min(max(learned, self._taken_at + self._hot), self._taken_at + self._max)
+            return self._bounded(seen.since + min(lengths))
         if pod is not None and pod.status == PENDING:
             return self._taken_at + self._idle
         return self._taken_at + self._hot  # about to change (SSH, DELETING, missing)
+
+    def _bounded(self, at: float) -> float:
+        """``at``, but no sooner than a hot interval and no later than the longest one after the last listing."""
+        return min(max(at, self._taken_at + self._hot), self._taken_at + self._max)
 
     def _next_listing_at(self, now: float) -> float:
         if self._taken_at == float("-inf"):
