@@ -7,9 +7,10 @@ start of the provider runs the tiny launcher (:mod:`tfbridge.launch`, standard l
 hands the zygote its stdin/stdout/stderr, environment, working directory and arguments; the zygote
 forks, and the child serves exactly as a freshly started provider would (:func:`tfbridge.plugin.serve`),
 writing the handshake line to Terraform's own pipe. The launcher stays as the process Terraform
-watches: it forwards SIGTERM to the child, ignores SIGINT as the provider does, and exits with the
-child's exit code; if the launcher dies (Terraform SIGKILLed it), the child sees its connection close
-and stops serving, as an orphaned provider does.
+watches: it forwards SIGTERM to the child, ignores SIGINT as the provider does, exits with the
+child's exit code, and tells the child when Terraform dies (the child then stops as an orphaned
+provider does); if the launcher itself is killed, the child sees its connection close and kills itself,
+as the provider process Terraform knows was killed.
 
 Safety rules, each checked here rather than assumed:
 
@@ -294,27 +295,35 @@ def process_running(pid: int) -> bool:
     return state != "Z"
 
 
-def close_directory(directory: Path, grace_seconds: float = 10.0) -> list[int]:
-    """Stop every zygote of ``directory`` for good (SIGTERM, SIGKILL after ``grace_seconds``).
+def live_zygotes(directory: Path) -> list[int]:
+    """The pids of the zygotes running for ``directory``: those that hold their ``.lock`` file.
 
-    The directory is closed first, so a zygote starting right now exits by itself; a ``.lock`` file
-    whose lock can be taken belongs to a zygote that is gone already (its pid may be another
-    process's by now). Returns the pids that were stopped.
+    A lock that can be taken belongs to a zygote that is gone already (the pid in the file may be
+    another process's by now).
     """
-    (directory / CLOSED_MARKER).touch()
-    stopped = []
+    pids = []
     for lock_path in directory.glob("*.lock"):
         with lock_path.open("r") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 pid = int(lock.read().strip() or 0)
-            else:
-                continue
-        if pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-            stopped.append(pid)
+                if pid:
+                    pids.append(pid)
+    return pids
+
+
+def close_directory(directory: Path, grace_seconds: float = 10.0) -> list[int]:
+    """Stop every zygote of ``directory`` for good (SIGTERM, SIGKILL after ``grace_seconds``).
+
+    The directory is closed first, so a zygote starting right now exits by itself. Returns the pids
+    that were stopped.
+    """
+    (directory / CLOSED_MARKER).touch()
+    stopped = live_zygotes(directory)
+    for pid in stopped:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace_seconds
     for pid in stopped:
         while process_running(pid) and time.monotonic() < deadline:

@@ -7,7 +7,6 @@ Terraform dies, and fall back to a cold start whenever the zygote cannot be trus
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shlex
 import signal
@@ -31,6 +30,7 @@ from tests.tfbridge.plugin_host import (
     stub,
 )
 from tfbridge.proto import grpc_controller_pb2, grpc_controller_pb2_grpc, health_pb2, health_pb2_grpc
+from tfbridge.zygote import live_zygotes
 from tfbridge.zygote import process_running as running
 
 HERE = Path(__file__).resolve().parent
@@ -55,14 +55,8 @@ def zygotes(socket_root: Path) -> Iterator[Path]:
 
 
 def zygote_pid(directory: Path) -> int:
-    """The pid of the zygote that holds a lock in ``directory``, or 0."""
-    for lock_path in directory.glob("*.lock"):
-        with lock_path.open() as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return int(lock.read().strip() or 0)
-    return 0
+    """The pid of the zygote running for ``directory``, or 0."""
+    return next(iter(live_zygotes(directory)), 0)
 
 
 def warm_up(env: dict[str, str], directory: Path) -> int:
