@@ -157,19 +157,20 @@ def process_is_running(pid: int, start_ticks: int) -> bool:
     return fields[0] not in ("Z", "X") and int(fields[19]) == start_ticks
 
 
-def _processes_mentioning(text: str) -> list[tuple[int, int, str]]:
-    """Live processes whose command line contains ``text``: (pid, start ticks, program name)."""
+def processes_mentioning(text: str) -> list[tuple[int, int, str]]:
+    """Other live processes whose command line contains ``text``: (pid, start ticks, program name)."""
     found = []
     for cmdline_path in Path("/proc").glob("[0-9]*/cmdline"):
         try:
-            argv = cmdline_path.read_bytes().split(b"\0")
+            cmdline = cmdline_path.read_bytes()
         except OSError:
             continue
-        if text.encode() in b"\0".join(argv):
+        if text.encode() in cmdline:
             pid = int(cmdline_path.parent.name)
             start = process_start_ticks(pid)
             if start is not None and pid != os.getpid():
-                found.append((pid, start, os.path.basename(argv[0].decode(errors="replace"))))
+                program = cmdline.split(b"\0", 1)[0].decode(errors="replace")
+                found.append((pid, start, os.path.basename(program)))
     return found
 
 
@@ -450,7 +451,7 @@ class SandboxManager:
             ]
             # A crash between starting the sandbox and recording its pids leaves processes only their
             # command line names (`unshare ... sandbox_init.py <pod_dir>/plan.json`).
-            unrecorded = [p for p in _processes_mentioning(str(pod_dir / "plan.json")) if p[:2] not in pids]
+            unrecorded = [p for p in processes_mentioning(str(pod_dir / "plan.json")) if p[:2] not in pids]
             pids += [(pid, start) for pid, start, _ in unrecorded]
             # Only PID 1: its unshare parent must stay to reap it (an orphaned zombie would linger
             # in the pod's PID namespace under an init that may never reap), then exits by itself.

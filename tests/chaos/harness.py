@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 
 from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.sandbox import processes_mentioning
 from tests.chaos import audit
 from tests.chaos.scenarios import Scenario
 from tests.support.lium import FAST_TIMINGS, Account
@@ -82,7 +83,7 @@ class RestartableEmulator:
         if self.current is not None:
             self.current.stop()
             self.current = None
-        leftovers = processes_mentioning(str(self.state_dir))
+        leftovers = [pid for pid, _, _ in processes_mentioning(str(self.state_dir))]
         for pid in leftovers:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -184,16 +185,6 @@ def wait_until(condition: Callable[[], bool], process: subprocess.Popen[str], de
             return False
         time.sleep(_POLL)
     return False
-
-
-def processes_mentioning(text: str) -> list[int]:
-    """Live processes whose command line contains ``text`` (from /proc)."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        with contextlib.suppress(OSError):
-            if text.encode() in cmdline.read_bytes():
-                found.append(int(cmdline.parent.name))
-    return found
 
 
 def group_members(pgid: int) -> list[int]:
