@@ -17,14 +17,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
-import tempfile
-import time
 from pathlib import Path
 
 from bench.null_provider import write_fs_mirror
-from tests.support.procs import private_zygotes
-from tests.support.terraform import install_test_providers, write_cli_config
+from bench.workspace import terraform, terraform_workspace, timed_terraform
 
 TARGET_RATIO = 1.5
 
@@ -53,19 +49,6 @@ CONTENDERS: dict[str, tuple[str, dict[str, str]]] = {
 }
 
 
-def terraform(workdir: Path, env: dict[str, str], *args: str) -> float:
-    started = time.perf_counter()
-    subprocess.run(
-        ["terraform", *args],
-        cwd=workdir,
-        env=env,
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    return time.perf_counter() - started
-
-
 def prepare(base: Path, count: int, env: dict[str, str]) -> dict[str, tuple[Path, dict[str, str]]]:
     """A working directory and environment per contender, initialised and warmed by one plan."""
     prepared = {}
@@ -86,21 +69,8 @@ def main() -> None:
     parser.add_argument("--counts", type=int, nargs="+", default=[1, 20, 100])
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-plan-apply-") as scratch,
-        private_zygotes(Path(scratch) / "zygotes"),
-    ):
-        base = Path(scratch)
-        plugins = base / "plugins"
-        install_test_providers(plugins)
-        write_fs_mirror(plugins)
-        rc = write_cli_config(base / "terraformrc", plugins)
-        env = {
-            **os.environ,
-            "TF_CLI_CONFIG_FILE": str(rc),
-            "CHECKPOINT_DISABLE": "1",
-            "TF_IN_AUTOMATION": "1",
-        }
+    with terraform_workspace("bench-plan-apply-") as (base, env):
+        write_fs_mirror(base / "plugins")
         print(f"load average before: {os.getloadavg()[0]:.2f}")
         print(
             f"{'N':>4} {'op':<6} {'terraform_data':>15} {'go_null':>9} {'ours':>9} {'ours_cold':>10} "
@@ -113,10 +83,10 @@ def main() -> None:
             for _ in range(args.rounds):
                 for name, (workdir, contender_env) in prepared.items():
                     times.setdefault((name, "plan"), []).append(
-                        terraform(workdir, contender_env, "plan", "-input=false")
+                        timed_terraform(workdir, contender_env, "plan", "-input=false")
                     )
                     times.setdefault((name, "apply"), []).append(
-                        terraform(workdir, contender_env, "apply", "-auto-approve", "-input=false")
+                        timed_terraform(workdir, contender_env, "apply", "-auto-approve", "-input=false")
                     )
                     terraform(workdir, contender_env, "destroy", "-auto-approve", "-input=false")
             for op in ("plan", "apply"):

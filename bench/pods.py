@@ -17,18 +17,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import statistics
-import subprocess
-import tempfile
-import time
-from pathlib import Path
 from typing import Any
 
+from bench.workspace import terraform, terraform_workspace, timed_terraform
 from lium_emulator.launcher import launch
 from tests.support.lium import PROVIDER_BLOCK, new_account
-from tests.support.procs import private_zygotes
-from tests.support.terraform import install_test_providers, write_cli_config
 
 PARALLELISM = 10
 TARGET_RATIO = 1.15
@@ -45,14 +39,6 @@ resource "lium_pod" "p" {
   template_id = lium_template.t.id
 }
 """
-
-
-def timed(workdir: Path, env: dict[str, str], *args: str) -> float:
-    started = time.perf_counter()
-    result = subprocess.run(["terraform", *args], cwd=workdir, env=env, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise SystemExit(f"terraform {args[0]} failed:\n{result.stderr}")
-    return time.perf_counter() - started
 
 
 def requests_total(report: dict[str, Any]) -> int:
@@ -75,14 +61,7 @@ def main() -> None:
         "--deleting-seconds",
         str(args.deleting),
     ]
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-pods-") as scratch,
-        private_zygotes(Path(scratch) / "zygotes"),
-        launch(timings) as emulator,
-    ):
-        base = Path(scratch)
-        install_test_providers(base / "plugins")
-        rc = write_cli_config(base / "terraformrc", base / "plugins")
+    with terraform_workspace("bench-pods-") as (base, workspace_env), launch(timings) as emulator:
         print(f"emulator delays: pending {args.delay}s, ssh {args.ssh_delay}s, deleting {args.deleting}s")
         print(
             f"{'N':>4} {'apply':>8} {'ideal':>7} {'ratio':>6} {'destroy':>8} {'ideal':>7} {'ratio':>6} {'req/pod':>8}"
@@ -90,26 +69,18 @@ def main() -> None:
         fixed_apply = fixed_destroy = 0.0
         for count in args.counts:
             account = new_account(emulator, base / f"account-{count}")
-            env = {
-                **os.environ,
-                **account.env,
-                "TF_CLI_CONFIG_FILE": str(rc),
-                "CHECKPOINT_DISABLE": "1",
-                "TF_IN_AUTOMATION": "1",
-            }
+            env = {**workspace_env, **account.env}
             workdir = base / f"stack-{count}"
             workdir.mkdir()
             (workdir / "main.tf").write_text(PROVIDER_BLOCK + STACK % count)
-            subprocess.run(
-                ["terraform", "init", "-input=false"], cwd=workdir, env=env, check=True, capture_output=True
-            )
+            terraform(workdir, env, "init", "-input=false")
             before = requests_total(account.report())
             # The fixed cost is small and noisy, and every ratio rests on it: take the median of three.
             rounds = args.rounds if count else max(args.rounds, 3)
             applies, destroys = [], []
             for _ in range(rounds):
-                applies.append(timed(workdir, env, "apply", "-auto-approve", "-input=false"))
-                destroys.append(timed(workdir, env, "destroy", "-auto-approve", "-input=false"))
+                applies.append(timed_terraform(workdir, env, "apply", "-auto-approve", "-input=false"))
+                destroys.append(timed_terraform(workdir, env, "destroy", "-auto-approve", "-input=false"))
             apply, destroy = statistics.median(applies), statistics.median(destroys)
             requests = (
                 requests_total(account.report()) - before - 1

@@ -14,19 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.workspace import terraform, terraform_workspace
 from lium_emulator.launcher import launch
 from tests.support.lium import PROVIDER_BLOCK, new_account
-from tests.support.procs import private_zygotes
-from tests.support.terraform import install_test_providers, write_cli_config
 
 STACK = """
 resource "lium_template" "t" {
@@ -51,13 +47,6 @@ class Round:
     running_to_pod_done: float
     runner_create: float
     running_to_healthy: float
-
-
-def terraform(workdir: Path, env: dict[str, str], *args: str) -> str:
-    result = subprocess.run(
-        ["terraform", *args], cwd=workdir, env=env, check=True, capture_output=True, text=True
-    )
-    return result.stdout
 
 
 def utc(text: str) -> datetime:
@@ -107,21 +96,9 @@ def main() -> None:
         "--deleting-seconds",
         "0.2",
     ]
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-runner-") as scratch,
-        private_zygotes(Path(scratch) / "zygotes"),
-        launch(timings) as emulator,
-    ):
-        base = Path(scratch)
-        install_test_providers(base / "plugins")
+    with terraform_workspace("bench-runner-") as (base, workspace_env), launch(timings) as emulator:
         account = new_account(emulator, base / "account")
-        env = {
-            **os.environ,
-            **account.env,
-            "TF_CLI_CONFIG_FILE": str(write_cli_config(base / "terraformrc", base / "plugins")),
-            "CHECKPOINT_DISABLE": "1",
-            "TF_IN_AUTOMATION": "1",
-        }
+        env = {**workspace_env, **account.env}
         workdir = base / "stack"
         workdir.mkdir()
         (workdir / "main.tf").write_text(PROVIDER_BLOCK + STACK % 0)
