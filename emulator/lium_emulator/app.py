@@ -11,7 +11,18 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from lium_emulator.api import account, admin, credentials, nodes, pods, rent, templates, volumes
+from lium_emulator.api import (
+    account,
+    admin,
+    credentials,
+    nodes,
+    pod_logs,
+    pods,
+    quotes,
+    rent,
+    templates,
+    volumes,
+)
 from lium_emulator.api.deps import request_id
 from lium_emulator.edge import API_PREFIX, AsgiApp, EdgeMiddleware, Scope
 from lium_emulator.errors import ApiError
@@ -41,7 +52,7 @@ def create_app(runtime: Runtime) -> AsgiApp:
         lifespan=lifespan,
     )
     app.state.runtime = runtime
-    for module in (account, nodes, rent, pods, templates, credentials, volumes):
+    for module in (account, nodes, quotes, rent, pods, pod_logs, templates, credentials, volumes):
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(admin.router)
     app.include_router(admin.runner_router)

@@ -41,6 +41,13 @@ class Node(BaseModel):
     country_code: str
     region: str
     city: str
+    # What Lium's node checks report (contract §8); defaults keep older catalog files valid.
+    max_cuda_version: float = Field(default=12.8, gt=0, description="highest CUDA the driver supports")
+    driver_version: str = Field(default="570.133.20", min_length=1)
+    nvlink: bool | None = Field(default=None, description="every GPU pair on NVLink; None = not reported")
+    reliability_score: float = Field(default=95.0, ge=0, le=100)
+    uptime_in_minutes: int = Field(default=43200, ge=0)
+    port_count: int = Field(default=100, ge=3, description="external ports the node can publish")
 
     @model_validator(mode="after")
     def _min_within_count(self) -> "Node":

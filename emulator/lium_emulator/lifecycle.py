@@ -10,7 +10,7 @@ import logging
 import shutil
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +29,8 @@ _STUCK_POLL_SECONDS = 0.1
 _CONTAINER_POLL_SECONDS = 0.5
 _SSHD_POLL_SECONDS = 0.05
 _SSHD_WAIT_SECONDS = 60.0
+# Statuses a scheduled removal deletes: a pod that never became ready is removed all the same.
+REMOVABLE_STATUSES: frozenset[str] = frozenset({"PENDING", "RUNNING", "BROKEN"})
 
 
 class PodLifecycle:
@@ -50,6 +52,7 @@ class PodLifecycle:
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="sandbox")
         self._creating: dict[str, asyncio.Task[None]] = {}
         self._wake: dict[str, asyncio.Event] = {}
+        self._removals: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     # --- directories ---------------------------------------------------------------------------
@@ -62,6 +65,10 @@ class PodLifecycle:
         """Host directory backing a pod's local volume (template ``volumes[0]``, else /root)."""
         return self._data_dir / "pods" / pod_id / "local-volume"
 
+    def container_output(self, pod_id: str) -> Path:
+        """The file the pod's container writes its output to (absent before it starts and after stop)."""
+        return self._sandboxes.console_log(pod_id)
+
     # --- entry points ----------------------------------------------------------------------------
 
     def begin_create(self, pod: Pod) -> None:
@@ -69,10 +76,39 @@ class PodLifecycle:
         self._wake[pod.id] = asyncio.Event()
         self._creating[pod.id] = self._spawn(self._create(pod))
 
+    def schedule_removal(self, pod: Pod, at: datetime | None) -> None:
+        """Have the platform delete ``pod`` at ``at`` (reason ``scheduled_termination``); None cancels.
+
+        Replaces any earlier schedule. Cancelling also drops the rent's ``termination_hours``, so a
+        pending pod does not get a schedule back when it turns RUNNING.
+        """
+        pod.removal_scheduled_at = at
+        if at is None:
+            pod.termination_hours = None
+        pod.updated_at = utcnow()
+        self._state.save(pod)
+        self._arm_removal(pod)
+
+    def _arm_removal(self, pod: Pod) -> None:
+        armed = self._removals.pop(pod.id, None)
+        if armed is not None:
+            armed.cancel()
+        if pod.removal_scheduled_at is not None:
+            self._removals[pod.id] = self._spawn(self._remove_when_due(pod, pod.removal_scheduled_at))
+
+    async def _remove_when_due(self, pod: Pod, at: datetime) -> None:
+        await asyncio.sleep(max(0.0, (at - utcnow()).total_seconds()))
+        self._removals.pop(pod.id, None)
+        if pod.status in REMOVABLE_STATUSES:
+            self.begin_delete(pod, actor=None, reason="scheduled_termination")
+
     def begin_delete(
         self, pod: Pod, *, actor: Account | None, reason: str, extra_seconds: float = 0.0
     ) -> None:
         """Move ``pod`` to DELETING now and to DELETED after the deleting time."""
+        armed = self._removals.pop(pod.id, None)
+        if armed is not None:  # a removal that fires has already left the table
+            armed.cancel()
         previous = pod.status
         now = utcnow()
         pod.status = "DELETING"
@@ -99,6 +135,8 @@ class PodLifecycle:
         """Resume every pod after a (re)start; the old sandboxes were already cleaned up."""
         now = utcnow()
         for pod in list(self._state.pods.values()):
+            if pod.status in REMOVABLE_STATUSES:
+                self._arm_removal(pod)
             if pod.status == "PENDING":
                 self.begin_create(pod)
             elif pod.status == "RUNNING":
@@ -231,18 +269,17 @@ class PodLifecycle:
         pod.status = "RUNNING"
         pod.running_at = pod.updated_at = now
         pod.ports_mapping = dict(ports)
-        if pod.termination_hours is not None:
-            pod.removal_scheduled_at = now + timedelta(hours=pod.termination_hours)
         self._state.save(pod)
         self._state.record_event(pod.user_id, "pod-create.success", pod=pod)
         self._status_event(pod, "PENDING", "RUNNING", None)
+        if pod.termination_hours is not None and pod.removal_scheduled_at is None:
+            # termination_hours counts from the start; a schedule set while pending takes precedence
+            self.schedule_removal(pod, now + timedelta(hours=pod.termination_hours))
         self._after_running(pod)
 
     def _after_running(self, pod: Pod) -> None:
         self._spawn(self._publish_ssh(pod))
         self._spawn(self._watch_container(pod))
-        if pod.removal_scheduled_at is not None:
-            self._spawn(self._scheduled_removal(pod))
 
     async def _publish_ssh(self, pod: Pod) -> None:
         """Publish ``ssh_connect_cmd`` ``ssh_delay_seconds`` after RUNNING, once sshd answers.
@@ -283,12 +320,6 @@ class PodLifecycle:
                 self._status_event(
                     pod, "RUNNING", "BROKEN", "container_exited", "the container's main process exited"
                 )
-
-    async def _scheduled_removal(self, pod: Pod) -> None:
-        assert pod.removal_scheduled_at is not None
-        await asyncio.sleep(max(0.0, (pod.removal_scheduled_at - utcnow()).total_seconds()))
-        if pod.status == "RUNNING":
-            self.begin_delete(pod, actor=None, reason="scheduled_termination")
 
     def _fail(self, pod: Pod, reason: str, detail: str) -> None:
         now = utcnow()

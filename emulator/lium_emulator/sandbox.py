@@ -58,6 +58,7 @@ _START_TIMEOUT_SECONDS = 20.0
 _EXIT_TIMEOUT_SECONDS = 10.0
 _MAX_ROOTFS_GIB = 4
 _POD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+CONSOLE_LOG = "console.log"  # PID 1's stdout and stderr, in the pod's directory
 # Children get no part of the emulator's environment (it may hold API keys).
 _CLEAN_ENV = {"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"}
 # A volume over these would hide what the pod needs to boot and run sshd.
@@ -413,6 +414,10 @@ class SandboxManager:
         self._teardown(pods)
         self._forwarder.close()
 
+    def console_log(self, pod_id: str) -> Path:
+        """The file holding the pod's container output (PID 1's stdout and stderr); removed at stop."""
+        return self._pods_dir / pod_id / CONSOLE_LOG
+
     def pod_pids(self, pod_id: str) -> tuple[int, int] | None:
         """Host pid and start ticks of the pod's PID 1 (for diagnostics and leak checks)."""
         with self._lock:
@@ -483,7 +488,7 @@ class SandboxManager:
             _write_private(pod_dir / "plan.json", json.dumps(plan))
             os.mkfifo(pod_dir / "ready", 0o600)
             ready = os.open(pod_dir / "ready", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-            with open(pod_dir / "console.log", "ab") as console:
+            with open(pod_dir / CONSOLE_LOG, "ab") as console:
                 process = subprocess.Popen(
                     [
                         unshare, "--pid", "--mount", "--uts", "--ipc", "--net", "--fork",

@@ -31,6 +31,20 @@ def current_account(request: Request, runtime: RuntimeDep) -> Account:
 AccountDep = Annotated[Account, Depends(current_account)]
 
 
+def optional_account(request: Request, runtime: RuntimeDep) -> Account | None:
+    """The caller's account, or None when no key (or an empty one) is sent; an unknown key is still 401.
+
+    For the listings Lium serves without a key (``/executors``, ``/machines``, ``/templates``, quotes),
+    so someone can browse offers before signing up; Lium's CLI sends ``X-API-KEY: ""`` then.
+    """
+    if not request.headers.get("x-api-key", ""):
+        return None
+    return current_account(request, runtime)
+
+
+OptionalAccountDep = Annotated[Account | None, Depends(optional_account)]
+
+
 def require_admin(request: Request, runtime: RuntimeDep) -> None:
     """401 unless ``X-Emulator-Admin`` carries the admin key."""
     given = request.headers.get("x-emulator-admin", "")

@@ -1,4 +1,4 @@
-"""Pod routes (contract §10): list, read, delete, and a pod's events."""
+"""Pod routes (contract §10): list, read, delete, a pod's events and its scheduled removal."""
 
 from typing import Any
 from uuid import UUID
@@ -6,17 +6,18 @@ from uuid import UUID
 from fastapi import APIRouter, Request
 
 from lium_emulator.api.deps import AccountDep, RuntimeDep, fault_decision
-from lium_emulator.api.models import DeletePodRequest
+from lium_emulator.api.models import DeletePodRequest, ScheduleRemovalRequest
 from lium_emulator.entities import VISIBLE_STATUSES, Account, Pod
 from lium_emulator.errors import ApiError
+from lium_emulator.lifecycle import REMOVABLE_STATUSES
 from lium_emulator.runtime import Runtime
-from lium_emulator.timeutil import utcnow
+from lium_emulator.timeutil import iso, to_naive_utc, utcnow
 from lium_emulator.views import event_object, pod_row
 
 router = APIRouter()
 
 
-def _visible_pod(runtime: Runtime, account: Account, pod_id: UUID) -> Pod:
+def visible_pod(runtime: Runtime, account: Account, pod_id: UUID) -> Pod:
     """The caller's listed pod, or 404 (unknown, another account's, or already DELETED)."""
     pod = runtime.state.pods.get(str(pod_id))
     if pod is None or pod.user_id != account.user_id or pod.status not in VISIBLE_STATUSES:
@@ -41,7 +42,7 @@ async def list_pods(
 @router.get("/pods/{pod_id}")
 async def get_pod(pod_id: UUID, runtime: RuntimeDep, account: AccountDep) -> dict[str, Any]:
     """One pod with its ``last_event``; 404 once the pod is DELETED."""
-    pod = _visible_pod(runtime, account, pod_id)
+    pod = visible_pod(runtime, account, pod_id)
     return pod_row(runtime.state, pod, utcnow(), runtime.config.pending_seconds, detailed=True)
 
 
@@ -54,7 +55,7 @@ async def delete_pod(
     body: DeletePodRequest | None = None,
 ) -> dict[str, Any]:
     """Start deleting a pod (also a PENDING one: its creation is cancelled); repeating it is harmless."""
-    pod = _visible_pod(runtime, account, pod_id)
+    pod = visible_pod(runtime, account, pod_id)
     if pod.status != "DELETING":
         decision = fault_decision(request)
         extra = decision.pod_faults.slow_deleting_seconds if decision is not None else 0.0
@@ -69,3 +70,45 @@ async def get_pod_events(pod_id: UUID, runtime: RuntimeDep, account: AccountDep)
     if pod is None or pod.user_id != account.user_id:
         raise ApiError(404, "pod_not_found", "Pod not found.")
     return [event_object(e) for e in runtime.state.pod_events(pod.id)]
+
+
+def _removable_pod(runtime: Runtime, account: Account, pod_id: UUID) -> Pod:
+    """The caller's pod that a removal can still be scheduled for; 409 once it is deleting or failed."""
+    pod = visible_pod(runtime, account, pod_id)
+    if pod.status not in REMOVABLE_STATUSES:
+        raise ApiError(409, "pod_state_conflict", f"A {pod.status} pod cannot be scheduled for removal.")
+    return pod
+
+
+def _schedule_answer(pod: Pod) -> dict[str, Any]:
+    return {"success": True, "pod_id": pod.id, "removal_scheduled_at": iso(pod.removal_scheduled_at)}
+
+
+@router.post("/pods/{pod_id}/schedule-removal")
+async def schedule_removal(
+    pod_id: UUID, body: ScheduleRemovalRequest, runtime: RuntimeDep, account: AccountDep
+) -> dict[str, Any]:
+    """Remove the pod at ``removal_scheduled_at`` (any offset; naive = UTC), replacing any schedule.
+
+    The time must be in the future (400 ``removal_time_in_past``). Also for a pending pod: one that
+    never becomes ready is removed all the same. The removal's events carry ``scheduled_termination``.
+    """
+    pod = _removable_pod(runtime, account, pod_id)
+    at = to_naive_utc(body.removal_scheduled_at)
+    if at <= utcnow():
+        raise ApiError(400, "removal_time_in_past", "removal_scheduled_at must be in the future.")
+    runtime.lifecycle.schedule_removal(pod, at)
+    runtime.state.record_event(
+        account.user_id, "pod-schedule-removal.scheduled", pod=pod, actor=account, detail=iso(at)
+    )
+    return _schedule_answer(pod)
+
+
+@router.delete("/pods/{pod_id}/schedule-removal")
+async def cancel_schedule_removal(pod_id: UUID, runtime: RuntimeDep, account: AccountDep) -> dict[str, Any]:
+    """Cancel the pod's scheduled removal (also one from ``termination_hours``); harmless without one."""
+    pod = _removable_pod(runtime, account, pod_id)
+    if pod.removal_scheduled_at is not None or pod.termination_hours is not None:
+        runtime.lifecycle.schedule_removal(pod, None)
+        runtime.state.record_event(account.user_id, "pod-schedule-removal.cancelled", pod=pod, actor=account)
+    return _schedule_answer(pod)

@@ -1,0 +1,394 @@
+"""Lium's own SDK and CLI (``lium-io``, unchanged) against the emulator: node listing and its filters,
+``/machines``, keyless browsing, quotes, deployment estimates, ``up`` without a template, ``ps``,
+``exec``, pod logs, scheduled removal and ``rm``.
+
+The SDK runs in this process with a ``Config`` pointing at the emulator; the CLI runs as a
+subprocess with ``LIUM_BASE_URL``/``LIUM_API_KEY`` and a scratch ``HOME``. Both send their traffic
+only to the emulator on loopback: the CLI's proxy variables point at a closed port for anything else.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from lium.sdk import Config, Lium, LiumAuthError, LiumError, LiumNotFoundError, PodInfo
+from lium.sdk.utils import extract_gpu_type
+
+from lium_emulator.launcher import RunningEmulator
+from tests.emulator.testkit import (
+    api_client,
+    feed,
+    new_account,
+    wait_gone,
+    wait_until,
+)
+
+LIUM_CLI = str(Path(sys.executable).with_name("lium"))
+PENDING_SECONDS = 0.3  # FAST_TIMINGS, which the module's emulator runs with
+# A template whose PID 1 writes two lines, then prints whatever appears in /tmp/say: logs have
+# something to show, and a test can make the container write more while it follows them.
+TALKING_TEMPLATE = {
+    "name": "talking",
+    "docker_image": "python:3.11-slim",
+    "docker_image_tag": "",
+    "entrypoint": "/bin/sh",
+    "startup_commands": (
+        "-c 'echo hello-from-pid1; echo second-line >&2; "
+        "while :; do if [ -f /tmp/say ]; then cat /tmp/say; rm -f /tmp/say; fi; sleep 0.1; done'"
+    ),
+    "internal_ports": [22],
+    "volumes": ["/root"],
+}
+
+
+class SdkUser:
+    """An account on the emulator, its SSH key files in a scratch home, and SDK/CLI access to it."""
+
+    def __init__(self, emulator: RunningEmulator, home: Path) -> None:
+        self.emulator = emulator
+        self.api_key, self.http = new_account(emulator)
+        self.home = home
+        private = Ed25519PrivateKey.generate()
+        self.key_path = home / ".ssh" / "id_ed25519"
+        self.key_path.parent.mkdir(mode=0o700, parents=True)
+        self.key_path.write_bytes(
+            private.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+            )
+        )
+        self.key_path.chmod(0o600)
+        self.public_key = (
+            private.public_key()
+            .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+            .decode()
+        )
+        Path(f"{self.key_path}.pub").write_text(self.public_key + "\n")
+        self.lium = Lium(
+            config=Config(api_key=self.api_key, base_url=emulator.api_url, ssh_key_path=self.key_path)
+        )
+
+    def cli(self, *args: str, api_key: str | None = None, timeout: float = 120) -> str:
+        """Run ``lium ARGS``; returns stdout, fails the test on a non-zero exit."""
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(self.home),
+            "LIUM_BASE_URL": self.emulator.api_url,
+            "LIUM_SSH_KEY_PATH": str(self.key_path),
+            "LIUM_TELEMETRY": "0",
+            "LIUM_SENTRY_DSN": "",
+            "LIUM_SELF_UPDATE_DISABLE": "1",
+            "NO_COLOR": "1",
+            "COLUMNS": "200",
+            # Nothing but the emulator on loopback: any other destination meets a closed port.
+            "HTTP_PROXY": "http://127.0.0.1:9",
+            "HTTPS_PROXY": "http://127.0.0.1:9",
+            "NO_PROXY": "127.0.0.1,localhost",
+        }
+        key = self.api_key if api_key is None else api_key
+        if key:
+            env["LIUM_API_KEY"] = key
+        done = subprocess.run(
+            [LIUM_CLI, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 0, (
+            f"lium {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+        )
+        return done.stdout
+
+    def template(self, body: dict[str, Any]) -> dict[str, Any]:
+        response = self.http.post("/templates", json=body)
+        assert response.status_code == 200, response.text
+        template: dict[str, Any] = response.json()
+        return template
+
+    def up(self, node_id: str, template_id: str | None = None) -> PodInfo:
+        """Rent one GPU of ``node_id`` through the SDK and wait until SSH works."""
+        pod = self.lium.up(
+            executor_id=node_id,
+            name="sdk-" + uuid.uuid4().hex[:6],
+            template_id=template_id,
+            ssh_keys=[self.public_key],
+            gpu_count=1,
+            wait=True,
+            timeout=60,
+        )
+        assert isinstance(pod, PodInfo)
+        return pod
+
+    def close(self) -> None:
+        for pod in self.lium.ps():
+            self.http.delete(f"/pods/{pod.id}")
+        for row in self.http.get("/pods").json():
+            wait_gone(self.http, row["id"])
+        self.lium.close()
+        self.http.close()
+
+
+@pytest.fixture
+def user(emulator: RunningEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SdkUser]:
+    """A fresh account with the SDK pointed at it; its pods are removed afterwards."""
+    monkeypatch.setenv("HOME", str(tmp_path))  # the SDK keeps known hosts and caches under ~/.lium
+    for name in ("LIUM_API_KEY", "LIUM_API_API_KEY", "LIUM_BASE_URL", "LIUM_WORKSPACE"):
+        monkeypatch.delenv(name, raising=False)
+    created = SdkUser(emulator, tmp_path)
+    try:
+        yield created
+    finally:
+        created.close()
+
+
+def splittable(client: httpx.Client, gpu_model: str) -> dict[str, Any]:
+    """A listed node of ``gpu_model`` that accepts 1-GPU orders."""
+    return next(n for n in feed(client) if n["gpu_model"] == gpu_model and n["min_rentable_gpu_count"] == 1)
+
+
+def wait_for(probe: Callable[[], Any], what: str) -> Any:
+    return wait_until(probe, timeout=20, what=what)
+
+
+# --- listing ----------------------------------------------------------------------------------------
+
+
+def test_ls_filters_by_gpu_type_count_and_cuda(user: SdkUser) -> None:
+    rows = {row["id"]: row for row in user.http.get("/executors").json()}
+    assert rows, "the fleet lists nodes"
+
+    h100 = user.lium.ls(gpu_type="H100")
+    expected_h100 = {i for i, r in rows.items() if extract_gpu_type(r["machine_name"]) == "H100"}
+    assert expected_h100 and {e.id for e in h100} == expected_h100
+    assert len(expected_h100) < len(rows), "other GPUs are filtered out, not listed"
+
+    eight = user.lium.ls(gpu_count=8)
+    assert {e.id for e in eight} == {i for i, r in rows.items() if r["gpu_count"] == 8}
+    assert all(e.gpu_count == 8 for e in eight) and len(eight) < len(rows)
+
+    both = user.lium.ls(gpu_type="H100", gpu_count=8)
+    assert {e.id for e in both} == {i for i in expected_h100 if rows[i]["gpu_count"] == 8}
+
+    cuda = user.lium.ls(min_cuda_version=12.6)
+    assert cuda and all(e.max_cuda_version is not None and e.max_cuda_version >= 12.6 for e in cuda)
+    assert {e.id for e in cuda} == {i for i, r in rows.items() if r["max_cuda_version"] >= 12.6}
+    assert len(cuda) < len(rows)
+
+
+def test_executor_filters_on_the_wire(user: SdkUser) -> None:
+    """The query parameters themselves, as the SDK sends them, filter on the server."""
+    names = ["NVIDIA H200", "NVIDIA L40S"]
+    listed = user.http.get("/executors", params={"machine_names": ",".join(names)}).json()
+    assert listed and {r["machine_name"] for r in listed} == set(names)
+    small = user.http.get("/executors", params={"gpu_count_gte": 2, "gpu_count_lte": 4}).json()
+    assert small and all(2 <= r["gpu_count"] <= 4 for r in small)
+    linked = user.http.get("/executors", params={"nvlink": "true"}).json()
+    assert linked and all(r["nvlink"] is True for r in linked)
+    bad = user.http.get("/executors", params={"gpu_count_gte": "many"})
+    assert bad.status_code == 422
+    assert bad.json()["validation_errors"][0]["field"] == "query -> gpu_count_gte"
+
+
+def test_node_rows_carry_the_contract_fields(user: SdkUser) -> None:
+    node = user.lium.ls(gpu_type="H200")[0]
+    assert node.max_cuda_version is not None and node.driver_version
+    assert node.reliability_score is not None and 0 <= node.reliability_score <= 100
+    assert node.available_port_count is not None and node.available_port_count >= 3
+    assert node.nvlink is True and node.link == "NVLink" and node.p2p is True
+    assert node.whole_host_only is not None and node.available_gpu_count == node.gpu_count
+    assert node.frequent_rent_failures is False and node.gpu_power_limited is False
+
+
+def test_machines_name_every_gpu_of_the_fleet(user: SdkUser) -> None:
+    machines = user.lium.gpu_types()
+    assert machines == {r["machine_name"] for r in user.http.get("/executors").json()}
+    assert {"H100", "H200", "RTX4090", "A100"} <= set(user.lium.gpu_short_types())
+
+
+def test_browsing_without_a_key(user: SdkUser, emulator: RunningEmulator) -> None:
+    anonymous = Lium(config=Config(api_key="", base_url=emulator.api_url))
+    nodes = anonymous.ls(gpu_type="RTX4090")
+    assert nodes and all(e.gpu_type == "RTX4090" for e in nodes)
+    assert all(not e.ip for e in nodes), "a node's address goes only to signed-in callers"
+    public = anonymous.templates()
+    assert public and len(public) < len(user.lium.templates()) + 1
+    own = user.template({**TALKING_TEMPLATE, "name": "mine-only"})
+    assert own["id"] not in {t.id for t in public}
+    assert own["id"] in {t.id for t in user.lium.templates()}
+    quote = anonymous.quote(nodes[0].id, hours=1, gpu_count=1)
+    assert quote.rent_balance_required_usd is None and quote.total_usd == pytest.approx(quote.price_per_hour)
+    with api_client(emulator, "") as keyless:
+        assert keyless.get("/pods").status_code == 401, "account data still needs the key"
+        assert keyless.get("/executors/default-docker-image").status_code == 401
+    with pytest.raises(LiumAuthError):
+        Lium(config=Config(api_key="not-a-key", base_url=emulator.api_url)).ls()
+
+
+# --- quotes and estimates ---------------------------------------------------------------------------
+
+
+def test_quote_prices_the_order_like_a_rent(user: SdkUser) -> None:
+    node = splittable(user.http, "RTX 4090")
+    quote = user.lium.quote(node["id"], hours=3, gpu_count=2, volume_gb=50)
+    assert quote.gpu_count == 2 and quote.hours == 3
+    assert quote.price_per_hour == pytest.approx(node["price_per_gpu_hour"] * 2)
+    assert quote.total_usd == pytest.approx(node["price_per_gpu_hour"] * 2 * 3)
+    assert quote.pod_balance_floor_usd == pytest.approx(quote.price_per_hour / 4)
+    assert quote.rent_balance_required_usd == pytest.approx(quote.pod_balance_floor_usd)
+    assert [line.item for line in quote.lines] == ["compute", "volume", "backup", "egress"]
+    assert quote.allocation is not None and quote.allocation["cpu_count"] >= 1
+
+    default = user.lium.quote(node["id"], hours=1)
+    assert default.gpu_count == node["available_gpu_count"], "no count quotes the free GPUs"
+    with pytest.raises(LiumError, match="gpu_count must be between"):
+        user.lium.quote(node["id"], hours=1, gpu_count=node["gpu_count"] + 1)
+    with pytest.raises(LiumNotFoundError):
+        user.lium.quote(str(uuid.uuid4()), hours=1)
+
+
+def test_deployment_estimate(user: SdkUser) -> None:
+    node = splittable(user.http, "RTX 4090")
+    template = user.template(TALKING_TEMPLATE)
+    estimate = user.lium.get_deployment_estimate(node["id"], template["id"])
+    assert estimate["estimated_seconds"] == math.ceil(PENDING_SECONDS)
+    assert estimate["is_cached_template"] is True and estimate["is_slow_machine"] is False
+    with pytest.raises(LiumNotFoundError):
+        user.lium.get_deployment_estimate(node["id"], str(uuid.uuid4()))
+
+
+# --- pods -------------------------------------------------------------------------------------------
+
+
+def test_up_without_template_ps_exec_and_rm(user: SdkUser) -> None:
+    node = splittable(user.http, "A100-SXM4-80GB")
+    default_image = user.lium.get_default_images("A100", None)[0]
+    pod = user.up(node["id"])
+    assert pod.status == "RUNNING" and pod.ssh_cmd
+    assert pod.template["docker_image"] == default_image["docker_image"]
+    assert pod.template["docker_image_tag"] == default_image["docker_image_tag"]
+    assert pod.id in {p.id for p in user.lium.ps()}
+
+    result = user.lium.exec(pod, command="echo $((6 * 7)); hostname")
+    assert result["exit_code"] == 0 and result["stdout"].splitlines()[0] == "42"
+
+    user.lium.rm(pod)
+    wait_gone(user.http, pod.id)
+    assert pod.id not in {p.id for p in user.lium.ps()}
+
+
+def test_logs_show_the_container_output(user: SdkUser) -> None:
+    node = splittable(user.http, "RTX 4090")
+    pod = user.up(node["id"], user.template(TALKING_TEMPLATE)["id"])
+    lines = wait_for(lambda: list(user.lium.logs(pod.id)) or None, "the container's first lines")
+    assert lines == [b"hello-from-pid1", b"second-line"]
+    assert list(user.lium.logs(pod.id, tail=1)) == [b"second-line"]
+
+    followed: list[bytes] = []
+
+    def follow() -> None:
+        followed.extend(user.lium.logs(pod.id, tail=1, follow=True))
+
+    reader = threading.Thread(target=follow, daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: followed, "the followed tail")
+        said = user.lium.exec(pod, command="echo written-later > /tmp/say.new && mv /tmp/say.new /tmp/say")
+        assert said["exit_code"] == 0, said
+        wait_for(lambda: b"written-later" in followed, "a line written while following")
+    finally:
+        user.lium.rm(pod)  # the stream ends once the pod stops running
+        reader.join(timeout=20)
+    assert not reader.is_alive()
+    assert followed == [b"second-line", b"written-later"]
+    with pytest.raises(LiumNotFoundError):
+        list(user.lium.logs(str(uuid.uuid4())))
+
+
+def _removal_events(user: SdkUser, pod_id: str) -> list[dict[str, Any]]:
+    return [e for e in user.lium.pod_events(pod_id) if e.get("reason") == "scheduled_termination"]
+
+
+def test_schedule_removal_set_cancel_and_fire(user: SdkUser) -> None:
+    node = splittable(user.http, "RTX 3090")
+    pod = user.up(node["id"])
+    later = datetime.now(UTC) + timedelta(hours=5)
+    user.lium.schedule_termination(pod, termination_time=later.isoformat().replace("+00:00", "Z"))
+    row = user.lium.pod(pod.id)
+    assert datetime.fromisoformat(row["removal_scheduled_at"]) == later.replace(tzinfo=None)
+
+    user.lium.cancel_scheduled_termination(pod)
+    assert user.lium.pod(pod.id)["removal_scheduled_at"] is None
+    with pytest.raises(LiumError, match="in the future"):
+        user.lium.schedule_termination(pod, termination_time="2020-01-01T00:00:00Z")
+
+    soon = datetime.now(UTC) + timedelta(seconds=1.5)
+    user.lium.schedule_termination(pod, termination_time=soon.isoformat())
+    wait_gone(user.http, pod.id, timeout=20)
+    deleting = [e for e in _removal_events(user, pod.id) if e["to_status"] == "DELETING"]
+    assert len(deleting) == 1 and deleting[0]["actor"] is None
+    removed_at = datetime.fromisoformat(deleting[0]["created_at"])
+    assert removed_at >= soon.replace(tzinfo=None)
+
+
+def test_cancelled_removal_does_not_fire(user: SdkUser) -> None:
+    node = splittable(user.http, "RTX 3090")
+    pod = user.up(node["id"])
+    soon = datetime.now(UTC) + timedelta(seconds=1)
+    user.lium.schedule_termination(pod, termination_time=soon.isoformat())
+    user.lium.cancel_scheduled_termination(pod)
+    # A second pod's scheduled removal fires after the first one's would have: by then the first is
+    # provably still there.
+    witness = user.up(splittable(user.http, "RTX 3090")["id"])
+    user.lium.schedule_termination(witness, termination_time=(soon + timedelta(seconds=1)).isoformat())
+    wait_gone(user.http, witness.id, timeout=20)
+    row = user.lium.pod(pod.id)
+    assert row["status"] == "RUNNING" and row["removal_scheduled_at"] is None
+    assert _removal_events(user, pod.id) == []
+
+
+# --- the CLI ----------------------------------------------------------------------------------------
+
+
+def test_cli_ls_up_ps_exec_logs_rm(user: SdkUser) -> None:
+    listed = json.loads(user.cli("ls", "--gpu", "H100", "--format", "json"))
+    assert listed and all("H100" in json.dumps(row) for row in listed)
+    eight = json.loads(user.cli("ls", "--count", "8", "--format", "json"))
+    rows = user.http.get("/executors").json()
+    assert len(eight) == sum(1 for r in rows if r["gpu_count"] == 8)
+
+    node = splittable(user.http, "L40S")
+    user.cli("up", node["id"], "--count", "1", "--name", "cli-pod", "--yes", "--no-ssh")
+    pods = json.loads(user.cli("ps", "--format", "json"))
+    assert [p["name"] for p in pods] == ["cli-pod"]
+    pod_id = user.http.get("/pods").json()[0]["id"]
+    wait_for(lambda: user.lium.pod(pod_id)["ssh_connect_cmd"], "SSH of the CLI's pod")
+
+    assert user.cli("exec", "cli-pod", "echo cli-$((40 + 2))").strip().splitlines()[-1] == "cli-42"
+    assert user.cli("logs", "cli-pod", "--tail", "5") == ""  # the default template's sleep prints nothing
+    user.cli("rm", "cli-pod", "--yes")
+    wait_gone(user.http, pod_id)
+
+
+def test_cli_browses_templates_and_quotes_without_a_key(user: SdkUser) -> None:
+    templates = json.loads(user.cli("templates", "--format", "json", api_key=""))
+    public_ids = {t["id"] for t in user.http.get("/templates").json() if t["user_id"] is None}
+    assert {t["id"] for t in templates} == public_ids
+    node = splittable(user.http, "H200")
+    quote = json.loads(
+        user.cli("quote", node["id"], "--hours", "2", "--gpus", "1", "--format", "json", api_key="")
+    )
+    assert quote["price_per_hour"] == pytest.approx(node["price_per_gpu_hour"])
+    assert quote["total_usd"] == pytest.approx(node["price_per_gpu_hour"] * 2)
