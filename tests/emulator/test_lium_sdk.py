@@ -26,12 +26,19 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from lium.sdk import Config, Lium, LiumAuthError, LiumError, LiumNotFoundError, PodInfo
 from lium.sdk.utils import extract_gpu_type
 
-from lium_emulator.launcher import RunningEmulator
+from lium_emulator.launcher import RunningEmulator, launch
 from tests.emulator.testkit import (
+    DEFAULT_KEY,
+    FAST_TIMINGS,
     api_client,
+    create_template,
     feed,
+    get_pod,
     new_account,
+    rent_body,
+    rent_pod,
     wait_gone,
+    wait_status,
     wait_until,
 )
 
@@ -186,6 +193,23 @@ def test_ls_filters_by_gpu_type_count_and_cuda(user: SdkUser) -> None:
     assert cuda and all(e.max_cuda_version is not None and e.max_cuda_version >= 12.6 for e in cuda)
     assert {e.id for e in cuda} == {i for i, r in rows.items() if r["max_cuda_version"] >= 12.6}
     assert len(cuda) < len(rows)
+
+
+def test_rent_by_gpu_type_and_count_picks_a_matching_node(user: SdkUser) -> None:
+    """``rent(gpu_type, gpu_count)`` picks among the nodes the filtered listing returns (the emulator
+    does not advertise ``rent_by_spec``, so the SDK picks client-side)."""
+    rows = user.http.get("/executors").json()
+    eight_h100 = [r for r in rows if extract_gpu_type(r["machine_name"]) == "H100" and r["gpu_count"] == 8]
+    cheapest = min(
+        eight_h100, key=lambda r: (r["price_per_gpu"], -r["effective_download_speed_mbps"], r["id"])
+    )
+    planned = user.lium.rent(gpu_type="H100", gpu_count=8, dry_run=True)
+    assert planned.executor.id == cheapest["id"] and planned.pod is None
+
+    rented = user.lium.rent(gpu_type="H100", gpu_count=8, name="eight-h100", ssh_keys=[user.public_key])
+    assert rented.pod is not None and rented.executor.id == cheapest["id"]
+    row = user.lium.pod(rented.pod["id"])
+    assert row["gpu_count"] == "8" and extract_gpu_type(row["gpu_name"]) == "H100"
 
 
 def test_executor_filters_on_the_wire(user: SdkUser) -> None:
@@ -359,6 +383,56 @@ def test_cancelled_removal_does_not_fire(user: SdkUser) -> None:
     assert _removal_events(user, pod.id) == []
 
 
+def test_termination_hours_schedule_the_removal_and_cancel_drops_them(user: SdkUser) -> None:
+    node = splittable(user.http, "RTX 5090")
+    created = user.lium.up(
+        executor_id=node["id"], name="ttl", ssh_keys=[user.public_key], gpu_count=1, termination_hours=2
+    )
+    assert isinstance(created, dict)
+    pod = user.lium.wait_ready(created, timeout=60)
+    assert pod is not None
+    row = user.lium.pod(pod.id)
+    created_at = datetime.fromisoformat(row["created_at"])
+    scheduled = datetime.fromisoformat(row["removal_scheduled_at"])
+    assert row["termination_hours"] == 2
+    assert (
+        created_at + timedelta(hours=2)
+        <= scheduled
+        <= datetime.now(UTC).replace(tzinfo=None) + timedelta(hours=2)
+    )
+
+    user.lium.cancel_scheduled_termination(pod)
+    row = user.lium.pod(pod.id)
+    assert row["removal_scheduled_at"] is None and row["termination_hours"] is None
+
+
+def test_a_schedule_survives_a_restart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    args = (*FAST_TIMINGS, "--state-dir", str(tmp_path / "state"))
+    with launch(args) as first, api_client(first, DEFAULT_KEY) as client:
+        pod_id = rent_pod(
+            client, splittable(client, "RTX 3090")["id"], rent_body(create_template(client)["id"])
+        )
+        wait_status(client, pod_id, "RUNNING")
+        # far enough ahead that it falls due only after the restart below
+        due = datetime.now(UTC) + timedelta(seconds=8)
+        sdk = Lium(config=Config(api_key=DEFAULT_KEY, base_url=first.api_url))
+        sdk.schedule_termination(pod_id, termination_time=due.isoformat())
+        assert first.stop() == 0
+    with launch(args) as second, api_client(second, DEFAULT_KEY) as client:
+        restarted = datetime.now(UTC).replace(tzinfo=None)
+        row = get_pod(client, pod_id)
+        assert row is not None and datetime.fromisoformat(row["removal_scheduled_at"]) == due.replace(
+            tzinfo=None
+        )
+        wait_gone(client, pod_id, timeout=30)
+        events = client.get(f"/pods/{pod_id}/events").json()
+        removal = [
+            e for e in events if e["reason"] == "scheduled_termination" and e["to_status"] == "DELETING"
+        ]
+        assert len(removal) == 1 and datetime.fromisoformat(removal[0]["created_at"]) >= restarted
+
+
 # --- the CLI ----------------------------------------------------------------------------------------
 
 
@@ -378,6 +452,19 @@ def test_cli_ls_up_ps_exec_logs_rm(user: SdkUser) -> None:
 
     assert user.cli("exec", "cli-pod", "echo cli-$((40 + 2))").strip().splitlines()[-1] == "cli-42"
     assert user.cli("logs", "cli-pod", "--tail", "5") == ""  # the default template's sleep prints nothing
+
+    before = datetime.now(UTC).replace(tzinfo=None)
+    user.cli("rm", "cli-pod", "--in", "2h", "--yes")
+    scheduled = datetime.fromisoformat(user.lium.pod(pod_id)["removal_scheduled_at"])
+    assert (
+        before + timedelta(hours=2)
+        <= scheduled
+        <= datetime.now(UTC).replace(tzinfo=None) + timedelta(hours=2)
+    )
+    assert "(1 total)" in user.cli("schedules", "list")
+    user.cli("schedules", "rm", "1")
+    assert user.lium.pod(pod_id)["removal_scheduled_at"] is None
+
     user.cli("rm", "cli-pod", "--yes")
     wait_gone(user.http, pod_id)
 
