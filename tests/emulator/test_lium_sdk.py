@@ -341,6 +341,17 @@ def test_logs_show_the_container_output(user: SdkUser) -> None:
         list(user.lium.logs(str(uuid.uuid4())))
 
 
+def test_logs_of_a_container_that_exited(user: SdkUser) -> None:
+    """A pod whose PID 1 exits turns BROKEN; its last words stay readable until it is deleted."""
+    template = user.template(
+        {**TALKING_TEMPLATE, "name": "short-lived", "startup_commands": "-c 'echo last-words; exit 3'"}
+    )
+    pod_id = rent_pod(user.http, splittable(user.http, "RTX 4090")["id"], rent_body(template["id"]))
+    wait_status(user.http, pod_id, "BROKEN")
+    assert list(user.lium.logs(pod_id)) == [b"last-words"]
+    assert list(user.lium.logs(pod_id, follow=True)) == [b"last-words"], "following a stopped pod ends"
+
+
 def _removal_events(user: SdkUser, pod_id: str) -> list[dict[str, Any]]:
     return [e for e in user.lium.pod_events(pod_id) if e.get("reason") == "scheduled_termination"]
 
