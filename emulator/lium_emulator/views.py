@@ -86,7 +86,7 @@ def pod_row(
         "notice_period": None,
         "skip_add_agent_ssh_key": False,
     }
-    if pod.status == "PENDING":
+    if pod.status in ("PENDING", "REBOOT_PENDING"):
         row.update(pending_progress(pod, now, pending_seconds))
     if detailed:
         events = state.pod_events(pod.id)
@@ -97,8 +97,9 @@ def pod_row(
 
 
 def pending_progress(pod: Pod, now: datetime, pending_seconds: float) -> dict[str, Any]:
-    """``estimated_ready_seconds``, ``eta_basis`` and ``phase`` of a PENDING pod."""
-    elapsed = (now - pod.created_at).total_seconds()
+    """``estimated_ready_seconds``, ``eta_basis`` and ``phase`` of a PENDING or REBOOT_PENDING pod."""
+    since = pod.reboot_requested_at if pod.status == "REBOOT_PENDING" else None
+    elapsed = (now - (since or pod.created_at)).total_seconds()
     fraction = elapsed / pending_seconds if pending_seconds > 0 else 1.0
     phase = (
         "preparing node" if fraction < 0.34 else "pulling image" if fraction < 0.67 else "starting container"

@@ -352,6 +352,49 @@ def test_logs_of_a_container_that_exited(user: SdkUser) -> None:
     assert list(user.lium.logs(pod_id, follow=True)) == [b"last-words"], "following a stopped pod ends"
 
 
+def _statuses(user: SdkUser, pod_id: str) -> list[str]:
+    return [
+        e["to_status"] for e in user.lium.pod_events(pod_id) if e["sub_event_type"] == "pod-lifecycle.status"
+    ]
+
+
+def test_reboot_replaces_the_container_and_keeps_the_volume(user: SdkUser) -> None:
+    pod = user.up(splittable(user.http, "RTX 5090")["id"], user.template(TALKING_TEMPLATE)["id"])
+    marker = uuid.uuid4().hex
+    user.lium.exec(pod, command=f"echo {marker} > /root/marker; echo gone > /tmp/scratch")
+
+    answer = user.lium.reboot(pod)
+    assert answer["id"] == pod.id and answer["status"] == "REBOOT_PENDING"
+    assert answer["ssh_connect_cmd"] is None and answer["phase"]
+    with pytest.raises(LiumError, match="cannot be rebooted"):
+        user.lium.reboot(pod)
+    rebooted = user.lium.wait_ready(pod, timeout=60)
+    assert rebooted is not None and rebooted.status == "RUNNING" and rebooted.ssh_cmd != pod.ssh_cmd
+    result = user.lium.exec(rebooted, command="cat /root/marker; test -e /tmp/scratch || echo fresh")
+    assert result["stdout"].split() == [marker, "fresh"], "the local volume stays, the container is new"
+    fresh_output = [b"hello-from-pid1", b"second-line"]  # the new container's, not the old one's too
+    wait_for(lambda: list(user.lium.logs(pod.id)) == fresh_output, "the new container's output")
+    assert _statuses(user, pod.id)[-3:] == ["RUNNING", "REBOOT_PENDING", "RUNNING"]
+
+
+def test_switch_template_runs_the_new_template(user: SdkUser) -> None:
+    pod = user.up(splittable(user.http, "RTX 5090")["id"])
+    assert list(user.lium.logs(pod.id)) == []
+    talking = user.template(TALKING_TEMPLATE)
+    # The request Lium.switch_template sends; the SDK 0.32.0 method itself fails on any answer while
+    # building its PodInfo (ExecutorInfo without ``ip``), so the route is driven directly.
+    switched = user.http.put(f"/pods/{pod.id}/switch-template", json={"template_id": talking["id"]})
+    assert switched.status_code == 200, switched.text
+    assert switched.json()["status"] == "REBOOT_PENDING"
+    assert switched.json()["template"]["id"] == talking["id"]
+    ready = user.lium.wait_ready(pod, timeout=60)
+    assert ready is not None and ready.template["id"] == talking["id"]
+    wait_for(lambda: list(user.lium.logs(pod.id)) == [b"hello-from-pid1", b"second-line"], "the new output")
+    assert "pod-switch-template.success" in {e["sub_event_type"] for e in user.lium.pod_events(pod.id)}
+    unknown = user.http.put(f"/pods/{pod.id}/switch-template", json={"template_id": str(uuid.uuid4())})
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "template_not_found"
+
+
 def _removal_events(user: SdkUser, pod_id: str) -> list[dict[str, Any]]:
     return [e for e in user.lium.pod_events(pod_id) if e.get("reason") == "scheduled_termination"]
 

@@ -177,3 +177,15 @@ class ScheduleRemovalRequest(Body):
     """``POST /pods/{id}/schedule-removal``: when the platform removes the pod."""
 
     removal_scheduled_at: datetime
+
+
+class RebootRequest(Body):
+    """Optional body of ``POST /pods/{id}/reboot``: a network volume to attach to the new container."""
+
+    volume_id: UUID | None = None
+
+
+class SwitchTemplateRequest(Body):
+    """``PUT /pods/{id}/switch-template``: the template the pod's new container runs."""
+
+    template_id: UUID

@@ -1,4 +1,5 @@
-"""Pod routes (contract §10): list, read, delete, a pod's events and its scheduled removal."""
+"""Pod routes (contract §10): list, read, delete, reboot and switch template, a pod's events and its
+scheduled removal."""
 
 from typing import Any
 from uuid import UUID
@@ -6,10 +7,16 @@ from uuid import UUID
 from fastapi import APIRouter, Request
 
 from lium_emulator.api.deps import AccountDep, RuntimeDep, fault_decision
-from lium_emulator.api.models import DeletePodRequest, ScheduleRemovalRequest
+from lium_emulator.api.models import (
+    DeletePodRequest,
+    RebootRequest,
+    ScheduleRemovalRequest,
+    SwitchTemplateRequest,
+)
+from lium_emulator.api.rent import attachable_volume_id, rentable_template
 from lium_emulator.entities import VISIBLE_STATUSES, Account, Pod
 from lium_emulator.errors import ApiError
-from lium_emulator.lifecycle import REMOVABLE_STATUSES
+from lium_emulator.lifecycle import REBOOTABLE_STATUSES, REMOVABLE_STATUSES
 from lium_emulator.runtime import Runtime
 from lium_emulator.timeutil import iso, to_naive_utc, utcnow
 from lium_emulator.views import event_object, pod_row
@@ -42,8 +49,7 @@ async def list_pods(
 @router.get("/pods/{pod_id}")
 async def get_pod(pod_id: UUID, runtime: RuntimeDep, account: AccountDep) -> dict[str, Any]:
     """One pod with its ``last_event``; 404 once the pod is DELETED."""
-    pod = visible_pod(runtime, account, pod_id)
-    return pod_row(runtime.state, pod, utcnow(), runtime.config.pending_seconds, detailed=True)
+    return _detailed_row(runtime, visible_pod(runtime, account, pod_id))
 
 
 @router.delete("/pods/{pod_id}")
@@ -61,6 +67,42 @@ async def delete_pod(
         extra = decision.pod_faults.slow_deleting_seconds if decision is not None else 0.0
         runtime.lifecycle.begin_delete(pod, actor=account, reason="user_initiated", extra_seconds=extra)
     return {"success": True, "pod_id": pod.id, "status": pod.status}
+
+
+def _rebootable_pod(runtime: Runtime, account: Account, pod_id: UUID) -> Pod:
+    """The caller's pod whose container can be replaced now (RUNNING or REBOOT_FAILED), else 409."""
+    pod = visible_pod(runtime, account, pod_id)
+    if pod.status not in REBOOTABLE_STATUSES:
+        raise ApiError(409, "pod_state_conflict", f"A {pod.status} pod cannot be rebooted now.")
+    return pod
+
+
+def _detailed_row(runtime: Runtime, pod: Pod) -> dict[str, Any]:
+    return pod_row(runtime.state, pod, utcnow(), runtime.config.pending_seconds, detailed=True)
+
+
+@router.post("/pods/{pod_id}/reboot")
+async def reboot_pod(
+    pod_id: UUID, runtime: RuntimeDep, account: AccountDep, body: RebootRequest | None = None
+) -> dict[str, Any]:
+    """Replace the pod's container (REBOOT_PENDING, then RUNNING with new ports and host key); the
+    answer is the pod row. ``volume_id`` attaches a free network volume of the caller's to it."""
+    pod = _rebootable_pod(runtime, account, pod_id)
+    if body is not None and body.volume_id is not None and str(body.volume_id) != pod.volume_id:
+        pod.volume_id = attachable_volume_id(runtime, account, body.volume_id)
+    runtime.lifecycle.begin_reboot(pod, actor=account)
+    return _detailed_row(runtime, pod)
+
+
+@router.put("/pods/{pod_id}/switch-template")
+async def switch_template(
+    pod_id: UUID, body: SwitchTemplateRequest, runtime: RuntimeDep, account: AccountDep
+) -> dict[str, Any]:
+    """Reboot the pod into a new container of another template (checked as a rent checks it)."""
+    pod = _rebootable_pod(runtime, account, pod_id)
+    template = rentable_template(runtime, account, body.template_id)
+    runtime.lifecycle.begin_reboot(pod, actor=account, template=template)
+    return _detailed_row(runtime, pod)
 
 
 @router.get("/pods/{pod_id}/events")

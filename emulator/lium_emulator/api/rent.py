@@ -142,7 +142,8 @@ def validated_gpu_count(runtime: Runtime, node: Node, requested: int | None) -> 
     return requested
 
 
-def _template(runtime: Runtime, account: Account, template_id: UUID) -> Template:
+def rentable_template(runtime: Runtime, account: Account, template_id: UUID) -> Template:
+    """The template a pod may run: visible to the caller, verified, with its docker credential."""
     template = visible_template(runtime, account, template_id)
     if template.status == "VERIFY_FAILED":
         raise ApiError(400, "template_invalid", "The template failed verification.")
@@ -152,7 +153,8 @@ def _template(runtime: Runtime, account: Account, template_id: UUID) -> Template
     return template
 
 
-def _volume_id(runtime: Runtime, account: Account, volume_id: UUID | None) -> str | None:
+def attachable_volume_id(runtime: Runtime, account: Account, volume_id: UUID | None) -> str | None:
+    """The caller's volume that no active pod holds, or None when none is asked for."""
     if volume_id is None:
         return None
     volume = runtime.state.volumes.get(str(volume_id))
@@ -184,8 +186,8 @@ def _rent(
     if decision is not None and decision.rent_refusal is not None:
         raise decision.rent_refusal
     gpu_count = validated_gpu_count(runtime, node, body.gpu_count)
-    template = _template(runtime, account, body.template_id)
-    volume_id = _volume_id(runtime, account, body.volume_id)
+    template = rentable_template(runtime, account, body.template_id)
+    volume_id = attachable_volume_id(runtime, account, body.volume_id)
     share = pod_share(node, gpu_count)
     now = utcnow()
     pod = Pod(
