@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from lium_emulator.api import (
     account,
     admin,
+    billing,
     credentials,
     nodes,
     pod_logs,
@@ -52,7 +53,8 @@ def create_app(runtime: Runtime) -> AsgiApp:
         lifespan=lifespan,
     )
     app.state.runtime = runtime
-    for module in (account, nodes, quotes, rent, pods, pod_logs, templates, credentials, volumes):
+    modules = (account, billing, nodes, quotes, rent, pods, pod_logs, templates, credentials, volumes)
+    for module in modules:
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(admin.router)
     app.include_router(admin.runner_router)

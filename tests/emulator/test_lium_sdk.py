@@ -15,7 +15,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from lium.sdk import Config, Lium, LiumAuthError, LiumError, LiumNotFoundError, PodInfo
 from lium.sdk.utils import extract_gpu_type
 
+from lium_emulator.api.billing import billed_days
 from lium_emulator.launcher import RunningEmulator, launch
 from tests.emulator.testkit import (
     DEFAULT_KEY,
@@ -487,6 +488,35 @@ def test_a_schedule_survives_a_restart(tmp_path: Path, monkeypatch: pytest.Monke
         assert len(removal) == 1 and datetime.fromisoformat(removal[0]["created_at"]) >= restarted
 
 
+def test_billing_statement_matches_the_balance(user: SdkUser) -> None:
+    starting_balance = user.lium.balance()
+    pod = user.up(splittable(user.http, "H200")["id"])
+    assert user.lium.pod_feedback(pod, text="fast disk", rating=5)["success"] is True
+    refused = user.http.post(f"/pods/{pod.id}/feedback", json={"rating": 9})  # the SDK checks it first
+    assert refused.status_code == 422 and refused.json()["validation_errors"][0]["field"] == "body -> rating"
+    user.lium.rm(pod)
+    wait_gone(user.http, pod.id)
+
+    statement = user.lium.billing_statement()
+    [row] = statement["pods"]
+    assert row["pod_id"] == pod.id and row["removed_at"] is not None and row["billed_seconds"] > 0
+    assert row["total"] == pytest.approx(row["price"] * row["billed_seconds"] / 3600, abs=1e-6)
+    assert statement["total"] == pytest.approx(starting_balance - user.lium.balance(), abs=1e-5)
+    assert sum(day["amount"] for day in row["days"]) == pytest.approx(row["total"], abs=1e-5)
+    future = (datetime.now(UTC).date() + timedelta(days=2)).isoformat()
+    assert user.lium.billing_statement(start_day=future)["pods"] == []
+
+
+def test_billed_days_split_at_utc_midnight() -> None:
+    start = datetime(2026, 3, 1, 23, 0, 0)
+    assert billed_days(start, start + timedelta(hours=26)) == [
+        (date(2026, 3, 1), 3600.0),
+        (date(2026, 3, 2), 86400.0),
+        (date(2026, 3, 3), 3600.0),
+    ]
+    assert billed_days(start, start) == []
+
+
 # --- the CLI ----------------------------------------------------------------------------------------
 
 
@@ -507,6 +537,11 @@ def test_cli_ls_up_ps_exec_logs_rm(user: SdkUser) -> None:
     assert user.cli("exec", "cli-pod", "echo cli-$((40 + 2))").strip().splitlines()[-1] == "cli-42"
     assert user.cli("logs", "cli-pod", "--tail", "5") == ""  # the default template's sleep prints nothing
 
+    first_ssh = user.lium.pod(pod_id)["ssh_connect_cmd"]
+    user.cli("reboot", "cli-pod")
+    wait_for(lambda: user.lium.pod(pod_id)["ssh_connect_cmd"] not in (None, first_ssh), "the rebooted pod")
+    assert user.cli("exec", "cli-pod", "echo back").strip().splitlines()[-1] == "back"
+
     before = datetime.now(UTC).replace(tzinfo=None)
     user.cli("rm", "cli-pod", "--in", "2h", "--yes")
     scheduled = datetime.fromisoformat(user.lium.pod(pod_id)["removal_scheduled_at"])
@@ -521,6 +556,8 @@ def test_cli_ls_up_ps_exec_logs_rm(user: SdkUser) -> None:
 
     user.cli("rm", "cli-pod", "--yes")
     wait_gone(user.http, pod_id)
+    history = json.loads(user.cli("billing", "history", "--format", "json"))
+    assert [p["pod_id"] for p in history["pods"]] == [pod_id]
 
 
 def test_cli_browses_templates_and_quotes_without_a_key(user: SdkUser) -> None:

@@ -105,6 +105,15 @@ async def switch_template(
     return _detailed_row(runtime, pod)
 
 
+@router.post("/pods/{pod_id}/feedback")
+async def pod_feedback(
+    pod_id: UUID, body: DeletePodRequest, runtime: RuntimeDep, account: AccountDep
+) -> dict[str, Any]:
+    """Feedback on the pod's node (the fields ``DELETE`` takes): validated, acknowledged, not kept."""
+    pod = visible_pod(runtime, account, pod_id)
+    return {"success": True, "pod_id": pod.id}
+
+
 @router.get("/pods/{pod_id}/events")
 async def get_pod_events(pod_id: UUID, runtime: RuntimeDep, account: AccountDep) -> list[dict[str, Any]]:
     """A pod's events, oldest first; also after the pod was deleted."""
