@@ -10,20 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lium_provider.plan_summary import ResourceChange, parse_plan
+from tests.chaos.audit import CRASH_MARKERS
 from tests.support.terraform import Terraform
 
 PLAN_FILE = "saved.tfplan"
-# What Terraform prints when a provider crashed or broke the protocol, rather than refusing a plan with a
-# diagnostic of its own: an exception the bridge caught, a plan Terraform found invalid or inconsistent,
-# a provider process that died mid-call.
-CRASH_MARKERS = (
-    "internal provider error",
+# What Terraform says when a provider broke the protocol rather than refusing with a diagnostic of its own:
+# a plan it found invalid, a result inconsistent with the plan, a provider process that died mid-call.
+PROTOCOL_ERRORS = (
     "Provider produced invalid",
     "Provider produced inconsistent",
     "Plugin did not respond",
     "The plugin encountered an error",
-    "panic:",
-    "Traceback (most recent call last)",
 )
 
 
@@ -39,9 +36,9 @@ class SavedPlan:
 
     @property
     def crashes(self) -> list[str]:
-        """The crash markers (see :data:`CRASH_MARKERS`) found in the plan's output."""
+        """The crash markers (the chaos audit's, and :data:`PROTOCOL_ERRORS`) in the plan's output."""
         output = self.stdout + self.stderr
-        return [marker for marker in CRASH_MARKERS if marker in output]
+        return [marker for marker in (*CRASH_MARKERS, *PROTOCOL_ERRORS) if marker in output]
 
     @property
     def errors(self) -> str:
