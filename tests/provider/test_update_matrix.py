@@ -28,7 +28,7 @@ from lium_provider.endpoints import feed_url_for
 from lium_provider.provider import LiumProvider
 from lium_provider.resources.pod import FILTER_ATTRIBUTES
 from tests.support.examples import adapt_example
-from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, new_account, ssh_keypair
+from tests.support.lium import PROVIDER_BLOCK, assert_nothing_left, new_account, ssh_keypair
 from tests.support.plans import saved_plan
 from tests.support.terraform import Terraform
 from tfbridge import Context, RequiresReplace, RequiresReplaceIf, Resource, TFError
@@ -131,8 +131,9 @@ class Live:
 
 @dataclass(frozen=True)
 class LiveStack:
+    """The applied stack's working directory, the arguments it was applied with, and what it holds."""
+
     tf: Terraform
-    account: Account
     arguments: dict[str, dict[str, Any]]
     live: Live
 
@@ -162,7 +163,7 @@ def stack_live(
         offers = find_offers(feed_url_for(emulator.api_url), OfferFilter(gpu_count=1))
         pod_offer = next((o for o in offers if o.executor_id == state[POD]["executor_id"]), None)
         assert pod_offer is not None, f"the feed lists no 1-GPU offer of the pod's executor: {state[POD]}"
-        yield LiveStack(tf, account, arguments, Live(state, pod_offer, offers, keys))
+        yield LiveStack(tf, arguments, Live(state, pod_offer, offers, keys))
     finally:
         write_stack(tf, arguments)
         tf.destroy()
