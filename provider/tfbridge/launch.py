@@ -3,6 +3,8 @@
 Run as a script, ``python -I -S .../tfbridge/launch.py <module or script.py> [args...]``: no ``site`` and only
 C-level standard modules (``_socket``, ``_signal``, ``_sha256``: the friendlier wrappers import
 ``enum``, ``re`` and ``collections``, which would triple this script's cost), so it takes under 10 ms.
+The names it shares with the bridge (the magic cookie's, the zygote flag) come from
+``tfbridge/constants.py``, which it executes by path.
 See :mod:`tfbridge.zygote` for the whole design. Without a usable zygote (none yet, a stale one,
 ``TFBRIDGE_ZYGOTE=0``, or not started by Terraform at all) it execs ``python -I -m <module>`` (or ``python -I <script.py>``), the cold
 start, after starting a zygote in the background for the next start.
@@ -25,8 +27,23 @@ try:
 except ImportError:  # Python 3.12+ renamed the module
     from _sha2 import sha256  # type: ignore[import-not-found]
 
-MAGIC_COOKIE_KEY = "TF_PLUGIN_MAGIC_COOKIE"
-ZYGOTE_FLAG = "--tfbridge-zygote"
+
+def _shared_constants() -> dict[str, str]:
+    """The names ``tfbridge/constants.py`` defines, read by path and executed.
+
+    This script cannot import the ``tfbridge`` package (it is not on ``sys.path`` under ``-I``, and its
+    ``__init__`` costs more than this whole script); that file imports nothing, so executing it is cheap.
+    """
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "constants.py")
+    namespace: dict[str, object] = {}
+    with open(path, "rb") as source:
+        exec(compile(source.read(), path, "exec"), namespace)
+    return {name: value for name, value in namespace.items() if isinstance(value, str)}
+
+
+_CONSTANTS = _shared_constants()
+MAGIC_COOKIE_KEY = _CONSTANTS["MAGIC_COOKIE_KEY"]
+ZYGOTE_FLAG = _CONSTANTS["ZYGOTE_FLAG"]
 DEFAULT_IDLE_SECONDS = "300"
 PARENT_POLL_SECONDS = 1.0
 ZYGOTE_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ")
