@@ -185,8 +185,8 @@ def _preload_bridge() -> None:
     # With it the generated stubs, which serve imports on its background thread after the handshake.
     from tfbridge import plugin_services  # noqa: F401
 
-    # Importing cryptography, and OpenSSL setting up its EC and TLS tables on first use (about 12 ms):
-    # once here, not in every fork.
+    # Importing cryptography's primitives, and OpenSSL setting up its EC and TLS tables on first use
+    # (about 12 ms): once here, not in every fork.
     cert_der, key_pem = self_signed_certificate()
     tls_relay.server_tls_context(cert_der, key_pem, ssl.DER_cert_to_PEM_cert(cert_der).encode())
 
