@@ -106,4 +106,5 @@ def test_function_local_imports_count_and_type_checking_ones_do_not(tmp_path: Pa
 def test_no_import_cycle_in_provider() -> None:
     graph = import_graph(PROVIDER_ROOT)
     assert {"tfbridge.plugin", "tfbridge.zygote", "lium_provider.provider"} <= set(graph)
-    assert find_cycle(graph) == [], "an import cycle under provider/"
+    cycle = find_cycle(graph)
+    assert cycle == [], "import cycle under provider/: " + " -> ".join(cycle)

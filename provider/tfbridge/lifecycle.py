@@ -36,7 +36,7 @@ class Lifecycle:
         self._stop_callbacks: list[Callable[[], None]] = []
 
     def catch_sigterm(self) -> None:
-        """From now on SIGTERM ends :meth:`wait_for_exit_request` instead of the process (main thread only)."""
+        """From now on SIGTERM ends :meth:`wait_for_exit_request`, not the process (main thread only)."""
         signal.signal(signal.SIGTERM, _note_signal)
         signal.set_wakeup_fd(self._wake_write_fd, warn_on_full_buffer=False)
 
