@@ -12,3 +12,10 @@ MAGIC_COOKIE_VALUE = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca
 
 # The launcher starts the provider program with ``ZYGOTE_FLAG SOCKET IDLE_SECONDS`` to make it a zygote.
 ZYGOTE_FLAG = "--tfbridge-zygote"
+
+# The exchange between a launcher and the zygote's forked server (see tfbridge.launch): each message starts
+# with one of these letters.
+FORKED = "P"  # zygote to launcher, ``P<pid>\n``: a forked server runs for this start
+STALE = "S"  # zygote to launcher, ``S\n``: the zygote's sources changed and it is going away
+EXITED = "X"  # server to launcher, ``X<exit code>\n``: the server is exiting with that code
+ORPHANED = "O"  # launcher to server: Terraform is gone

@@ -44,6 +44,7 @@ def _shared_constants() -> dict[str, str]:
 _CONSTANTS = _shared_constants()
 MAGIC_COOKIE_KEY = _CONSTANTS["MAGIC_COOKIE_KEY"]
 ZYGOTE_FLAG = _CONSTANTS["ZYGOTE_FLAG"]
+FORKED, EXITED, ORPHANED = (_CONSTANTS[name].encode() for name in ("FORKED", "EXITED", "ORPHANED"))
 DEFAULT_IDLE_SECONDS = "300"
 PARENT_POLL_SECONDS = 1.0
 ZYGOTE_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ")
@@ -127,7 +128,7 @@ def wait_for_exit(connection: _socket.socket, terraform: int) -> bytes:
             chunk = connection.recv(64)
         except TimeoutError:
             if not told and os.getppid() != terraform:
-                connection.sendall(b"O")
+                connection.sendall(ORPHANED)
                 told = True
             continue
         if not chunk:
@@ -147,7 +148,7 @@ def serve_through_zygote(program: str, args: list[str], path: str, terraform: in
         sent = connection.sendmsg([message], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, stdio)])
         connection.sendall(message[sent:])
         reply = read_line(connection)
-        if not reply.startswith(b"P"):
+        if not reply.startswith(FORKED):
             return None  # the zygote refused (its sources changed): it is going away
         child = int(reply[1:])
         # Terraform ends a provider with SIGTERM (or SIGKILL, which the server notices as a closed socket).
@@ -160,7 +161,7 @@ def serve_through_zygote(program: str, args: list[str], path: str, terraform: in
         connection.close()
     # Once a server runs, this process stands for it: a lost connection is a failed provider, never a
     # reason to start a second server.
-    return int(status[1:]) if status.startswith(b"X") and status[1:].strip().isdigit() else 1
+    return int(status[1:]) if status.startswith(EXITED) and status[1:].strip().isdigit() else 1
 
 
 def main() -> None:

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from tfbridge import tls_relay
+from tfbridge.constants import EXITED, FORKED, ORPHANED, STALE
 from tfbridge.handshake import serve
 from tfbridge.tls_certificate import self_signed_certificate
 
@@ -72,7 +73,8 @@ class LauncherLink:
         self._connection = connection
 
     def wait_gone(self) -> None:
-        """Returns when the launcher says Terraform died (``O``); dies with the launcher itself.
+        """Returns when the launcher says Terraform died (:data:`~tfbridge.constants.ORPHANED`); dies
+        with the launcher itself.
 
         To Terraform the launcher is the provider process: if it was killed, this process must not
         go on serving (or finish a create) as if it had not been.
@@ -84,12 +86,17 @@ class LauncherLink:
                 data = b""
             if not data:
                 os.kill(os.getpid(), signal.SIGKILL)
-            if b"O" in data:
+            if ORPHANED.encode() in data:
                 return
 
     def exited(self, exit_code: int) -> None:
         with contextlib.suppress(OSError):
-            self._connection.sendall(b"X%d\n" % exit_code)
+            self._connection.sendall(_message(EXITED, exit_code))
+
+
+def _message(letter: str, number: int | None = None) -> bytes:
+    """A message to the launcher (:mod:`tfbridge.launch`): its letter, maybe a number, a newline."""
+    return f"{letter}{'' if number is None else number}\n".encode()
 
 
 class _SourceWatch:
@@ -206,7 +213,7 @@ def _serve_request(
         if uid != os.getuid() or request is None or len(fds) != 3:
             return "refused"
         if sources.changed():
-            connection.sendall(b"S\n")
+            connection.sendall(_message(STALE))
             return "stale"
         if threading.active_count() != 1:
             return "refused"  # forking a threaded process is unsafe (the launcher then starts cold)
@@ -259,6 +266,7 @@ def _become_server(
 ) -> NoReturn:
     """In the forked child: take on the launcher's stdio, environment and directory, then serve."""
     exit_code = 1
+    launcher = LauncherLink(connection)
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for target, fd in enumerate(fds):
@@ -270,16 +278,15 @@ def _become_server(
         os.umask(request.umask)
         sys.argv = request.argv
         random.seed()  # forked children must not share the zygote's random sequence (jitter)
-        connection.sendall(b"P%d\n" % os.getpid())
-        serve(servicer_factory, host=LauncherLink(connection), preloaded=True)
+        connection.sendall(_message(FORKED, os.getpid()))
+        serve(servicer_factory, host=launcher, preloaded=True)
     except SystemExit as stop:
         exit_code = stop.code if isinstance(stop.code, int) else 1
     except BaseException:
         import traceback
 
         traceback.print_exc()
-    with contextlib.suppress(OSError):
-        connection.sendall(b"X%d\n" % exit_code)
+    launcher.exited(exit_code)
     os._exit(exit_code)
 
 
