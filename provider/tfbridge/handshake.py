@@ -16,8 +16,8 @@ The order below keeps everything off that path that can be off it:
    in the handler table and call the servicer factory. Calls that arrive earlier wait for the table;
    Provider calls wait for the servicer.
 
-That is why ``grpc`` and :mod:`tfbridge.plugin_services` are imported inside functions here, never at the
-top: this module is imported before the certificate child is forked.
+That is why ``grpc``, :mod:`tfbridge.tls_relay` (``ssl``) and :mod:`tfbridge.plugin_services` are imported
+inside functions here, never at the top: this module is imported before the certificate child is forked.
 """
 
 from __future__ import annotations
