@@ -41,7 +41,7 @@ class Node(BaseModel):
     country_code: str
     region: str
     city: str
-    # What Lium's node checks report (contract §8); defaults keep older catalog files valid.
+    # What Lium's node checks report (docs/lium-api.md#executors); defaults keep older catalog files valid.
     max_cuda_version: float = Field(default=12.8, gt=0, description="highest CUDA the driver supports")
     driver_version: str = Field(default="570.133.20", min_length=1)
     nvlink: bool | None = Field(default=None, description="every GPU pair on NVLink; None = not reported")
@@ -62,13 +62,13 @@ class Node(BaseModel):
 
     @property
     def host_ram_reserve_gib(self) -> float:
-        """RAM the host keeps for itself: ``max(4 GiB, 1 % of host RAM)`` (contract §7)."""
+        """RAM the host keeps for itself: ``max(4 GiB, 1 % of host RAM)`` (docs/lium-api.md#pod-share)."""
         return max(4.0, self.ram_gb * 0.01)
 
 
 @dataclass(frozen=True)
 class PodShare:
-    """The resources a pod of ``gpu_count`` GPUs gets on a node (contract §7)."""
+    """The resources a pod of ``gpu_count`` GPUs gets on a node (docs/lium-api.md#pod-share)."""
 
     gpu_count: int
     cpu_count: int

@@ -1,5 +1,5 @@
-"""Pod lifecycle (contract §10.4): PENDING → RUNNING | CREATION_FAILED, RUNNING → REBOOT_PENDING →
-RUNNING | REBOOT_FAILED, then DELETING → DELETED.
+"""Pod lifecycle (docs/lium-api.md#lifecycle): PENDING → RUNNING | CREATION_FAILED, RUNNING →
+REBOOT_PENDING → RUNNING | REBOOT_FAILED, then DELETING → DELETED.
 
 Each pod is driven by asyncio tasks on the event loop; the blocking sandbox calls (start, stop) run in
 a dedicated thread pool. Timings come from ``EmulatorConfig``; faults attached to the pod at rent
@@ -338,7 +338,7 @@ class PodLifecycle:
         self._after_running(pod)
 
     def _reboot_failed(self, pod: Pod, reason: str, detail: str) -> None:
-        """REBOOT_FAILED: the container did not come back; still billed until deleted (contract §10.4)."""
+        """REBOOT_FAILED: the container did not come back; still billed until deleted (docs/lium-api.md#lifecycle)."""
         pod.status = "REBOOT_FAILED"
         pod.updated_at = utcnow()
         self._state.save(pod)

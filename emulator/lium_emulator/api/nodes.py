@@ -1,5 +1,5 @@
-"""Node routes: the public nodes feed (§7), the executor listing with its filters (§8), the machine
-names and the default image Lium's SDK resolves before renting."""
+"""Node routes: the public nodes feed, the executor listing with its filters, the machine names and the
+default image Lium's SDK resolves before renting (docs/lium-api.md#nodes-feed, #executors, #sdk-routes)."""
 
 from typing import Annotated, Any
 

@@ -1,4 +1,4 @@
-"""``GET /pods/{id}/logs?tail&follow`` (contract §10.6): the container's output — its PID 1's stdout
+"""``GET /pods/{id}/logs?tail&follow`` (docs/lium-api.md#other-pod-routes): the container's output — its PID 1's stdout
 and stderr, as ``docker logs`` shows it — as plain text, one line per line."""
 
 import asyncio

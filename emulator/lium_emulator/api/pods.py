@@ -1,5 +1,5 @@
-"""Pod routes (contract §10): list, read, delete, reboot and switch template, a pod's events and its
-scheduled removal."""
+"""Pod routes (docs/lium-api.md#pods, #other-pod-routes): list, read, delete, reboot and switch template,
+feedback, a pod's events and its scheduled removal."""
 
 from typing import Any
 from uuid import UUID

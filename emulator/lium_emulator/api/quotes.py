@@ -1,5 +1,5 @@
 """What a rent would cost and how long it would take: ``GET /executors/{id}/quote`` and
-``GET /executors/deployment-estimate`` (contract §8). Nothing is reserved by either."""
+``GET /executors/deployment-estimate`` (docs/lium-api.md#sdk-routes). Nothing is reserved by either."""
 
 import math
 from typing import Annotated, Any
