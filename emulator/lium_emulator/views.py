@@ -281,6 +281,8 @@ def executor_object(
             "country_code": node.country_code,
             "region": node.region,
             "city": node.city,
+            "lat": node.latitude,
+            "lon": node.longitude,
         },
         "specs": {
             "gpu": {

@@ -227,6 +227,19 @@ def test_executor_filters_on_the_wire(user: SdkUser) -> None:
     assert bad.json()["validation_errors"][0]["field"] == "query -> gpu_count_gte"
 
 
+def test_ls_within_a_radius(user: SdkUser) -> None:
+    berlin = (52.52, 13.405)
+    rows = user.http.get("/executors").json()
+    in_berlin = {r["id"] for r in rows if r["location"]["city"] == "Berlin"}
+    assert in_berlin
+    near = user.lium.ls(lat=berlin[0], lon=berlin[1], max_distance_miles=1)
+    assert {e.id for e in near} == in_berlin
+    europe = user.lium.ls(lat=berlin[0], lon=berlin[1], max_distance_miles=1000)
+    countries = {e.location["country_code"] for e in europe}
+    assert in_berlin < {e.id for e in europe} and countries <= {"DE", "PL", "NL", "FI", "GB", "FR"}
+    assert len(user.lium.ls(lat=berlin[0], lon=berlin[1])) == len(rows), "no radius, no filter"
+
+
 def test_node_rows_carry_the_contract_fields(user: SdkUser) -> None:
     node = user.lium.ls(gpu_type="H200")[0]
     assert node.max_cuda_version is not None and node.driver_version

@@ -141,9 +141,9 @@ class AccountUpdateRequest(BaseModel):
 class ExecutorFilters(BaseModel):
     """Query of ``GET /executors``: the filters Lium's SDK sends (docs/lium-api.md#executors).
 
-    Unknown parameters are ignored: ``lat``/``lon``/``max_distance_mile`` (the catalog has no
-    coordinates), ``page``/``size`` (every row fits one answer), ``reliable_only`` (no node has frequent
-    rent failures). ``view`` is validated; both views return the full row.
+    ``lat``/``lon``/``max_distance_mile`` filter only together (a radius around a point). Unknown
+    parameters are ignored: ``page``/``size`` (every row fits one answer), ``reliable_only`` (no node
+    has frequent rent failures). ``view`` is validated; both views return the full row.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -154,6 +154,9 @@ class ExecutorFilters(BaseModel):
     gpu_count_lte: int | None = Field(default=None, ge=0)
     nvlink: bool | None = None
     min_download_mbps: float | None = Field(default=None, ge=0)
+    lat: float | None = Field(default=None, ge=-90, le=90)
+    lon: float | None = Field(default=None, ge=-180, le=180)
+    max_distance_mile: float | None = Field(default=None, gt=0)
 
     def wanted_machines(self) -> set[str] | None:
         """The machine names asked for, or None for any."""

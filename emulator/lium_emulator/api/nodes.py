@@ -39,10 +39,19 @@ async def get_public_nodes(request: Request, runtime: RuntimeDep) -> JSONRespons
     return JSONResponse(body, headers={"Access-Control-Allow-Origin": "*"})
 
 
+def _within_radius(node: Node, filters: ExecutorFilters) -> bool:
+    """True unless a full radius (lat, lon, max_distance_mile) is asked for and the node is outside it."""
+    if filters.lat is None or filters.lon is None or filters.max_distance_mile is None:
+        return True
+    miles = node.miles_from(filters.lat, filters.lon)
+    return miles is not None and miles <= filters.max_distance_mile
+
+
 def _matches(node: Node, filters: ExecutorFilters) -> bool:
     machines = filters.wanted_machines()
     return (
-        (machines is None or node.machine_name in machines)
+        _within_radius(node, filters)
+        and (machines is None or node.machine_name in machines)
         and (filters.gpu_count_gte is None or node.gpu_count >= filters.gpu_count_gte)
         and (filters.gpu_count_lte is None or node.gpu_count <= filters.gpu_count_lte)
         and (not filters.nvlink or node.nvlink is True)
