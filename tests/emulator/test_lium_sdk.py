@@ -409,6 +409,26 @@ def test_switch_template_runs_the_new_template(user: SdkUser) -> None:
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "template_not_found"
 
 
+def test_a_failed_reboot_is_billed_and_can_be_rebooted_again(user: SdkUser) -> None:
+    pod = user.up(splittable_node(user.http, "RTX 5090")["id"])
+    missing = user.template({**TALKING_TEMPLATE, "name": "missing-image", "docker_image": "nowhere/none:1"})
+    switched = user.http.put(f"/pods/{pod.id}/switch-template", json={"template_id": missing["id"]})
+    assert switched.status_code == 200, switched.text
+    failed = wait_status(user.http, pod.id, "REBOOT_FAILED")
+    assert failed["ssh_connect_cmd"] is None
+    [event] = [e for e in user.lium.pod_events(pod.id) if e["sub_event_type"] == "pod-reboot.failed"]
+    assert event["reason"] == "image_pull_failed" and "nowhere/none:1" in event["error"]
+    balance = user.lium.balance()
+    wait_until(lambda: user.lium.balance() < balance, timeout=20, what="REBOOT_FAILED to be billed")
+
+    user.http.put(
+        f"/pods/{pod.id}/switch-template", json={"template_id": user.template(TALKING_TEMPLATE)["id"]}
+    )
+    back = user.lium.wait_ready(pod, timeout=60)
+    assert back is not None and back.status == "RUNNING"
+    assert _statuses(user, pod.id)[-4:] == ["REBOOT_PENDING", "REBOOT_FAILED", "REBOOT_PENDING", "RUNNING"]
+
+
 def _removal_events(user: SdkUser, pod_id: str) -> list[dict[str, Any]]:
     return [e for e in user.lium.pod_events(pod_id) if e.get("reason") == "scheduled_termination"]
 
