@@ -597,6 +597,19 @@ def test_cli_ls_up_ps_exec_logs_rm(user: SdkUser) -> None:
     assert [p["pod_id"] for p in history["pods"]] == [pod_id]
 
 
+def test_cli_volumes_and_ssh_keys(user: SdkUser) -> None:
+    user.cli("volumes", "new", "cli-data", "--desc", "from the CLI")
+    [volume] = user.http.get("/volumes").json()
+    assert volume["name"] == "cli-data" and volume["description"] == "from the CLI"
+    assert "cli-data" in user.cli("volumes", "list")
+
+    user.cli("ssh-keys", "sync")
+    keys = user.http.get("/ssh-keys").json()
+    assert [k["public_key"].split()[:2] for k in keys] == [user.public_key.split()[:2]]
+    listed = user.cli("ssh-keys", "list")
+    assert "(1 total)" in listed and keys[0]["name"] in listed
+
+
 def test_cli_browses_templates_and_quotes_without_a_key(user: SdkUser) -> None:
     templates = json.loads(user.cli("templates", "--format", "json", api_key=""))
     public_ids = {t["id"] for t in user.http.get("/templates").json() if t["user_id"] is None}
