@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import httpx
 
-from lium_provider.api.errors import LiumCancelled, LiumError, LiumNotFound, LiumProtocolError
+from lium_provider.api.errors import InvalidArgument, LiumError, LiumNotFound, LiumProtocolError
 from lium_provider.api.models import (
     DockerCredential,
     Event,
@@ -46,15 +46,18 @@ def default_user_agent() -> str:
         return "lium-stacks/0+unknown"
 
 
-def _check_http_url(url: str, what: str) -> str:
-    """``url`` if it is an http(s) URL with a host, else ValueError (not echoing credentials in it)."""
+def _check_http_url(url: str, argument: str, what: str) -> str:
+    """``url`` if it is an http(s) URL with a host, else :class:`InvalidArgument` naming ``argument``
+    (not echoing credentials in it)."""
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL:
         parsed = None
     if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host or parsed.userinfo:
         shown = "" if "@" in url else f", got {url!r}"
-        raise ValueError(f"{what} must be an http(s) URL with a host and no credentials{shown}")
+        raise InvalidArgument(
+            argument, f"{what} must be an http(s) URL with a host and no credentials{shown}"
+        )
     return url
 
 
@@ -70,7 +73,7 @@ class LiumClient:
 
     ``sleep`` waits between retries and must return early when ``cancel()`` becomes true (the provider
     passes a cancellable sleep); after every wait the client checks ``cancel`` and raises
-    :class:`LiumCancelled`. ``rng`` seeds the backoff jitter. ``transport`` replaces httpx's network
+    :class:`tfbridge.Cancelled` (not a :class:`LiumError`: a cancelled call failed nowhere). ``rng`` seeds the backoff jitter. ``transport`` replaces httpx's network
     transport (tests only). The API key travels only in the ``X-API-KEY`` header to ``base_url``.
     """
 
@@ -90,8 +93,10 @@ class LiumClient:
     ) -> None:
         if not api_key or not all("\x21" <= ch <= "\x7e" for ch in api_key):
             # The key itself must not appear in the message.
-            raise ValueError("the Lium API key must be a non-empty string of printable ASCII without spaces")
-        self.base_url = _check_http_url(base_url, "the Lium API URL").rstrip("/")
+            raise InvalidArgument(
+                "api_key", "the Lium API key must be a non-empty string of printable ASCII without spaces"
+            )
+        self.base_url = _check_http_url(base_url, "base_url", "the Lium API URL").rstrip("/")
         self._api_key = api_key
         self._http = HttpTransport(
             timeout=timeout,
@@ -173,8 +178,6 @@ class LiumClient:
                 return self._features
         try:
             data = self._call("GET", "/version").data
-        except LiumCancelled:
-            raise
         except LiumError:
             return frozenset()
         raw = data.get("features") if isinstance(data, dict) else None
@@ -337,7 +340,7 @@ def fetch_nodes_feed(
 
     ``secrets`` are kept out of error messages even though none of them is sent.
     """
-    url = _check_http_url(feed_url, "the nodes feed URL")
+    url = _check_http_url(feed_url, "feed_url", "the nodes feed URL")
     path = httpx.URL(url).path
     data = http.request("GET", url, path=path, secrets=secrets).data
     nodes = data.get("nodes") if isinstance(data, dict) else None

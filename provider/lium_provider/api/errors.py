@@ -123,20 +123,27 @@ class LiumUnavailable(LiumError):
     sent: bool = True
 
 
-class LiumCancelled(LiumError):
-    """The caller's cancel flag was set while the client waited to retry."""
+class InvalidArgument(ValueError):
+    """An argument given to the client is unusable, found before any request is sent.
+
+    ``argument`` is the parameter's name (``base_url``, ``api_key``, ``feed_url``), so a caller can point
+    at the setting it came from; ``str()`` never echoes a key or a URL's credentials.
+    """
+
+    def __init__(self, argument: str, message: str) -> None:
+        self.argument = argument
+        super().__init__(message)
 
 
 def is_definitive(error: LiumError) -> bool:
     """True when ``error`` proves the request was *not* executed (dstack's rule, contract §2.2).
 
     That is an HTTP refusal below 500, other than 408, whose code is not an idempotency "don't know"
-    code, or a request that never left this machine. A garbage 2xx, a redirect, a timeout or a cancelled
-    wait prove nothing.
+    code, or a request that never left this machine. A garbage 2xx, a redirect or a timeout prove nothing.
     """
     if isinstance(error, LiumUnavailable):
         return not error.sent
-    if isinstance(error, LiumUncertainOutcome | LiumProtocolError | LiumCancelled):
+    if isinstance(error, LiumUncertainOutcome | LiumProtocolError):
         return False
     return (
         error.status is not None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from lium_provider.api.errors import LiumError, LiumUncertainOutcome, is_definitive
-from lium_provider.api.models import DELETED, RUNNING, Pod, RentRequest
+from lium_provider.api.models import DEAD_POD_STATES, DELETED, RUNNING, Pod, RentRequest
 from lium_provider.api.rent import RentAttempt, find_rented_pod, rent_reconciled
 from lium_provider.resources.common import api_errors
 from lium_provider.session import LiumSession, session
@@ -40,8 +40,6 @@ if TYPE_CHECKING:  # gpuhunt costs ~100 ms to import: only plans and creates tha
 _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
 FILTER_ATTRIBUTES = ("gpu", "max_price_per_hour", "regions", "min_memory_gib", "min_disk_gb", "spot")
-# States after which a pod never runs again: the plan replaces such a pod.
-DEAD_STATES = frozenset({"STOPPED", "FAILED", "CREATION_FAILED", "BROKEN", "REBOOT_FAILED"})
 SSH_POLL_SECONDS = 0.25
 
 
@@ -167,7 +165,7 @@ def _apply_pod(state: PodModel, pod: Pod) -> PodModel:
 
 
 def _started_or_dead(pod: Pod | None) -> bool:
-    if pod is None or pod.status in DEAD_STATES:
+    if pod is None or pod.status in DEAD_POD_STATES:
         return True
     return pod.status == RUNNING and pod.ssh_host_port() is not None
 
@@ -198,7 +196,7 @@ class PodResource(Resource[PodModel]):
     def modify_plan(self, ctx: Context, change: PlanChange) -> None:
         planned, prior = change.planned, change.prior
         if prior is not None:
-            if prior.get("status") in DEAD_STATES:
+            if prior.get("status") in DEAD_POD_STATES:
                 planned["status"] = UNKNOWN
                 change.requires_replace.append(("status",))
             self._replace_if_filter_no_longer_holds(change)
