@@ -4,7 +4,7 @@ fault kind observed over real HTTP, plus the seeded engine's determinism."""
 import json
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,21 +36,6 @@ from tests.emulator.testkit import (
     wait_status,
     wait_until,
 )
-
-
-@pytest.fixture
-def set_faults(emulator: RunningEmulator) -> Iterator[Callable[[dict[str, Any]], dict[str, Any]]]:
-    """Install a fault plan for one test; the empty plan is restored afterwards."""
-    with admin_client(emulator) as admin:
-
-        def install(plan: dict[str, Any]) -> dict[str, Any]:
-            response = admin.put("/_emulator/faults", json=plan)
-            assert response.status_code == 200, response.text
-            snapshot: dict[str, Any] = response.json()
-            return snapshot
-
-        yield install
-        install({})
 
 
 def test_a_plan_from_a_file_injects_status_errors_and_rate_limits(tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ import base64
 import io
 import secrets
 import subprocess
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ import httpx
 import paramiko
 
 from lium_emulator.launcher import RunningEmulator
+from tests.support.faults import NO_FAULTS, faults
 from tests.support.terraform import Terraform
 
 PROVIDER_BLOCK = """
@@ -84,14 +87,10 @@ class Account:
             "volumes": report["volumes"],
         }
 
-    def set_faults(self, plan: dict[str, Any]) -> None:
-        response = httpx.put(
-            f"{self.emulator.root_url}/_emulator/faults",
-            json=plan,
-            headers=self.emulator.admin_headers,
-            timeout=30,
-        )
-        assert response.status_code == 200, response.text
+    def faults(self, plan: Mapping[str, Any] = NO_FAULTS) -> AbstractContextManager[None]:
+        """The emulator under ``plan`` for a ``with`` block, and without faults after it (see
+        :mod:`tests.support.faults`)."""
+        return faults(self.emulator, plan)
 
 
 def new_account(emulator: RunningEmulator, directory: Path, balance: float = 1000.0) -> Account:
