@@ -195,13 +195,18 @@ def test_rent_refusals_are_stored_under_the_key(
     assert account_report(emulator, account)["pods"][0]["status"] == "DELETED"
 
 
-def test_stuck_pending_holds_the_pod_until_the_rule_is_removed(
-    account: httpx.Client, set_faults: Callable[[dict[str, Any]], dict[str, Any]]
-) -> None:
+def rent_stuck_pod(account: httpx.Client, set_faults: Callable[[dict[str, Any]], dict[str, Any]]) -> str:
+    """Rent a pod under a ``stuck_pending`` rule, so it stays PENDING until the rule is removed."""
     set_faults({"rules": [{"name": "stuck", "path": "/executors/*/rent", "kind": "stuck_pending"}]})
     template = create_template(account)
     node = splittable_node(account, "RTX 4090")
-    pod_id = rent_pod(account, node["id"], rent_body(template["id"]))
+    return rent_pod(account, node["id"], rent_body(template["id"]))
+
+
+def test_stuck_pending_holds_the_pod_until_the_rule_is_removed(
+    account: httpx.Client, set_faults: Callable[[dict[str, Any]], dict[str, Any]]
+) -> None:
+    pod_id = rent_stuck_pod(account, set_faults)
     pending = next(p for p in account.get("/pods").json() if p["id"] == pod_id)
     assert (pending["status"], pending["ssh_connect_cmd"], pending["ports_mapping"]) == (
         "PENDING",
@@ -224,10 +229,7 @@ def test_stuck_pending_holds_the_pod_until_the_rule_is_removed(
 def test_delete_while_pending_cancels_the_creation(
     account: httpx.Client, set_faults: Callable[[dict[str, Any]], dict[str, Any]]
 ) -> None:
-    set_faults({"rules": [{"name": "stuck", "path": "/executors/*/rent", "kind": "stuck_pending"}]})
-    template = create_template(account)
-    node = splittable_node(account, "RTX 4090")
-    pod_id = rent_pod(account, node["id"], rent_body(template["id"]))
+    pod_id = rent_stuck_pod(account, set_faults)
     assert account.delete(f"/pods/{pod_id}").json()["status"] == "DELETING"
     wait_gone(account, pod_id)
     events = account.get(f"/pods/{pod_id}/events").json()

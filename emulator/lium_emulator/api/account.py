@@ -1,6 +1,5 @@
 """Account routes: ``/users/me``, the account event log, ``/version`` and account SSH keys."""
 
-import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any
 from uuid import UUID
@@ -9,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from lium_emulator.api.deps import AccountDep, RuntimeDep
 from lium_emulator.api.models import SshKeyRequest
-from lium_emulator.api.owned import owned, owned_by
+from lium_emulator.api.owned import new_owned, owned, owned_by
 from lium_emulator.entities import SshKey
 from lium_emulator.timeutil import to_naive_utc, utcnow
 from lium_emulator.views import event_object, me_object, ssh_key_object
@@ -71,15 +70,7 @@ async def list_ssh_keys(runtime: RuntimeDep, account: AccountDep) -> list[dict[s
 @router.post("/ssh-keys")
 async def create_ssh_key(body: SshKeyRequest, runtime: RuntimeDep, account: AccountDep) -> dict[str, Any]:
     """Register an SSH key (it is not added to pods by itself; rent takes ``user_public_key``)."""
-    now = utcnow()
-    key = SshKey(
-        id=str(uuid.uuid4()),
-        user_id=account.user_id,
-        name=body.name,
-        public_key=body.public_key,
-        created_at=now,
-        updated_at=now,
-    )
+    key = SshKey(**new_owned(account), name=body.name, public_key=body.public_key)
     runtime.state.ssh_keys[key.id] = key
     runtime.state.save(key)
     runtime.state.record_event(account.user_id, "ssh-key-create.success", actor=account, detail=key.name)

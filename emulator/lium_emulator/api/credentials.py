@@ -2,7 +2,6 @@
 it); the item path has none. Passwords are kept only as a SHA-256 and never returned."""
 
 import secrets
-import uuid
 from typing import Any
 from uuid import UUID
 
@@ -10,7 +9,7 @@ from fastapi import APIRouter
 
 from lium_emulator.api.deps import AccountDep, RuntimeDep
 from lium_emulator.api.models import DockerCredentialRequest
-from lium_emulator.api.owned import owned, owned_by
+from lium_emulator.api.owned import new_owned, owned, owned_by
 from lium_emulator.entities import DockerCredential
 from lium_emulator.state import sha256_hex
 from lium_emulator.timeutil import utcnow
@@ -28,14 +27,8 @@ async def create_docker_credential(
         username, password = f"lium-default-{secrets.token_hex(4)}", secrets.token_urlsafe(24)
     else:
         username, password = body.docker_username, body.docker_password
-    now = utcnow()
     credential = DockerCredential(
-        id=str(uuid.uuid4()),
-        user_id=account.user_id,
-        username=username,
-        password_sha256=sha256_hex(password),
-        created_at=now,
-        updated_at=now,
+        **new_owned(account), username=username, password_sha256=sha256_hex(password)
     )
     runtime.state.credentials[credential.id] = credential
     runtime.state.save(credential)

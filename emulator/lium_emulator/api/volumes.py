@@ -3,7 +3,6 @@ attached to; its data outlives pods."""
 
 import asyncio
 import shutil
-import uuid
 from typing import Any
 from uuid import UUID
 
@@ -11,7 +10,7 @@ from fastapi import APIRouter
 
 from lium_emulator.api.deps import AccountDep, RuntimeDep
 from lium_emulator.api.models import VolumeCreateRequest, VolumeUpdateRequest
-from lium_emulator.api.owned import owned, owned_by
+from lium_emulator.api.owned import new_owned, owned, owned_by
 from lium_emulator.entities import Volume
 from lium_emulator.errors import ApiError
 from lium_emulator.runtime import Runtime
@@ -31,15 +30,7 @@ async def create_volume(
     body: VolumeCreateRequest, runtime: RuntimeDep, account: AccountDep
 ) -> dict[str, Any]:
     """Create an empty volume."""
-    now = utcnow()
-    volume = Volume(
-        id=str(uuid.uuid4()),
-        user_id=account.user_id,
-        name=body.name,
-        description=body.description,
-        created_at=now,
-        updated_at=now,
-    )
+    volume = Volume(**new_owned(account), name=body.name, description=body.description)
     runtime.lifecycle.volume_dir(volume.id).mkdir(parents=True, exist_ok=True)
     runtime.state.volumes[volume.id] = volume
     runtime.state.save(volume)
