@@ -1,10 +1,12 @@
 """Errors raised by the Lium API client, and the rules that classify them.
 
-Every failure of the client is a :class:`LiumError`. Its ``str()`` is safe to show to a user or to write to
-a log: it names the request (method and path, never the query or the body), the HTTP status, a validated
-machine code and at most a short, sanitised message taken from the server's error envelope. It never
-contains the API key, a request body or a raw response body, because providers sometimes echo what they
-were sent (registry passwords, keys) back in their error text.
+Every failed request is a :class:`LiumError` (an unusable argument is an :class:`InvalidArgument` before
+any request; a cancelled wait is :class:`tfbridge.Cancelled`, which is no failure of Lium's). Its
+``str()`` is safe to show to a user or to write to a log: it names the request (method and path, never
+the query or the body), the HTTP status, a validated machine code and at most a short, sanitised message
+taken from the server's error envelope. It never contains the API key, a request body or a raw response
+body, because providers sometimes echo what they were sent (registry passwords, keys) back in their
+error text.
 """
 
 from __future__ import annotations
