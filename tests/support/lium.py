@@ -28,6 +28,7 @@ terraform {
 provider "lium" {}
 """
 
+# Short lifecycle timings keep each pod test around a second.
 FAST_TIMINGS = ("--pending-seconds", "0.3", "--ssh-delay-seconds", "0.2", "--deleting-seconds", "0.2")
 
 
@@ -93,15 +94,21 @@ class Account:
         return faults(self.emulator, plan)
 
 
-def new_account(emulator: RunningEmulator, directory: Path, balance: float = 1000.0) -> Account:
-    api_key = "tf-" + secrets.token_hex(12)
+def register_account(emulator: RunningEmulator, api_key: str, balance: float | None = None) -> None:
+    """Create the emulator account of ``api_key`` (with ``balance``, else the emulator's default)."""
+    body: dict[str, Any] = {"api_key": api_key}
+    if balance is not None:
+        body["balance"] = balance
     response = httpx.post(
-        f"{emulator.root_url}/_emulator/accounts",
-        json={"api_key": api_key, "balance": balance},
-        headers=emulator.admin_headers,
-        timeout=30,
+        f"{emulator.root_url}/_emulator/accounts", json=body, headers=emulator.admin_headers, timeout=30
     )
     assert response.status_code == 200, response.text
+
+
+def new_account(emulator: RunningEmulator, directory: Path, balance: float = 1000.0) -> Account:
+    """A fresh account with ``balance``, its own SSH key pair and state directory under ``directory``."""
+    api_key = "tf-" + secrets.token_hex(12)
+    register_account(emulator, api_key, balance)
     return Account(emulator, api_key, ssh_keypair(directory / "ssh"), directory / "state")
 
 
