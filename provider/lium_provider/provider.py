@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict
 
 from lium_provider import __version__
-from lium_provider.api.client import LiumClient
+from lium_provider.api.client import LiumClient, check_feed_url
 from lium_provider.api.errors import InvalidArgument, LiumAuthError, LiumError, LiumProtocolError
 from lium_provider.endpoints import DEFAULT_ENDPOINT, feed_url_for
 from lium_provider.journal import RentJournal
@@ -74,7 +74,7 @@ class LiumProviderConfig(BaseModel):
 
 
 # The provider attribute each LiumClient argument comes from, for errors about a bad value.
-_ATTRIBUTE_OF_CLIENT_ARGUMENT = {"base_url": "endpoint", "api_key": "api_key"}
+_ATTRIBUTE_OF_CLIENT_ARGUMENT = {"base_url": "endpoint", "api_key": "api_key", "feed_url": "nodes_feed_url"}
 
 
 def sleep_within_the_operation(cancel: CancelToken) -> Callable[[float], None]:
@@ -122,6 +122,8 @@ class LiumProvider(Provider[LiumProviderConfig]):
                 sleep=sleep_within_the_operation(ctx.cancel),
                 cancel=lambda: ctx.cancel.cancelled,
             )
+            # After the client: a feed derived from a bad endpoint is the endpoint's fault.
+            feed_url = check_feed_url(feed_url_for(endpoint, config.nodes_feed_url))
         except InvalidArgument as exc:
             attribute = _ATTRIBUTE_OF_CLIENT_ARGUMENT[exc.argument]
             raise TFError("Invalid provider configuration", str(exc), path=(attribute,)) from None
@@ -137,7 +139,7 @@ class LiumProvider(Provider[LiumProviderConfig]):
             raise TFError("Cannot reach the Lium API", str(exc), path=("endpoint",)) from None
         return LiumSession(
             client=client,
-            feed_url=feed_url_for(endpoint, config.nodes_feed_url),
+            feed_url=feed_url,
             ssh_private_key=private_key,
             runner_download_url=config.runner_download_url or os.environ.get("LIUM_RUNNER_DOWNLOAD_URL"),
             journal=RentJournal(journal_dir()),

@@ -12,21 +12,23 @@ GOOD_KEY = "sk-live-abcdef0123456789"
 
 
 @pytest.mark.parametrize(
-    ("endpoint", "api_key", "attribute"),
+    ("endpoint", "api_key", "feed", "attribute"),
     [
-        ("ftp://lium.io/api", GOOD_KEY, "endpoint"),
-        ("https://user:hunter2@lium.io/api", GOOD_KEY, "endpoint"),
-        ("https://lium.io/api", "has space", "api_key"),
-        ("https://lium.io/api", "sk-ключ", "api_key"),
+        ("ftp://lium.io/api", GOOD_KEY, None, "endpoint"),
+        ("https://user:hunter2@lium.io/api", GOOD_KEY, None, "endpoint"),
+        ("https://lium.io/api", "has space", None, "api_key"),
+        ("https://lium.io/api", "sk-ключ", None, "api_key"),
+        ("https://lium.io/api", GOOD_KEY, "lium.io/feed", "nodes_feed_url"),
+        ("lium.example/api", GOOD_KEY, None, "endpoint"),  # the feed derived from it is no better
     ],
-    ids=["scheme", "credentials-in-url", "space-in-key", "non-ascii-key"],
+    ids=["scheme", "credentials-in-url", "space-in-key", "non-ascii-key", "feed", "derived-feed"],
 )
 def test_a_bad_value_names_its_attribute(
-    monkeypatch: pytest.MonkeyPatch, endpoint: str, api_key: str, attribute: str
+    monkeypatch: pytest.MonkeyPatch, endpoint: str, api_key: str, feed: str | None, attribute: str
 ) -> None:
     monkeypatch.delenv("LIUM_SSH_PRIVATE_KEY_FILE", raising=False)
     ctx = Context(cancel=CancelToken(), log=Logger("test"))
-    config = LiumProviderConfig(endpoint=endpoint, api_key=api_key)
+    config = LiumProviderConfig(endpoint=endpoint, api_key=api_key, nodes_feed_url=feed)
     with pytest.raises(TFError) as caught:
         LiumProvider().configure(ctx, config)
     error = caught.value

@@ -337,6 +337,11 @@ class LiumClient:
         return fetch_nodes_feed(self._http, feed_url, secrets=(self._api_key,))
 
 
+def check_feed_url(feed_url: str) -> str:
+    """``feed_url`` if it can be the nodes feed (an http(s) URL with a host), else :class:`InvalidArgument`."""
+    return _check_http_url(feed_url, "feed_url", "the nodes feed URL")
+
+
 def fetch_nodes_feed(
     http: HttpTransport, feed_url: str, *, secrets: tuple[str, ...] = ()
 ) -> list[dict[str, object]]:
@@ -344,7 +349,7 @@ def fetch_nodes_feed(
 
     ``secrets`` are kept out of error messages even though none of them is sent.
     """
-    url = _check_http_url(feed_url, "feed_url", "the nodes feed URL")
+    url = check_feed_url(feed_url)
     path = httpx.URL(url).path
     data = http.request("GET", url, path=path, secrets=secrets).data
     nodes = data.get("nodes") if isinstance(data, dict) else None
