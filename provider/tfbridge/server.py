@@ -1,9 +1,11 @@
 """The tfplugin6 Provider service: Terraform's RPCs mapped onto :mod:`tfbridge.resource` classes.
 
 A request flows: gRPC (``tfbridge.plugin``) → a method here → decode ``DynamicValue`` with the
-schema's cty type (``tfbridge.cty``) → plan rules or a typed model (``tfbridge.schema``) → the
-resource's method → the result encoded back. Every failure becomes a diagnostic; nothing escapes as a
-gRPC error, because Terraform treats those as a crashed plugin and forgets in-flight objects.
+schema's cty type (``tfbridge.cty``) → the plan engine (``tfbridge.plan``) or a typed model
+(``tfbridge.values``) → the resource's method → the result encoded back. This module is the adapter
+only: it decides nothing about plans. Every failure becomes a diagnostic in one place
+(:meth:`ProviderServer._answering`); nothing escapes as a gRPC error, because Terraform treats those as
+a crashed plugin and forgets in-flight objects.
 """
 
 from __future__ import annotations
@@ -244,12 +246,10 @@ class ProviderServer(pb_grpc.ProviderServicer):
                 )
             )
 
-    def _resource_type(self, type_name: str) -> cty.CtyType | None:
-        schema = self._resource_schemas.get(type_name)
-        return schema.type if schema else None
-
-    def _data_type(self, type_name: str) -> cty.CtyType | None:
-        schema = self._data_schemas.get(type_name)
+    @staticmethod
+    def _type_of(schemas: Mapping[str, Schema], type_name: str) -> cty.CtyType | None:
+        """The object type a diagnostic's path points into; None for an unknown type name."""
+        schema = schemas.get(type_name)
         return schema.type if schema else None
 
     def _resource(self, type_name: str) -> tuple[Resource[Any], Schema]:
@@ -333,7 +333,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
     ) -> Any:
         response = pb.ValidateResourceConfig.Response()
         operation = f"validating {request.type_name}"
-        with self._answering(response, operation, self._resource_type(request.type_name)) as diagnostics:
+        with self._answering(
+            response, operation, self._type_of(self._resource_schemas, request.type_name)
+        ) as diagnostics:
             resource, schema = self._resource(request.type_name)
             config = _decode(request.config, schema.type) or {}
             _register_secrets(schema.block, config)
@@ -358,7 +360,7 @@ class ProviderServer(pb_grpc.ProviderServicer):
     ) -> Any:
         response = pb.UpgradeResourceState.Response()
         operation = f"upgrading the state of {request.type_name}"
-        with self._answering(response, operation, self._resource_type(request.type_name)):
+        with self._answering(response, operation, self._type_of(self._resource_schemas, request.type_name)):
             resource, schema = self._resource(request.type_name)
             if not request.raw_state.json:
                 raise TFError("state in the legacy flatmap format is not supported; re-import the resource")
@@ -376,7 +378,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
     def ReadResource(self, request: pb.ReadResource.Request, context: grpc.ServicerContext) -> Any:
         response = pb.ReadResource.Response(new_state=request.current_state, private=request.private)
         operation = f"reading {request.type_name}"
-        with self._answering(response, operation, self._resource_type(request.type_name)) as diagnostics:
+        with self._answering(
+            response, operation, self._type_of(self._resource_schemas, request.type_name)
+        ) as diagnostics:
             resource, schema = self._resource(request.type_name)
             current = _decode(request.current_state, schema.type)
             if current is not None:
@@ -396,7 +400,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
             planned_state=request.proposed_new_state, planned_private=request.prior_private
         )
         operation = f"planning {request.type_name}"
-        with self._answering(response, operation, self._resource_type(request.type_name)) as diagnostics:
+        with self._answering(
+            response, operation, self._type_of(self._resource_schemas, request.type_name)
+        ) as diagnostics:
             resource, schema = self._resource(request.type_name)
             proposed = _decode(request.proposed_new_state, schema.type)
             if proposed is None:  # destroy: nothing to decide
@@ -419,7 +425,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
             new_state=request.prior_state, private=request.planned_private
         )
         operation = "applying " + request.type_name
-        with self._answering(response, operation, self._resource_type(request.type_name)) as diagnostics:
+        with self._answering(
+            response, operation, self._type_of(self._resource_schemas, request.type_name)
+        ) as diagnostics:
             resource, schema = self._resource(request.type_name)
             ctx = self._context(private=request.planned_private)
             new_state: Any = MISSING
@@ -467,7 +475,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
     ) -> Any:
         response = pb.ImportResourceState.Response()
         operation = f"importing {request.type_name}"
-        with self._answering(response, operation, self._resource_type(request.type_name)) as diagnostics:
+        with self._answering(
+            response, operation, self._type_of(self._resource_schemas, request.type_name)
+        ) as diagnostics:
             resource, schema = self._resource(request.type_name)
             ctx = self._context()
             state = _normalize(schema.block, resource.import_state(ctx, request.id))
@@ -492,7 +502,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
     ) -> Any:
         response = pb.ValidateDataResourceConfig.Response()
         operation = f"validating data source {request.type_name}"
-        with self._answering(response, operation, self._data_type(request.type_name)) as diagnostics:
+        with self._answering(
+            response, operation, self._type_of(self._data_schemas, request.type_name)
+        ) as diagnostics:
             data_source, schema = self._data_source(request.type_name)
             config = _decode(request.config, schema.type) or {}
             diagnostics += validate(data_source.model, config)
@@ -502,7 +514,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
     def ReadDataSource(self, request: pb.ReadDataSource.Request, context: grpc.ServicerContext) -> Any:
         response = pb.ReadDataSource.Response()
         operation = f"reading data source {request.type_name}"
-        with self._answering(response, operation, self._data_type(request.type_name)) as diagnostics:
+        with self._answering(
+            response, operation, self._type_of(self._data_schemas, request.type_name)
+        ) as diagnostics:
             data_source, schema = self._data_source(request.type_name)
             config = _decode(request.config, schema.type) or {}
             ctx = self._context()
