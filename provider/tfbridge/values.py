@@ -104,7 +104,8 @@ def to_model(model: type[M], value: Mapping[str, object]) -> M:
     data: dict[str, Any] = {}
     for name, convert, default in _fields(model):
         raw = value.get(name)
-        converted = convert(default if raw is None else raw)  # a collection default is copied so
+        # Converting a list, set or map default builds a fresh one: no model shares the schema's.
+        converted = convert(default if raw is None else raw)
         data[name] = None if converted is cty.UNKNOWN else converted
     return model.model_construct(**data)
 
