@@ -1,6 +1,6 @@
 """GPU offers from Lium's public nodes feed, and the filter a Terraform data source applies to them.
 
-The feed (contract §7) lists whole nodes; gpuhunt's Lium provider turns each node into one offer per
+The feed (docs/lium-api.md#nodes-feed) lists whole nodes; gpuhunt's Lium provider turns each node into one offer per
 rentable GPU count with the CPU, RAM and disk share a pod of that size really gets. ``LiumProvider.get``
 fetches a hard-coded ``NODES_URL`` with ``requests``, so the feed is fetched here (through the client's
 retrying transport, from any URL such as the emulator's) and each node goes through the same per-node
