@@ -432,7 +432,13 @@ class ProviderServer(pb_grpc.ProviderServicer):
             ctx = self._context(private=request.planned_private)
             new_state: Any = MISSING
             with self._guard(operation, diagnostics):  # on failure, still hand back what was recorded
-                new_state = self._apply(ctx, resource, schema, request)
+                prior = _decode(request.prior_state, schema.type)
+                planned = _decode(request.planned_state, schema.type)
+                config = _decode(request.config, schema.type)
+                _register_secrets(schema.block, config)
+                verb = "deleting" if planned is None else "creating" if prior is None else "updating"
+                operation = f"{verb} {request.type_name}"  # what the log and an encoding error say
+                new_state = self._apply(ctx, resource, prior, planned, config)
             if new_state is MISSING and ctx.partial_state is not None:
                 # The operation failed after creating something: hand it to Terraform so it is tracked.
                 new_state = from_model(ctx.partial_state)
@@ -447,13 +453,9 @@ class ProviderServer(pb_grpc.ProviderServicer):
         return response
 
     def _apply(
-        self, ctx: Context, resource: Resource[Any], schema: Schema, request: pb.ApplyResourceChange.Request
+        self, ctx: Context, resource: Resource[Any], prior: Any, planned: Any, config: Any
     ) -> dict[str, object] | None:
         """Delete, create or update, as the planned and prior states say; the new state (None: gone)."""
-        prior = _decode(request.prior_state, schema.type)
-        planned = _decode(request.planned_state, schema.type)
-        config = _decode(request.config, schema.type)
-        _register_secrets(schema.block, config)
         if planned is None:
             prior_model = to_model(resource.model, prior)
             ctx.deadline = self._deadline(resource, prior_model, "delete")
