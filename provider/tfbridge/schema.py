@@ -156,6 +156,7 @@ class Schema:
 
 
 def unwrap_optional(annotation: Any) -> Any:
+    """The one type inside ``Annotated[...]`` and ``X | None`` (a field's Terraform type is X's)."""
     if get_origin(annotation) is typing.Annotated:
         annotation = get_args(annotation)[0]
     origin = get_origin(annotation)
