@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from lium.sdk import Config, Lium, LiumAuthError, LiumError, LiumNotFoundError, PodInfo
 from lium.sdk.utils import extract_gpu_type
 
@@ -41,9 +39,11 @@ from tests.emulator.testkit import (
     wait_status,
     wait_until,
 )
+from tests.support.lium import ssh_keypair
 
 LIUM_CLI = str(Path(sys.executable).with_name("lium"))
-PENDING_SECONDS = 0.3  # FAST_TIMINGS, which the module's emulator runs with
+# the pending time of the module's emulator (started with FAST_TIMINGS)
+PENDING_SECONDS = float(FAST_TIMINGS[FAST_TIMINGS.index("--pending-seconds") + 1])
 # A template whose PID 1 writes two lines, then prints whatever appears in /tmp/say: logs have
 # something to show, and a test can make the container write more while it follows them.
 TALKING_TEMPLATE = {
@@ -67,21 +67,8 @@ class SdkUser:
         self.emulator = emulator
         self.api_key, self.http = new_account(emulator)
         self.home = home
-        private = Ed25519PrivateKey.generate()
-        self.key_path = home / ".ssh" / "id_ed25519"
-        self.key_path.parent.mkdir(mode=0o700, parents=True)
-        self.key_path.write_bytes(
-            private.private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
-            )
-        )
-        self.key_path.chmod(0o600)
-        self.public_key = (
-            private.public_key()
-            .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
-            .decode()
-        )
-        Path(f"{self.key_path}.pub").write_text(self.public_key + "\n")
+        self.key_path = ssh_keypair(home / ".ssh")
+        self.public_key = Path(f"{self.key_path}.pub").read_text().strip()
         self.lium = Lium(
             config=Config(api_key=self.api_key, base_url=emulator.api_url, ssh_key_path=self.key_path)
         )

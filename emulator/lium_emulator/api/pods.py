@@ -13,6 +13,7 @@ from lium_emulator.api.models import (
     ScheduleRemovalRequest,
     SwitchTemplateRequest,
 )
+from lium_emulator.api.owned import owned
 from lium_emulator.api.rent import attachable_volume_id, rentable_template
 from lium_emulator.entities import VISIBLE_STATUSES, Account, Pod
 from lium_emulator.errors import ApiError
@@ -117,9 +118,7 @@ async def pod_feedback(
 @router.get("/pods/{pod_id}/events")
 async def get_pod_events(pod_id: UUID, runtime: RuntimeDep, account: AccountDep) -> list[dict[str, Any]]:
     """A pod's events, oldest first; also after the pod was deleted."""
-    pod = runtime.state.pods.get(str(pod_id))
-    if pod is None or pod.user_id != account.user_id:
-        raise ApiError(404, "pod_not_found", "Pod not found.")
+    pod = owned(runtime.state.pods, account, pod_id, "Pod")
     return [event_object(e) for e in runtime.state.pod_events(pod.id)]
 
 
