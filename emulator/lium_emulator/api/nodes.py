@@ -84,7 +84,8 @@ async def list_executors(
 
 @router.get("/machines")
 async def list_machines(runtime: RuntimeDep, account: OptionalAccountDep) -> list[dict[str, str]]:
-    """Every machine name of the fleet, rented out or not, in catalog order; no key needed."""
+    """Every machine name of the fleet, rented out or not, in catalog order; no key needed (``account``
+    is there so that a key that is sent is still checked)."""
     names = dict.fromkeys(node.machine_name for node in runtime.state.catalog.nodes.values())
     return [{"name": name} for name in names]
 
@@ -93,6 +94,7 @@ async def list_machines(runtime: RuntimeDep, account: OptionalAccountDep) -> lis
 async def default_docker_image(
     account: AccountDep, gpu_model: str | None = None, driver_version: str | None = None
 ) -> list[dict[str, str]]:
-    """The image a pod gets when it is rented without a template: the same for every GPU and driver."""
+    """The image a pod gets when it is rented without a template: the same for every GPU and driver, so
+    ``gpu_model`` and ``driver_version`` are accepted and not used."""
     image, tag, _digest = split_image_reference(DEFAULT_POD_IMAGE)
     return [{"docker_image": image, "docker_image_tag": tag}]
