@@ -12,7 +12,15 @@ from __future__ import annotations
 import os
 
 from constructs import Construct
-from lium_constructs import GpuStack, LiumProvider, RegistryAuth, RunnerOptions, cdk, ssh_public_key_from_env
+from lium_constructs import (
+    GpuStack,
+    LiumProvider,
+    RegistryAuth,
+    RunnerOptions,
+    cdk,
+    local_state,
+    ssh_public_key_from_env,
+)
 
 DEFAULT_IMAGE = "registry.lium-emulator.local/team/private-trainer:1.0"
 DEFAULT_USERNAME = "trainer-bot"
@@ -25,6 +33,7 @@ class PrivateRegistryStack(cdk.TerraformStack):
 
     def __init__(self, scope: Construct, id_: str) -> None:
         super().__init__(scope, id_)
+        local_state(self)  # terraform.<stack>.tfstate here, by a path that survives moving the project
         LiumProvider(self, "lium")
         GpuStack(
             self,

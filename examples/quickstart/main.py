@@ -10,7 +10,7 @@ program only reads the public key next to the private one (``<path>.pub``).
 from __future__ import annotations
 
 from constructs import Construct
-from lium_constructs import GpuStack, LiumProvider, RunnerOptions, cdk, ssh_public_key_from_env
+from lium_constructs import GpuStack, LiumProvider, RunnerOptions, cdk, local_state, ssh_public_key_from_env
 
 # Run once through the dstack runner, as the image user, after the runner is healthy.
 SMOKE_TEST = ["python3 --version", "python3 -c 'import os; print(\"hello from\", os.uname().nodename)'"]
@@ -21,6 +21,7 @@ class QuickstartStack(cdk.TerraformStack):
 
     def __init__(self, scope: Construct, id_: str) -> None:
         super().__init__(scope, id_)
+        local_state(self)  # terraform.<stack>.tfstate here, by a path that survives moving the project
         LiumProvider(self, "lium")
         GpuStack(
             self,
