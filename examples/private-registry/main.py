@@ -1,7 +1,9 @@
 """Private registry: a pod from a private image, logged in with a temporary, write-only credential.
 
-    export TF_VAR_registry_password=...   # read by Terraform at apply time; never written to cdk.tf.json
-    npx cdktf deploy --app ".venv/bin/python examples/private-registry/main.py"
+    export TF_VAR_registry_password=...   # read by Terraform on every plan, apply and destroy; never stored
+    export TF_INPUT=0                     # without the password, fail at once instead of waiting at a prompt
+    npx cdktf deploy --app ".venv/bin/python examples/private-registry/main.py" --auto-approve --skip-provider-lock
+    npx cdktf destroy --app ".venv/bin/python examples/private-registry/main.py" --auto-approve --skip-provider-lock
 
 The image and user default to the Lium emulator's private image; set LIUM_PRIVATE_IMAGE and
 LIUM_REGISTRY_USERNAME for your own registry.

@@ -2,6 +2,7 @@
 
     npx cdktf deploy      # from the repository root (cdktf.json runs this file)
     npx cdktf destroy
+    LIUM_CDK=cdktn npx cdktn deploy   # the same with CDK Terrain (on the Node 22 in node_modules)
 
 The provider reads LIUM_API_URL, LIUM_API_KEY and LIUM_SSH_PRIVATE_KEY_FILE when Terraform runs; this
 program only reads the public key next to the private one (``<path>.pub``).

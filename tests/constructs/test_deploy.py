@@ -139,3 +139,15 @@ def test_private_registry_with_cdk_terrain(
 
     tf.destroy()
     assert_nothing_left(account)
+
+
+def test_private_registry_destroy_without_the_password_fails_at_once(
+    account: Account, deploy_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The documented setting: with ``TF_INPUT=0`` and no ``TF_VAR_registry_password``, ``cdktf destroy``
+    stops with Terraform's missing-variable error instead of waiting at a prompt for the password."""
+    app = CdktfApp("private-registry", tmp_path / "app", {**deploy_env, "TF_INPUT": "0"})
+    result = app.run("destroy", "--auto-approve", check=False, timeout=180)
+    assert result.returncode != 0
+    assert "No value for required variable" in result.stdout + result.stderr
+    assert "registry_password" in result.stdout + result.stderr
