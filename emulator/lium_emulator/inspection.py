@@ -34,6 +34,7 @@ def resources_report(runtime: Runtime) -> dict[str, Any]:
             for node in state.catalog.nodes.values()
         ],
         "stale_sandboxes_cleaned": list(runtime.stale_pods),
+        "pod_limits": runtime.sandboxes.limits_report(),
     }
 
 

@@ -45,7 +45,9 @@ from pathlib import Path, PurePosixPath
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
-from lium_emulator import sandbox_init
+from lium_emulator import idmap, sandbox_init
+from lium_emulator.cgroups import CgroupLimits, PodCgroups
+from lium_emulator.confinement import KEPT_CAPABILITIES, seccomp_program
 from lium_emulator.images import ImageConfig
 from lium_emulator.netns_socket import open_netns
 from lium_emulator.portforward import PortForwarder
@@ -118,6 +120,7 @@ class _Pod:
     pid1: int
     pid1_start: int
     ports: dict[int, int]
+    ids: idmap.IdRange
     sshd_timer: threading.Timer | None = None
     sshd: subprocess.Popen[bytes] | None = None
 
@@ -129,13 +132,13 @@ def _tool(name: str) -> str:
     return path
 
 
-def _require_host_support() -> tuple[str, str]:
-    """``unshare`` and ``nsenter`` paths, or a SandboxError explaining what the host lacks."""
+def _require_host_support() -> str:
+    """The ``unshare`` path, or a SandboxError explaining what the host lacks."""
     if os.geteuid() != 0:
         raise SandboxError("pod sandboxes need root (namespaces, mounts, setns): run the emulator as root")
     if not os.access(SSHD, os.X_OK):
         raise SandboxError(f"the host has no {SSHD}: install openssh-server (apt-get install openssh-server)")
-    return _tool("unshare"), _tool("nsenter")
+    return _tool("unshare")
 
 
 def process_start_ticks(pid: int) -> int | None:
@@ -275,8 +278,17 @@ def _volume_target(local_volume_path: str) -> str:
     return str(path)
 
 
-def build_plan(spec: PodSpec, pod_dir: Path, host_keys: dict[str, tuple[str, str]]) -> sandbox_init.Plan:
-    """Everything ``sandbox_init.py`` does for this pod, decided on the host side."""
+def build_plan(
+    spec: PodSpec,
+    pod_dir: Path,
+    host_keys: dict[str, tuple[str, str]],
+    *,
+    id_base: int = idmap.ID_BASE,
+    cgroups: PodCgroups | None = None,
+) -> sandbox_init.Plan:
+    """Everything ``sandbox_init.py`` does for this pod, decided on the host side (``id_base`` and
+    ``cgroups`` default to placeholders for checking a spec before anything is allocated)."""
+    cgroups = cgroups or PodCgroups((), {})
     image = spec.image
     files: list[sandbox_init.FileSpec] = [
         {"path": path, "content": content, "mode": 0o640 if "shadow" in path else 0o644}
@@ -326,6 +338,12 @@ def build_plan(spec: PodSpec, pod_dir: Path, host_keys: dict[str, tuple[str, str
         "symlinks": symlinks,
         "remove": sorted(stale_keys),
         "authorized_keys": [key.strip() for key in spec.authorized_keys if key.strip()],
+        "id_base": id_base,
+        "id_count": idmap.ID_COUNT,
+        "cgroup_procs": cgroups.procs_files,
+        "cgroup_mounts": cgroups.mounts,
+        "keep_capabilities": sorted(KEPT_CAPABILITIES.values()),
+        "seccomp_bpf": seccomp_program().hex(),
     }
 
 
@@ -359,13 +377,14 @@ class SandboxManager:
         self._pods_dir = self._root_dir / "pods"
         self._emulator_port = emulator_port
         self._forwarder = PortForwarder()
+        self._cgroups = CgroupLimits(str(self._root_dir))
         self._lock = threading.Lock()
         self._pods: dict[str, _Pod] = {}
         self._starting: dict[str, threading.Event] = {}
 
     def start(self, spec: PodSpec) -> dict[int, int]:
         """Run the pod; returns its published ports (internal -> host loopback port). Blocking."""
-        unshare, nsenter = _require_host_support()
+        unshare = _require_host_support()
         _validate(spec)
         with self._lock:
             if spec.pod_id in self._pods or spec.pod_id in self._starting:
@@ -375,9 +394,7 @@ class SandboxManager:
             pod = self._launch(spec, unshare)
             with self._lock:
                 self._pods[spec.pod_id] = pod
-                pod.sshd_timer = threading.Timer(
-                    spec.ssh_delay_seconds, self._start_sshd, (spec.pod_id, nsenter)
-                )
+                pod.sshd_timer = threading.Timer(spec.ssh_delay_seconds, self._start_sshd, (spec.pod_id,))
                 pod.sshd_timer.daemon = True
                 pod.sshd_timer.start()
         finally:
@@ -423,6 +440,15 @@ class SandboxManager:
         """Relayed sockets open for all pods (two per live connection); for leak checks."""
         return self._forwarder.connection_count()
 
+    def comes_from_a_pod(self, client: tuple[str, int]) -> bool:
+        """True when a TCP client address of the emulator is a connection a pod opened (relayed out of
+        its network namespace): such clients never get the admin routes."""
+        return self._forwarder.is_reverse_connection(client)
+
+    def limits_report(self) -> dict[str, dict[str, object]]:
+        """Which of the offer's limits pods get on this host, how, or why not."""
+        return self._cgroups.report()
+
     @staticmethod
     def cleanup_stale(root_dir: Path) -> list[str]:
         """Kill the sandboxes a crashed emulator left under ``root_dir`` and delete their files.
@@ -466,18 +492,28 @@ class SandboxManager:
             while any(process_is_running(pid, start) for pid, start in pids) and time.monotonic() < deadline:
                 time.sleep(0.01)
             _remove_pod_dir(pod_dir)
+            CgroupLimits(str(root_dir.resolve())).remove(pod_dir.name)
             cleaned.append(pod_dir.name)
         return cleaned
 
     def _launch(self, spec: PodSpec, unshare: str) -> _Pod:
         pod_dir = self._pods_dir / spec.pod_id
-        plan = build_plan(spec, pod_dir, _host_keys())  # may refuse the spec before anything exists
+        build_plan(spec, pod_dir, _host_keys())  # may refuse the spec before anything exists
         if pod_dir.exists():
             _remove_pod_dir(pod_dir)
         record = {"manager_pid": os.getpid(), "manager_start": process_start_ticks(os.getpid()) or 0}
         process: subprocess.Popen[bytes] | None = None
         ready: int | None = None
         try:
+            ids = idmap.acquire(spec.pod_id)
+        except (idmap.IdRangeError, OSError) as e:
+            raise SandboxError(f"pod sandbox could not be set up: {e}") from e
+        try:
+            for directory in (spec.local_volume_dir, spec.volume_dir):
+                if directory is not None:
+                    idmap.shift_ownership(directory, ids.base)
+            cgroups = self._cgroups.create(spec.pod_id, spec.memory_gib, spec.cpu_count)
+            plan = build_plan(spec, pod_dir, _host_keys(), id_base=ids.base, cgroups=cgroups)
             for directory in (pod_dir, pod_dir / "rootfs", pod_dir / "scratch"):
                 directory.mkdir(mode=0o700, parents=True)
             _write_private(pod_dir / "plan.json", json.dumps(plan))
@@ -496,7 +532,7 @@ class SandboxManager:
             record.update(unshare_pid=process.pid, unshare_start=process_start_ticks(process.pid) or 0)
             _write_private(pod_dir / "pids.json", json.dumps(record))
             pid1, netns = _await_ready(ready, process, record, pod_dir)
-            pod = _Pod(spec, pod_dir, process, pid1, record["pid1_start"], {})
+            pod = _Pod(spec, pod_dir, process, pid1, record["pid1_start"], {}, ids)
             try:
                 pod.ports = self._forwarder.publish(spec.pod_id, netns, spec.internal_ports)
                 if self._emulator_port:
@@ -510,6 +546,9 @@ class SandboxManager:
                 process.kill()  # --kill-child takes PID 1 (and with it the whole PID namespace) along
                 process.wait(_EXIT_TIMEOUT_SECONDS)
             _remove_pod_dir(pod_dir)
+            with contextlib.suppress(OSError):
+                self._cgroups.remove(spec.pod_id)
+            ids.release()
             if isinstance(e, OSError):
                 raise SandboxError(f"pod sandbox could not be set up: {e}") from e
             raise
@@ -517,17 +556,18 @@ class SandboxManager:
             if ready is not None:
                 os.close(ready)
 
-    def _start_sshd(self, pod_id: str, nsenter: str) -> None:
+    def _start_sshd(self, pod_id: str) -> None:
         with self._lock:
             pod = self._pods.get(pod_id)
             if pod is None:
                 return
             with open(pod.pod_dir / "sshd.log", "ab") as log:
-                # A child (-D), not a daemon: a daemonizing sshd exits 0 even when it cannot bind.
+                # Entered and confined like PID 1. A child (-D), not a daemon: a daemonizing sshd
+                # exits 0 even when it cannot bind.
                 pod.sshd = subprocess.Popen(
                     [
-                        nsenter, "--target", str(pod.pid1), "--mount", "--uts", "--ipc", "--net", "--pid",
-                        "--root", "--", SSHD, "-D", "-e",
+                        sys.executable, "-I", "-S", str(_INIT_SCRIPT), "--enter", str(pod.pid1),
+                        str(pod.pod_dir / "plan.json"), "--", SSHD, "-D", "-e",
                     ],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=_CLEAN_ENV, start_new_session=True,
                 )  # fmt: skip
@@ -544,6 +584,8 @@ class SandboxManager:
                 if process is not None:
                     _reap(process)
             _remove_pod_dir(pod.pod_dir)
+            self._cgroups.remove(pod.spec.pod_id)
+            pod.ids.release()
 
 
 def _reap(process: subprocess.Popen[bytes]) -> None:
