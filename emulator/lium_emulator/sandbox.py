@@ -1,19 +1,23 @@
-"""Pods as real Linux sandboxes: own PID, mount, UTS, IPC and network namespaces, a real OpenSSH sshd.
+"""Pods as real Linux sandboxes: own user, PID, mount, UTS, IPC, network and cgroup namespaces, a real
+OpenSSH sshd, the offer's limits, and no way back to the host (docs/emulator.md, "Threat model").
 
 What a pod is (see ``sandbox_init.py`` for the filesystem it gets): ``unshare`` starts the init
-program as PID 1 of a new PID namespace; it builds a tmpfs root around the host's read-only ``/usr``,
-an overlay of ``/etc``, the template's local volume (``local_volume_dir`` at ``local_volume_path``)
-and the ``/mnt`` volume, ``pivot_root``s and ``execve``s the image entrypoint with the image
-environment and WORKDIR, like ``docker run``. ``ssh_delay_seconds`` after :meth:`SandboxManager.start`
-returns, ``/usr/sbin/sshd -D`` is started inside the pod's namespaces with ``nsenter`` (a fresh host key
-per pod; root logins with the spec's keys only). The template's internal ports are published on free
-host loopback ports, and ``127.0.0.1:<emulator_port>`` inside the pod reaches the emulator (see
-``portforward.py``). ``cpu_count``, ``memory_gib`` and ``disk_quota_gb`` are informational, except that
-the RAM-backed root filesystem is capped at ``min(disk_quota_gb, 4)`` GiB.
+program as PID 1 of a new PID namespace; it joins the pod's cgroups (``cgroups.py``), builds a tmpfs
+root with copy-on-write layers over the host's ``/usr`` and ``/etc``, the template's local volume
+(``local_volume_dir`` at ``local_volume_path``) and the ``/mnt`` volume, ``pivot_root``s, becomes
+root of the pod's own user namespace (an unprivileged host id range per pod, ``idmap.py``), confines
+itself (``confinement.py``) and ``execve``s the image entrypoint with the image environment and
+WORKDIR, like ``docker run``. ``ssh_delay_seconds`` after :meth:`SandboxManager.start` returns,
+``/usr/sbin/sshd -D`` is started in the pod by the same init script's ``--enter`` mode, entered and
+confined like PID 1 (a fresh host key per pod; root logins with the spec's keys only). The template's
+internal ports are published on free host loopback ports, and ``127.0.0.1:<emulator_port>`` inside
+the pod reaches the emulator (see ``portforward.py``; :meth:`SandboxManager.comes_from_a_pod` tells
+those connections apart). ``memory_gib`` and ``cpu_count`` are cgroup limits where the host allows
+(:meth:`SandboxManager.limits_report`); the RAM-backed disk is capped at ``min(disk_quota_gb, 4)`` GiB.
 
-Root only: namespaces, mounts and ``setns`` into a pod's network namespace need real root. Without
-it :meth:`SandboxManager.start` raises :class:`SandboxError` saying so — a user-namespace variant
-could not ``setns`` into pods from the host process, so it would need a relay inside every pod.
+Root only: namespaces, mounts, idmapped layers and ``setns`` into a pod's network namespace need
+real root. Without it :meth:`SandboxManager.start` raises :class:`SandboxError` saying so. The pod
+itself never has host root: the emulator keeps it only to build and enter pods.
 
 Teardown SIGKILLs the pod's PID 1, which makes the kernel kill everything in its PID namespace;
 all mounts lived only in the pod's mount namespace, so nothing is left on the host. Pods must not
