@@ -27,8 +27,6 @@ import errno
 import functools
 import tempfile
 
-import pyseccomp  # type: ignore[import-untyped]
-
 # Docker's default capabilities (moby's oci/caps/defaults.go) and CAP_SYS_PTRACE, by number
 # (linux/capability.h).
 KEPT_CAPABILITIES = {
@@ -77,9 +75,17 @@ NAMESPACE_FLAGS = (
 )
 
 
+class SeccompUnavailable(Exception):
+    """The host has no libseccomp, so no filter can be built."""
+
+
 @functools.cache
 def seccomp_program() -> bytes:
     """The pod's filter as a classic BPF program (``struct sock_filter`` array), built once."""
+    try:
+        import pyseccomp  # type: ignore[import-untyped]  # loads libseccomp: only when a pod starts
+    except RuntimeError as e:  # pyseccomp's "Unable to find libseccomp"
+        raise SeccompUnavailable(f"{e}: install it (apt-get install libseccomp2)") from e
     pod_filter = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
     deny = pyseccomp.ERRNO(errno.EPERM)
     for name in DENIED_SYSCALLS:

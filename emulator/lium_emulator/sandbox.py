@@ -51,7 +51,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from lium_emulator import idmap, sandbox_init
 from lium_emulator.cgroups import CgroupLimits, PodCgroups
-from lium_emulator.confinement import KEPT_CAPABILITIES, seccomp_program
+from lium_emulator.confinement import KEPT_CAPABILITIES, SeccompUnavailable, seccomp_program
 from lium_emulator.images import ImageConfig
 from lium_emulator.netns_socket import open_netns
 from lium_emulator.portforward import PortForwarder
@@ -293,6 +293,10 @@ def build_plan(
     """Everything ``sandbox_init.py`` does for this pod, decided on the host side (``id_base`` and
     ``cgroups`` default to placeholders for checking a spec before anything is allocated)."""
     cgroups = cgroups or PodCgroups((), {})
+    try:
+        seccomp_bpf = seccomp_program().hex()
+    except SeccompUnavailable as e:
+        raise SandboxError(f"pods cannot be confined: {e}") from e
     image = spec.image
     files: list[sandbox_init.FileSpec] = [
         {"path": path, "content": content, "mode": 0o640 if "shadow" in path else 0o644}
@@ -347,7 +351,7 @@ def build_plan(
         "cgroup_procs": cgroups.procs_files,
         "cgroup_mounts": cgroups.mounts,
         "keep_capabilities": sorted(KEPT_CAPABILITIES.values()),
-        "seccomp_bpf": seccomp_program().hex(),
+        "seccomp_bpf": seccomp_bpf,
     }
 
 
