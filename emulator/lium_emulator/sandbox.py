@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import select
@@ -56,6 +57,7 @@ from lium_emulator.images import ImageConfig
 from lium_emulator.netns_socket import open_netns
 from lium_emulator.portforward import PortForwarder
 
+logger = logging.getLogger(__name__)
 SSHD = "/usr/sbin/sshd"
 HOST_PYTHON = "/usr/bin/python3"
 DEFAULT_PATH = sandbox_init.DEFAULT_PATH
@@ -500,7 +502,7 @@ class SandboxManager:
             while any(process_is_running(pid, start) for pid, start in pids) and time.monotonic() < deadline:
                 time.sleep(0.01)
             _remove_pod_dir(pod_dir)
-            CgroupLimits(str(root_dir.resolve())).remove(pod_dir.name)
+            _remove_cgroups(CgroupLimits(str(root_dir.resolve())), pod_dir.name)
             cleaned.append(pod_dir.name)
         return cleaned
 
@@ -554,8 +556,7 @@ class SandboxManager:
                 process.kill()  # --kill-child takes PID 1 (and with it the whole PID namespace) along
                 process.wait(_EXIT_TIMEOUT_SECONDS)
             _remove_pod_dir(pod_dir)
-            with contextlib.suppress(OSError):
-                self._cgroups.remove(spec.pod_id)
+            _remove_cgroups(self._cgroups, spec.pod_id)
             ids.release()
             if isinstance(e, OSError):
                 raise SandboxError(f"pod sandbox could not be set up: {e}") from e
@@ -592,8 +593,16 @@ class SandboxManager:
                 if process is not None:
                     _reap(process)
             _remove_pod_dir(pod.pod_dir)
-            self._cgroups.remove(pod.spec.pod_id)
+            _remove_cgroups(self._cgroups, pod.spec.pod_id)
             pod.ids.release()
+
+
+def _remove_cgroups(cgroups: CgroupLimits, pod_id: str) -> None:
+    """Remove a dead pod's groups; one still busy is logged and left (it never blocks other pods)."""
+    try:
+        cgroups.remove(pod_id)
+    except OSError as e:
+        logger.warning("cannot remove the cgroups of pod %s: %s", pod_id, e)
 
 
 def _reap(process: subprocess.Popen[bytes]) -> None:
