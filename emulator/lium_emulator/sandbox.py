@@ -138,13 +138,13 @@ def _tool(name: str) -> str:
     return path
 
 
-def _require_host_support() -> str:
-    """The ``unshare`` path, or a SandboxError explaining what the host lacks."""
+def _require_host_support() -> tuple[str, str]:
+    """``unshare`` and ``nsenter`` paths, or a SandboxError explaining what the host lacks."""
     if os.geteuid() != 0:
         raise SandboxError("pod sandboxes need root (namespaces, mounts, setns): run the emulator as root")
     if not os.access(SSHD, os.X_OK):
         raise SandboxError(f"the host has no {SSHD}: install openssh-server (apt-get install openssh-server)")
-    return _tool("unshare")
+    return _tool("unshare"), _tool("nsenter")
 
 
 def process_start_ticks(pid: int) -> int | None:
@@ -394,7 +394,7 @@ class SandboxManager:
 
     def start(self, spec: PodSpec) -> dict[int, int]:
         """Run the pod; returns its published ports (internal -> host loopback port). Blocking."""
-        unshare = _require_host_support()
+        unshare, nsenter = _require_host_support()
         _validate(spec)
         with self._lock:
             if spec.pod_id in self._pods or spec.pod_id in self._starting:
@@ -404,7 +404,9 @@ class SandboxManager:
             pod = self._launch(spec, unshare)
             with self._lock:
                 self._pods[spec.pod_id] = pod
-                pod.sshd_timer = threading.Timer(spec.ssh_delay_seconds, self._start_sshd, (spec.pod_id,))
+                pod.sshd_timer = threading.Timer(
+                    spec.ssh_delay_seconds, self._start_sshd, (spec.pod_id, nsenter)
+                )
                 pod.sshd_timer.daemon = True
                 pod.sshd_timer.start()
         finally:
@@ -565,16 +567,18 @@ class SandboxManager:
             if ready is not None:
                 os.close(ready)
 
-    def _start_sshd(self, pod_id: str) -> None:
+    def _start_sshd(self, pod_id: str, nsenter: str) -> None:
         with self._lock:
             pod = self._pods.get(pod_id)
             if pod is None:
                 return
             with open(pod.pod_dir / "sshd.log", "ab") as log:
-                # Entered and confined like PID 1. A child (-D), not a daemon: a daemonizing sshd
-                # exits 0 even when it cannot bind.
+                # In the pod's PID namespace (nsenter forks into it and waits), then entered and
+                # confined like PID 1. A child (-D), not a daemon: a daemonizing sshd exits 0 even
+                # when it cannot bind.
                 pod.sshd = subprocess.Popen(
                     [
+                        nsenter, "--target", str(pod.pid1), "--pid", "--",
                         sys.executable, "-I", "-S", str(_INIT_SCRIPT), "--enter", str(pod.pid1),
                         str(pod.pod_dir / "plan.json"), "--", SSHD, "-D", "-e",
                     ],

@@ -21,8 +21,10 @@ i.e. as PID 1 of a new PID namespace with private mounts, still real root. It
    (``confinement.py``); enters the image WORKDIR, drops to the image USER and ``execve``s the
    entrypoint with exactly the image environment — as ``docker run`` does.
 
-``--enter <pid> <plan> -- <argv>`` runs ``argv`` (the pod's sshd) the same way in an existing pod:
-its namespaces and cgroups, its root, the user namespace last, the same confinement.
+``--enter <pid> <plan> -- <argv>`` execs ``argv`` (the pod's sshd) the same way in an existing pod
+whose PID namespace ``nsenter --pid`` already put it in: the pod's other namespaces and cgroups, its
+root, the user namespace last, the same confinement. (``nsenter`` stays as its waiting parent on the
+host, outside the pod's reach; no Python process lingers.)
 
 Progress goes to the host through a FIFO: ``PID <host pid>``, then ``READY`` or ``ERR <reason>``.
 The FIFO is close-on-exec, so the host sees end-of-file once the entrypoint runs.
@@ -90,7 +92,6 @@ ENTERED_NAMESPACES = (
     ("ipc", CLONE_NEWIPC),
     ("uts", CLONE_NEWUTS),
     ("net", CLONE_NEWNET),
-    ("pid", CLONE_NEWPID),
     ("mnt", CLONE_NEWNS),
 )
 
@@ -356,13 +357,9 @@ def layer(plan: Plan, userns: int, tree: Tree, name: str) -> None:
     os.chown(upper, tree.owner + host.st_uid, tree.owner + host.st_gid)  # the layer's root as seen inside
     os.chmod(upper, host.st_mode & 0o7777)
     tree.mkdir(f"{plan['rootfs']}/{name}", 0o755)
-    mount(
-        "overlay",
-        f"{plan['rootfs']}/{name}",
-        "overlay",
-        MS_NODEV,
-        f"lowerdir={layer_dir}/lower,upperdir={upper},workdir={layer_dir}/work",
-    )
+    # Relative layer paths: the pod's mount table then shows no host path of the emulator's.
+    os.chdir(layer_dir)
+    mount("overlay", f"{plan['rootfs']}/{name}", "overlay", MS_NODEV, "lowerdir=lower,upperdir=upper,workdir=work")
 
 
 def mount_cgroups(plan: Plan, target: str) -> None:
@@ -555,7 +552,7 @@ def main(plan_path: str) -> NoReturn:
 
 
 def enter(pid: int, plan_path: str, argv: list[str]) -> NoReturn:
-    """Run ``argv`` inside the running pod whose PID 1 is host pid ``pid``, confined like PID 1."""
+    """Exec ``argv`` inside the running pod whose PID 1 is host pid ``pid``, confined like PID 1."""
     with open(plan_path) as plan_file:
         plan: Plan = json.load(plan_file)
     join_cgroups(plan["cgroup_procs"])
@@ -571,14 +568,7 @@ def enter(pid: int, plan_path: str, argv: list[str]) -> NoReturn:
     os.close(root)
     enter_user_namespace(userns)
     confine(plan)
-    child = os.fork()  # only children are in the pod's PID namespace
-    if child == 0:
-        try:
-            os.execve(argv[0], argv, dict(os.environ))
-        finally:
-            os._exit(127)
-    _, status = os.waitpid(child, 0)
-    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    os.execve(argv[0], argv, dict(os.environ))
 
 
 if __name__ == "__main__":
