@@ -359,7 +359,13 @@ def layer(plan: Plan, userns: int, tree: Tree, name: str) -> None:
     tree.mkdir(f"{plan['rootfs']}/{name}", 0o755)
     # Relative layer paths: the pod's mount table then shows no host path of the emulator's.
     os.chdir(layer_dir)
-    mount("overlay", f"{plan['rootfs']}/{name}", "overlay", MS_NODEV, "lowerdir=lower,upperdir=upper,workdir=work")
+    mount(
+        "overlay",
+        f"{plan['rootfs']}/{name}",
+        "overlay",
+        MS_NODEV,
+        "lowerdir=lower,upperdir=upper,workdir=work",
+    )
 
 
 def mount_cgroups(plan: Plan, target: str) -> None:
