@@ -40,6 +40,7 @@ import select
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -276,6 +277,19 @@ def _accounts(image: ImageConfig, etc: Path) -> dict[str, str]:
     }
 
 
+def host_private_paths(top: Path) -> list[str]:
+    """Entries under ``top`` that others may not read (directories whole, not descended into)."""
+    found = []
+    for parent, dirs, files in os.walk(top):
+        for name in [*dirs, *files]:
+            path = os.path.join(parent, name)
+            with contextlib.suppress(FileNotFoundError):
+                if not os.lstat(path).st_mode & stat.S_IROTH and not os.path.islink(path):
+                    found.append(path)
+        dirs[:] = [d for d in dirs if os.path.join(parent, d) not in found]
+    return found
+
+
 def _volume_target(local_volume_path: str) -> str:
     path = PurePosixPath(local_volume_path or "/root")
     parts = path.parts
@@ -316,12 +330,15 @@ def build_plan(
     for name, (private, public) in host_keys.items():
         files.append({"path": f"/etc/ssh/{name}", "content": private, "mode": 0o600})
         files.append({"path": f"/etc/ssh/{name}.pub", "content": public, "mode": 0o644})
-    # The host's own host keys must not be readable in pods.
-    stale_keys = [
+    # The host's own host keys, and whatever in its /etc it keeps from other users (password
+    # backups, TLS keys, database configs), must not be readable in pods.
+    written = {file["path"] for file in files}
+    hidden = {
         f"/etc/ssh/{p.name}"
         for p in Path("/etc/ssh").glob("ssh_host_*")
         if p.name.split(".")[0] not in host_keys
-    ]
+    }
+    hidden |= set(host_private_paths(Path("/etc"))) - written
     dirs: list[sandbox_init.DirSpec] = []
     if image.user_uid != 0:
         dirs.append({"path": image.user_home, "mode": 0o755, "uid": image.user_uid, "gid": image.user_gid})
@@ -346,7 +363,7 @@ def build_plan(
         "dirs": dirs,
         "files": files,
         "symlinks": symlinks,
-        "remove": sorted(stale_keys),
+        "remove": sorted(hidden),
         "authorized_keys": [key.strip() for key in spec.authorized_keys if key.strip()],
         "id_base": id_base,
         "id_count": idmap.ID_COUNT,

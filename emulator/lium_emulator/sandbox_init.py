@@ -38,6 +38,7 @@ import fcntl
 import json
 import os
 import platform
+import shutil
 import signal
 import socket
 import struct
@@ -452,8 +453,11 @@ def confine(plan: Plan) -> None:
 def apply_plan(plan: Plan) -> None:
     """The plan's in-pod file edits (after ``pivot_root``, as the pod's root, so paths are the pod's)."""
     for path in plan["remove"]:
-        if os.path.lexists(path):
-            os.unlink(path)  # in /etc this leaves an overlay whiteout; the host file is untouched
+        # In /etc this leaves overlay whiteouts; the host's files are untouched.
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.unlink(path)
     for spec in plan["dirs"]:
         os.makedirs(spec["path"], 0o755, exist_ok=True)
         os.chmod(spec["path"], spec["mode"])

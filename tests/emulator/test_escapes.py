@@ -23,6 +23,7 @@ import pytest
 from lium_emulator import idmap
 from lium_emulator.confinement import KEPT_CAPABILITIES
 from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.sandbox import host_private_paths
 from tests.emulator.test_sandbox_support import make_client_key, manager_at, pod_spec, ssh
 from tests.emulator.test_sandbox_support import run as run_as_root
 from tests.emulator.testkit import (
@@ -249,6 +250,14 @@ def test_other_pods_the_state_dir_and_host_homes_are_out_of_reach(pods: Pods) ->
     ]
     for path in hidden:
         fails(pods, f"ls -d {shlex.quote(str(path))}")
+    # The host's /etc is the image's, minus what the host keeps from other users (password backups,
+    # TLS keys, database configs...); the files the pod gets its own copy of are the pod's.
+    replaced = {"/etc/shadow", "/etc/gshadow", "/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_ecdsa_key"}
+    private = [path for path in host_private_paths(Path("/etc")) if path not in replaced]
+    assert private  # this host has some (e.g. /etc/shadow-), else nothing is tested here
+    for path in private:
+        fails(pods, f"ls -d {shlex.quote(path)}")
+    assert "$" not in succeeds(pods, "cat /etc/shadow")  # no password hash of the host's
     # The pod's /root is its own volume: the host user's keys are not there under any name.
     host_ssh = Path.home() / ".ssh"
     for name in sorted(p.name for p in host_ssh.iterdir()) if host_ssh.is_dir() else []:
