@@ -64,6 +64,7 @@ HOST_PYTHON = "/usr/bin/python3"
 DEFAULT_PATH = sandbox_init.DEFAULT_PATH
 _INIT_SCRIPT = Path(sandbox_init.__file__).resolve()
 _START_TIMEOUT_SECONDS = 20.0
+_REAPING_PARENTS = ("unshare", "nsenter")  # host processes waiting on a pod's processes
 _EXIT_TIMEOUT_SECONDS = 10.0
 _MAX_ROOTFS_GIB = 4
 _POD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
@@ -508,11 +509,12 @@ class SandboxManager:
             # command line names (`unshare ... sandbox_init.py <pod_dir>/plan.json`).
             unrecorded = [p for p in processes_mentioning(str(pod_dir / "plan.json")) if p[:2] not in pids]
             pids += [(pid, start) for pid, start, _ in unrecorded]
-            # Only PID 1: its unshare parent must stay to reap it (an orphaned zombie would linger
-            # in the pod's PID namespace under an init that may never reap), then exits by itself.
-            # An unshare whose child was never recorded nor found is killed itself (its
-            # --kill-child takes a child still starting along).
-            inits = [(pid, start) for pid, start, program in unrecorded if program != "unshare"]
+            # Only PID 1 (the kernel then kills its whole PID namespace): its unshare parent, and the
+            # nsenter parent of the pod's sshd, must stay to reap their children (an orphaned zombie
+            # would linger under an init that may never reap, holding the pod's PID 1 in its exit),
+            # then exit by themselves. An unshare whose child was never recorded nor found is killed
+            # itself (its --kill-child takes a child still starting along).
+            inits = [(pid, start) for pid, start, program in unrecorded if program not in _REAPING_PARENTS]
             if "pid1" in record and "pid1_start" in record:
                 inits.append((record["pid1"], record["pid1_start"]))
             for pid, start in inits or pids:
