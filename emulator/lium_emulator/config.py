@@ -10,8 +10,11 @@ ADMIN_KEY_FILE = "admin-key"  # in the state directory, 0600, when the key was g
 
 
 def random_admin_key() -> str:
-    """A fresh admin key: without ``--admin-key`` every start gets its own (pods run hostile code)."""
-    return secrets.token_urlsafe(24)
+    """A fresh admin key: without ``--admin-key`` every start gets its own (pods run hostile code).
+
+    Hex, so it never starts with ``-`` (a command line would take it for an option) and needs no quoting.
+    """
+    return secrets.token_hex(24)
 
 
 @dataclass(frozen=True)

@@ -84,8 +84,7 @@ def launch(
         "serve",
         "--port",
         "0",
-        "--admin-key",
-        admin_key,
+        f"--admin-key={admin_key}",  # one argument, whatever the key starts with
         *args,
     ]
     process = subprocess.Popen(
