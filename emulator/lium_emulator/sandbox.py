@@ -8,8 +8,8 @@ root with copy-on-write layers over the host's ``/usr`` and ``/etc``, the templa
 root of the pod's own user namespace (an unprivileged host id range per pod, ``idmap.py``), confines
 itself (``confinement.py``) and ``execve``s the image entrypoint with the image environment and
 WORKDIR, like ``docker run``. ``ssh_delay_seconds`` after :meth:`SandboxManager.start` returns,
-``/usr/sbin/sshd -D`` is started in the pod by the same init script's ``--enter`` mode, entered and
-confined like PID 1 (a fresh host key per pod; root logins with the spec's keys only). The template's
+``/usr/sbin/sshd -D`` is started in the pod by ``nsenter --pid`` and the same init script's ``--enter``
+mode, entered and confined like PID 1 (a fresh host key per pod; root logins with the spec's keys only). The template's
 internal ports are published on free host loopback ports, and ``127.0.0.1:<emulator_port>`` inside
 the pod reaches the emulator (see ``portforward.py``; :meth:`SandboxManager.comes_from_a_pod` tells
 those connections apart). ``memory_gib`` and ``cpu_count`` are cgroup limits where the host allows
@@ -529,7 +529,8 @@ class SandboxManager:
 
     def _launch(self, spec: PodSpec, unshare: str) -> _Pod:
         pod_dir = self._pods_dir / spec.pod_id
-        build_plan(spec, pod_dir, _host_keys())  # may refuse the spec before anything exists
+        host_keys = _host_keys()
+        build_plan(spec, pod_dir, host_keys)  # may refuse the spec before anything is allocated
         if pod_dir.exists():
             _remove_pod_dir(pod_dir)
         record = {"manager_pid": os.getpid(), "manager_start": process_start_ticks(os.getpid()) or 0}
@@ -544,7 +545,7 @@ class SandboxManager:
                 if directory is not None:
                     idmap.shift_ownership(directory, ids.base)
             cgroups = self._cgroups.create(spec.pod_id, spec.memory_gib, spec.cpu_count)
-            plan = build_plan(spec, pod_dir, _host_keys(), id_base=ids.base, cgroups=cgroups)
+            plan = build_plan(spec, pod_dir, host_keys, id_base=ids.base, cgroups=cgroups)
             for directory in (pod_dir, pod_dir / "rootfs", pod_dir / "scratch"):
                 directory.mkdir(mode=0o700, parents=True)
             _write_private(pod_dir / "plan.json", json.dumps(plan))
