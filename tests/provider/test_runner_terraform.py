@@ -6,6 +6,7 @@ the provider's state.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shlex
@@ -19,15 +20,19 @@ import paramiko
 import pytest
 
 from lium_emulator.images import image_catalog
+from lium_emulator.launcher import launch
 from lium_emulator.runner_standin import runner_standin_script
 from lium_provider.api.models import Pod
 from lium_provider.runner.scripts import BINARY, BOOTSTRAP_DIR, SUPERVISOR_SCRIPT, TAG_VARIABLE
 from lium_provider.sshkeys import fetch_host_key, fingerprint
+from tests.emulator.testkit import api_client, wait_ssh_ready, wait_until
 from tests.support.lium import (
+    FAST_TIMINGS,
     PROVIDER_BLOCK,
     Account,
     assert_nothing_left,
     instances,
+    new_account,
     ssh_keypair,
     ssh_run,
 )
@@ -465,3 +470,31 @@ def test_destroy_without_refresh_proceeds_when_the_pods_sshd_is_down(
     assert f"The runner on pod {pod['id']} was not stopped" in output and "SSH to" in output, output
     assert tf.resources() == []
     assert_nothing_left(account)
+
+
+def test_destroy_proceeds_after_an_emulator_restart_recovered_the_pod(
+    make_terraform: Callable[..., Terraform], tmp_path: Path
+) -> None:
+    """The issue's first trigger: a restart brings RUNNING pods back as fresh sandboxes, new host keys."""
+    args = [*FAST_TIMINGS, "--state-dir", str(tmp_path / "emulator")]
+    with launch(args) as first:
+        account = new_account(first, tmp_path)
+        tf = make_terraform(PROVIDER_BLOCK + TEMPLATE % PYTHON_IMAGE + RUNNER % "", **account.env)
+        tf.init()
+        tf.apply()
+        pod = the_pod(tf)
+    with launch(args) as second:
+        account = dataclasses.replace(account, emulator=second)
+        tf.env.update(account.env)
+        with api_client(second, account.api_key) as client:
+            recovered = Pod.model_validate(wait_ssh_ready(client, pod["id"]))
+        address = recovered.ssh_host_port()
+        assert address is not None
+        offered = wait_until(lambda: fetch_host_key(*address, timeout=5.0), what="the recovered pod's sshd")
+        assert offered != pod["ssh_host_key"], "a recovered pod is a fresh sandbox with new host keys"
+        destroyed = tf.destroy()
+        output = warnings_of(destroyed)
+        assert f"The runner on pod {pod['id']} was not stopped" in output, output
+        assert fingerprint(pod["ssh_host_key"]) in output and fingerprint(offered) in output, output
+        assert tf.resources() == []
+        assert_nothing_left(account)
