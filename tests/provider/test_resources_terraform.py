@@ -189,6 +189,25 @@ def test_nothing_matches_the_price_limit(stack: Callable[[str], Terraform], acco
     assert "max_price_per_hour" in output
 
 
+def test_raising_the_price_limit_of_a_running_pod_plans_without_a_crash(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    # The pod's computed gpu is unknown in the planned update: the plan once failed on it with an
+    # internal provider error ('Unknown' object has no attribute 'strip').
+    tf = stack(TEMPLATE % ("python:3.11-slim", "") + POD % ("priced", "max_price_per_hour = 0.80"))
+    tf.apply()
+    (pod,) = instances(tf, "lium_pod")
+    assert pod["price_per_hour"] <= 0.80 and pod["max_price_per_hour"] == 0.80
+    tf.write(
+        PROVIDER_BLOCK + TEMPLATE % ("python:3.11-slim", "") + POD % ("priced", "max_price_per_hour = 0.90")
+    )
+    code, plan = tf.plan_exitcode()  # raises with Terraform's output if the plan fails
+    assert code == 2 and "max_price_per_hour = 0.8 -> 0.9" in plan, plan
+    assert "internal provider error" not in plan
+    tf.destroy()
+    assert_nothing_left(account)
+
+
 @pytest.mark.parametrize(
     ("body", "attribute", "message"),
     [
