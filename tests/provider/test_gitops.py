@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -33,7 +35,7 @@ pytestmark = pytest.mark.terraform
 GITOPS = REPO / "examples" / "gitops"
 HCL_STACK = GITOPS / "infra" / "main.tf"
 CDK_APP = GITOPS / "cdk" / "main.py"
-CDK_STACK = "trainers"
+WORKFLOW = GITOPS / ".github" / "workflows" / "terraform.yml"
 TIMEOUT = 600
 
 
@@ -43,58 +45,117 @@ def postgres() -> Iterator[PostgresServer]:
         yield server
 
 
+def parse_workflow(terraform_env: dict[str, str], directory: Path) -> dict[str, Any]:
+    """The workflow file parsed by Terraform's own YAML decoder (``yamldecode`` in ``terraform console``)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    shutil.copy(WORKFLOW, directory / "workflow.yml")
+    result = subprocess.run(
+        ["terraform", "console"],
+        input='jsonencode(yamldecode(file("workflow.yml")))\n',
+        cwd=directory,
+        env={**os.environ, **terraform_env},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr
+    workflow: dict[str, Any] = json.loads(json.loads(result.stdout))
+    return workflow
+
+
+@pytest.fixture(scope="module")
+def workflow(terraform_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return parse_workflow(terraform_env, tmp_path_factory.mktemp("workflow"))
+
+
+def step_script(workflow: dict[str, Any], job: str, name: str) -> str:
+    (step,) = [s for s in workflow["jobs"][job]["steps"] if s.get("name") == name]
+    script: str = step["run"]
+    return script
+
+
 @dataclass
 class Pipeline:
-    """Checkouts of one kind of stack and the ``lium-tf gitops`` steps run on them, as CI would."""
+    """Checkouts of one stack and the workflow's own step scripts run on them, as a runner would."""
 
     kind: str
     root: Path
     env: dict[str, str]
+    workflow: dict[str, Any]
+
+    @property
+    def matrix(self) -> dict[str, str]:
+        (entry,) = [
+            m
+            for m in self.workflow["jobs"]["plan"]["strategy"]["matrix"]["include"]
+            if m["stack"] == self.kind
+        ]
+        return entry
 
     def checkout(self, job: str, trainers: int = 1) -> Path:
-        """A fresh checkout for ``job`` with ``trainers`` pods in the configuration; the stack's directory."""
+        """A fresh checkout for ``job`` with ``trainers`` pods in the configuration (synthesized for CDK)."""
         workdir = self.root / job
-        workdir.mkdir(parents=True)
+        (workdir / "runner-temp").mkdir(parents=True)
         if self.kind == "hcl":
-            stack = workdir / "infra"
-            stack.mkdir()
             text = HCL_STACK.read_text()
             if trainers != 1:
                 text = text.replace("default     = 1\n", f"default     = {trainers}\n")
                 assert f"default     = {trainers}" in text
-            (stack / "main.tf").write_text(text)
-            return stack
-        synth = subprocess.run(
-            [sys.executable, str(CDK_APP)],
-            cwd=workdir,
-            env={**self.env, **QUIET, "CDKTF_OUTDIR": str(workdir / "cdktf.out"), "TRAINERS": str(trainers)},
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-        )
-        assert synth.returncode == 0, synth.stderr
-        return workdir / "cdktf.out" / "stacks" / CDK_STACK
+            (workdir / "infra").mkdir()
+            (workdir / "infra" / "main.tf").write_text(text)
+        else:
+            (workdir / "cdk").mkdir()
+            shutil.copy(CDK_APP, workdir / "cdk" / "main.py")
+            synth = self.run_step(workdir, "plan", "Synthesize the CDK stack", TRAINERS=str(trainers))
+            assert synth.returncode == 0, synth.stderr
+        return workdir
 
-    def step(
-        self, step: str, stack: Path, artifact: Path, commit: str, **env: str
-    ) -> subprocess.CompletedProcess[str]:
-        command = ["gitops", step, "--dir", str(stack), "--artifact", str(artifact), "--commit", commit]
+    def run_step(self, workdir: Path, job: str, name: str, **env: str) -> subprocess.CompletedProcess[str]:
+        """The workflow step ``name`` of ``job``, run by bash as GitHub runs it, in checkout ``workdir``."""
+        script = workdir / f"{job}-{name.split()[0].lower()}.sh"
+        script.write_text(step_script(self.workflow, job, name))
+        runner = {
+            **{k: str(v) for k, v in self.workflow["env"].items()},
+            "STACK": self.kind,
+            "STACK_DIR": self.matrix["dir"],
+            "RUNNER_TEMP": str(workdir / "runner-temp"),
+            "GITHUB_STEP_SUMMARY": str(workdir / "step-summary.md"),
+            "GITHUB_ENV": str(workdir / "github-env"),
+            "PATH": f"{Path(sys.executable).parent}:{self.env['PATH']}",
+        }
         return subprocess.run(
-            [sys.executable, "-m", "lium_provider.cli", *command, "--lock-timeout", "1m"],
-            env={**self.env, **env},
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=workdir,
+            env={**self.env, **QUIET, **runner, **env},
             capture_output=True,
             text=True,
             timeout=TIMEOUT,
         )
 
-    def plan(self, job: str, commit: str, trainers: int = 1) -> tuple[Path, Path]:
-        """The pull-request job: checkout and ``gitops plan``; (stack directory, artifact)."""
-        stack = self.checkout(job, trainers)
-        artifact = self.root / f"artifact-{commit}"
-        result = self.step("plan", stack, artifact, commit)
+    def plan(self, job: str, commit: str, trainers: int = 1) -> Path:
+        """The pull-request job: checkout, its plan step; the artifact it keeps (what upload-artifact takes)."""
+        workdir = self.checkout(job, trainers)
+        result = self.run_step(workdir, "plan", "Plan (lium-tf gitops plan)", HEAD_SHA=commit)
         assert result.returncode == 0, result.stderr
-        assert result.stdout == (artifact / "summary.md").read_text()
-        return stack, artifact
+        artifact = workdir / "runner-temp" / "lium-plan"
+        summary = (artifact / "summary.md").read_text()
+        assert (workdir / "runner-temp" / "summary.md").read_text() == summary
+        assert (workdir / "step-summary.md").read_text() == summary
+        return artifact
+
+    def apply(
+        self, job: str, artifact: Path, commit: str, trainers: int = 1, **env: str
+    ) -> tuple[Path, subprocess.CompletedProcess[str]]:
+        """The merge job: checkout, the artifact downloaded (copied) into it, its apply step."""
+        workdir = self.checkout(job, trainers)
+        shutil.copytree(artifact, workdir / "runner-temp" / "lium-plan")
+        result = self.run_step(
+            workdir, "apply", "Apply the reviewed plan (lium-tf gitops apply)", HEAD_SHA=commit, **env
+        )
+        return workdir, result
+
+    def stack_dir(self, workdir: Path) -> Path:
+        return workdir / self.matrix["dir"]
 
 
 @pytest.fixture(params=["hcl", "cdk"])
@@ -104,14 +165,14 @@ def pipeline(
     terraform_env: dict[str, str],
     account: Account,
     postgres: PostgresServer,
+    workflow: dict[str, Any],
 ) -> Iterator[Pipeline]:
     """A pipeline on a fresh state schema; whatever it applied is destroyed afterwards."""
-    schema_name = f"gitops_{request.param}_{tmp_path.name[-12:]}".replace("-", "_").lower()
     env = {**os.environ, **terraform_env, **account.env, "PG_CONN_STR": postgres.conn_str}
-    env["PG_SCHEMA_NAME"] = schema_name
-    pipeline = Pipeline(request.param, tmp_path, env)
+    env["PG_SCHEMA_NAME"] = f"gitops_{request.param}_{tmp_path.name[-12:]}".replace("-", "_").lower()
+    pipeline = Pipeline(request.param, tmp_path, env, workflow)
     yield pipeline
-    cleanup = pipeline.checkout("cleanup")
+    cleanup = pipeline.stack_dir(pipeline.checkout("cleanup"))
     for args in (["init", "-input=false"], ["destroy", "-auto-approve", "-input=false"]):
         subprocess.run(["terraform", *args], cwd=cleanup, env=env, capture_output=True, timeout=TIMEOUT)
     assert_nothing_left(account)
@@ -122,46 +183,56 @@ def planned_creates(artifact: Path) -> list[str]:
     return sorted(c["address"] for c in plan["resource_changes"] if c["change"]["actions"] == ["create"])
 
 
-def state_addresses(pipeline: Pipeline, stack: Path) -> list[str]:
+def state_addresses(pipeline: Pipeline, workdir: Path) -> list[str]:
     listed = subprocess.run(
-        ["terraform", "state", "list"], cwd=stack, env=pipeline.env, capture_output=True, text=True
+        ["terraform", "state", "list"],
+        cwd=pipeline.stack_dir(workdir),
+        env=pipeline.env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
     )
     assert listed.returncode == 0, listed.stderr
     return sorted(listed.stdout.split())
+
+
+def fresh_plan(workdir: Path) -> str:
+    """What the apply step showed for review after refusing: the fresh plan's summary."""
+    summary = (workdir / "runner-temp" / "fresh-summary.md").read_text()
+    assert summary == (workdir / "runner-temp" / "lium-plan" / "fresh" / "summary.md").read_text()
+    assert "**The reviewed plan was stale and was not applied.**" in (workdir / "step-summary.md").read_text()
+    return summary
 
 
 def test_the_merge_applies_the_reviewed_plan_and_refuses_stale_ones(
     pipeline: Pipeline, account: Account
 ) -> None:
     # Pull request: the plan, its summary (Markdown on stdout and in the artifact, JSON) and the manifest.
-    _, reviewed = pipeline.plan("pr-1", "c1")
+    reviewed = pipeline.plan("pr-1", "c1")
     summary = (reviewed / "summary.md").read_text()
     assert summary.startswith("### Lium plan: 2 to create, 0 to update, 0 to replace, 0 to destroy\n")
+    assert "#### Policies: all passed" in summary, "the workflow's policies were checked"
     document = json.loads((reviewed / "summary.json").read_text())
     jsonschema.validate(document, schema())
     assert [p["action"] for p in document["stacks"][0]["pods"]] == ["create"]
     assert json.loads((reviewed / "manifest.json").read_text())["commit"] == "c1"
 
     # A merge of another commit does not apply this plan.
-    merge = pipeline.checkout("merge-other")
-    refused = pipeline.step("apply", merge, reviewed, "c9")
+    merge, refused = pipeline.apply("merge-other", reviewed, "c9")
     assert refused.returncode == STALE_PLAN_EXIT_CODE, refused.stderr
     assert "refused: the reviewed plan is of commit c1, not of c9. Nothing was applied." in refused.stderr
-    assert refused.stdout.startswith("### Lium plan: 2 to create"), "a fresh plan for review"
-    assert (reviewed / "fresh" / "manifest.json").is_file()
+    assert fresh_plan(merge).startswith("### Lium plan: 2 to create")
 
     # Nor does a checkout whose configuration differs from the planned one (main moved on: 2 trainers).
-    moved = pipeline.checkout("merge-moved", trainers=2)
-    refused = pipeline.step("apply", moved, reviewed, "c1")
+    moved, refused = pipeline.apply("merge-moved", reviewed, "c1", trainers=2)
     assert refused.returncode == STALE_PLAN_EXIT_CODE, refused.stderr
     assert "refused: the configuration changed since the plan was reviewed" in refused.stderr
     creates = 3 if pipeline.kind == "hcl" else 4  # the CDK stack has a template per pod
-    assert refused.stdout.startswith(f"### Lium plan: {creates} to create"), "a fresh plan of the checkout"
+    assert fresh_plan(moved).startswith(f"### Lium plan: {creates} to create"), "a fresh plan of the checkout"
     assert account.live()["pods"] == [], "nothing was applied"
 
-    # The merge of the reviewed commit applies exactly the reviewed plan, in a fresh checkout.
-    merge = pipeline.checkout("merge-1")
-    applied = pipeline.step("apply", merge, reviewed, "c1", TF_VAR_trainers="3")
+    # The merge of the reviewed commit applies exactly the reviewed plan, whatever the job's variables say.
+    merge, applied = pipeline.apply("merge-1", reviewed, "c1", TF_VAR_trainers="3")
     assert applied.returncode == 0, applied.stderr
     assert "Apply complete! Resources: 2 added, 0 changed, 0 destroyed." in applied.stderr
     assert state_addresses(pipeline, merge) == planned_creates(reviewed)
@@ -169,54 +240,45 @@ def test_the_merge_applies_the_reviewed_plan_and_refuses_stale_ones(
 
     # Two pull requests planned against that state; the first merge moves the state on, so the second
     # pull request's plan is stale: Terraform refuses it, and so does the step, with a fresh plan.
-    _, first = pipeline.plan("pr-2", "c2", trainers=2)
-    _, second = pipeline.plan("pr-3", "c3", trainers=2)
+    first = pipeline.plan("pr-2", "c2", trainers=2)
+    second = pipeline.plan("pr-3", "c3", trainers=2)
     assert planned_creates(first) == planned_creates(second) != []
-    applied = pipeline.step("apply", pipeline.checkout("merge-2", trainers=2), first, "c2")
+    _, applied = pipeline.apply("merge-2", first, "c2", trainers=2)
     assert applied.returncode == 0, applied.stderr
     pods = account.live()["pods"]
     assert sorted(p["pod_name"] for p in pods) == ["trainer-0", "trainer-1"]
 
-    stale = pipeline.step("apply", pipeline.checkout("merge-3", trainers=2), second, "c3")
+    merge, stale = pipeline.apply("merge-3", second, "c3", trainers=2)
     assert stale.returncode == STALE_PLAN_EXIT_CODE, stale.stderr
     assert "Saved plan is stale" in stale.stderr
     assert "refused: the state changed since the plan was reviewed (another apply ran)" in stale.stderr
-    assert stale.stdout.startswith("### Lium plan: 0 to create, 0 to update, 0 to replace, 0 to destroy\n")
+    assert fresh_plan(merge).startswith(
+        "### Lium plan: 0 to create, 0 to update, 0 to replace, 0 to destroy\n"
+    )
     assert [p["id"] for p in account.live()["pods"]] == [p["id"] for p in pods], (
         "the stale plan rented nothing"
     )
 
 
-def test_a_violated_policy_fails_the_plan_step_after_writing_the_artifact(pipeline: Pipeline) -> None:
-    stack = pipeline.checkout("pr")
-    artifact = pipeline.root / "artifact"
-    result = pipeline.step("plan", stack, artifact, "c1")
-    assert result.returncode == 0, result.stderr
-    command = [
-        sys.executable,
-        "-m",
-        "lium_provider.cli",
-        "gitops",
+def test_a_violated_policy_fails_the_plan_step_after_keeping_the_artifact(pipeline: Pipeline) -> None:
+    workdir = pipeline.checkout("pr")
+    failed = pipeline.run_step(
+        workdir,
         "plan",
-        "--dir",
-        str(stack),
-        "--artifact",
-        str(artifact),
-        "--commit",
-        "c1",
-        "--require-termination-hours",
-    ]
-    failed = subprocess.run(command, env=pipeline.env, capture_output=True, text=True, timeout=TIMEOUT)
+        "Plan (lium-tf gitops plan)",
+        HEAD_SHA="c1",
+        POLICY_FLAGS="--require-termination-hours",
+    )
     assert failed.returncode == 3, failed.stderr
     pod = "lium_pod.trainer[0]" if pipeline.kind == "hcl" else "lium_pod.trainer_0"
     assert (
         f"lium-tf gitops plan: policy violated: require-termination-hours: `{pod}` has no `termination_hours`"
         in failed.stderr.splitlines()
     )
-    assert (
-        failed.stdout == (artifact / "summary.md").read_text()
-        and "#### Policies: 1 of 1 failed" in failed.stdout
-    )
+    artifact = workdir / "runner-temp" / "lium-plan"
+    summary = (artifact / "summary.md").read_text()
+    assert "#### Policies: 1 of 1 failed" in summary
+    assert (workdir / "step-summary.md").read_text() == summary, "the summary is still shown"
     assert json.loads((artifact / "manifest.json").read_text())["policies_passed"] is False
 
 
@@ -224,24 +286,71 @@ def test_apply_without_an_artifact_says_so(tmp_path: Path) -> None:
     stack = tmp_path / "stack"
     stack.mkdir()
     shutil.copy(HCL_STACK, stack / "main.tf")
+    command = [
+        "gitops",
+        "apply",
+        "--dir",
+        str(stack),
+        "--artifact",
+        str(tmp_path / "missing"),
+        "--commit",
+        "c1",
+    ]
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lium_provider.cli",
-            "gitops",
-            "apply",
-            "--dir",
-            str(stack),
-            "--artifact",
-            str(tmp_path / "missing"),
-            "--commit",
-            "c1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
+        [sys.executable, "-m", "lium_provider.cli", *command], capture_output=True, text=True, timeout=TIMEOUT
     )
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("lium-tf gitops apply: no reviewed plan: ")
     assert "manifest.json does not exist" in result.stderr
+
+
+def test_example_workflow_plans_comments_and_applies_the_artifact(
+    workflow: dict[str, Any], tmp_path: Path
+) -> None:
+    assert workflow["on"]["pull_request"]["branches"] == ["main"]
+    assert "closed" in workflow["on"]["pull_request"]["types"] and "push" not in workflow["on"]
+    plan, apply = workflow["jobs"]["plan"], workflow["jobs"]["apply"]
+    assert plan["if"] == "github.event.action != 'closed'"
+    assert apply["if"] == "github.event.action == 'closed' && github.event.pull_request.merged"
+    assert plan["strategy"]["matrix"] == apply["strategy"]["matrix"]
+    assert plan["permissions"]["pull-requests"] == "write" and apply["permissions"]["actions"] == "read"
+    assert apply["concurrency"]["cancel-in-progress"] is False
+    for job in (plan, apply):
+        assert job["env"]["LIUM_API_KEY"] == "${{ secrets.LIUM_API_KEY }}"
+        assert job["env"]["PG_CONN_STR"] == "${{ secrets.PG_CONN_STR }}"
+        assert job["env"]["HEAD_SHA"] == "${{ github.event.pull_request.head.sha }}"
+    (plan_checkout,) = [s for s in plan["steps"] if s.get("uses", "").startswith("actions/checkout@")]
+    assert plan_checkout["with"]["ref"] == "${{ github.event.pull_request.head.sha }}", (
+        "plan the reviewed commit"
+    )
+    (upload,) = [s for s in plan["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert upload["with"]["name"] == "lium-plan-${{ matrix.stack }}-${{ github.event.pull_request.head.sha }}"
+    assert "lium-plan-$STACK-$HEAD_SHA" in step_script(workflow, "apply", "Fetch the reviewed plan")
+
+    plan_runs = "\n".join(step.get("run", "") for step in plan["steps"])
+    apply_runs = "\n".join(step.get("run", "") for step in apply["steps"])
+    assert "lium-tf gitops plan" in plan_runs and "terraform apply" not in plan_runs + apply_runs
+    assert "lium-tf gitops apply" in apply_runs and "LIUM_SSH_PRIVATE_KEY" not in json.dumps(plan)
+    assert "LIUM_SSH_PRIVATE_KEY_FILE" in apply_runs
+
+    (comment,) = [s for s in plan["steps"] if s.get("uses", "").startswith("actions/github-script@")]
+    assert "summary.md" in comment["with"]["script"] and "updateComment" in comment["with"]["script"]
+    steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
+    for step in steps:
+        # Expressions are substituted into scripts before they run: secrets and PR data go through env.
+        assert "${{" not in step.get("run", "") + step.get("with", {}).get("script", ""), step
+    for index, step in enumerate(s for s in steps if "run" in s):
+        (tmp_path / f"{index}.sh").write_text(step["run"])
+        syntax = subprocess.run(["bash", "-n", str(tmp_path / f"{index}.sh")], capture_output=True, text=True)
+        assert syntax.returncode == 0, (step["run"], syntax.stderr)
+    node = shutil.which("node")
+    assert node is not None, "node (installed for cdktf) checks the github-script syntax"
+    wrapped = tmp_path / "comment.js"
+    wrapped.write_text("async function comment(github, context) {\n" + comment["with"]["script"] + "\n}\n")
+    syntax = subprocess.run([node, "--check", str(wrapped)], capture_output=True, text=True)
+    assert syntax.returncode == 0, syntax.stderr
+
+    readme = (GITOPS / "README.md").read_text()
+    secrets = set(re.findall(r"secrets\.([A-Z_]+)", WORKFLOW.read_text()))
+    assert secrets == {"LIUM_API_KEY", "PG_CONN_STR", "LIUM_SSH_PRIVATE_KEY"}
+    assert all(f"`{name}`" in readme for name in secrets), "every secret the workflow reads is documented"
