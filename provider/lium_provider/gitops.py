@@ -16,6 +16,7 @@ Terraform's own output goes to standard error, as it runs; standard output carri
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -67,21 +68,27 @@ class Settings:
     commit: str
     lock_timeout: str = DEFAULT_LOCK_TIMEOUT
     nodes_feed_url: str | None = None
+    not_configuration: tuple[Path, ...] = ()
+    """More directories the configuration digest leaves out (a fresh plan's: the artifact it is in)."""
+
+    def digest(self) -> str:
+        """:func:`config_digest` of the stack, without the artifact (when it is inside the stack)."""
+        return config_digest(self.stack_dir, (self.artifact_dir, *self.not_configuration))
 
 
-def config_digest(stack_dir: Path, artifact_dir: Path | None = None) -> str:
+def config_digest(stack_dir: Path, excluded: tuple[Path, ...] = ()) -> str:
     """SHA-256 over every configuration file under ``stack_dir`` (names and contents, in a stable order).
 
-    Terraform's working data (``.terraform``), local state files and the artifact directory, when it is
-    inside the stack, are not configuration and are left out.
+    Terraform's working data (``.terraform``), local state files and the ``excluded`` directories (an
+    artifact kept inside the stack, as Atlantis does) are not configuration and are left out.
     """
     digest = hashlib.sha256()
-    skipped = artifact_dir.resolve() if artifact_dir else None
+    skipped = [e.resolve() for e in excluded]
     for path in sorted(p for p in stack_dir.rglob("*") if p.is_file()):
         relative = path.relative_to(stack_dir)
         if any(part in _NOT_CONFIGURATION for part in relative.parts):
             continue
-        if skipped is not None and path.resolve().is_relative_to(skipped):
+        if any(path.resolve().is_relative_to(e) for e in skipped):
             continue
         digest.update(relative.as_posix().encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
@@ -128,7 +135,7 @@ def plan(settings: Settings, policies: Policies) -> int:
     """
     artifact = settings.artifact_dir
     artifact.mkdir(parents=True, exist_ok=True)
-    digest = config_digest(settings.stack_dir, artifact)
+    digest = settings.digest()
     _init(settings)
     plan_file = artifact.resolve() / PLAN_FILE
     _terraform_checked(
@@ -198,7 +205,7 @@ def stale_reason(settings: Settings, manifest: dict[str, Any]) -> str | None:
     planned = str(manifest.get("commit"))
     if planned != settings.commit:
         return f"the reviewed plan is of commit {planned[:12]}, not of {settings.commit[:12]}"
-    if manifest.get("config_sha256") != config_digest(settings.stack_dir, settings.artifact_dir):
+    if manifest.get("config_sha256") != settings.digest():
         return "the configuration changed since the plan was reviewed"
     return None
 
@@ -236,8 +243,8 @@ def _refuse(settings: Settings, reason: str) -> int:
         f"lium-tf gitops apply: a fresh plan of {settings.commit[:12]} for review is in {fresh}:",
         file=sys.stderr,
     )
-    fresh_settings = Settings(
-        settings.stack_dir, fresh, settings.commit, settings.lock_timeout, settings.nodes_feed_url
+    fresh_settings = dataclasses.replace(
+        settings, artifact_dir=fresh, not_configuration=(settings.artifact_dir, *settings.not_configuration)
     )
     plan(fresh_settings, Policies())
     print(

@@ -36,6 +36,7 @@ GITOPS = REPO / "examples" / "gitops"
 HCL_STACK = GITOPS / "infra" / "main.tf"
 CDK_APP = GITOPS / "cdk" / "main.py"
 WORKFLOW = GITOPS / ".github" / "workflows" / "terraform.yml"
+ATLANTIS = GITOPS / "atlantis.yaml"
 TIMEOUT = 600
 
 
@@ -354,3 +355,28 @@ def test_example_workflow_plans_comments_and_applies_the_artifact(
     secrets = set(re.findall(r"secrets\.([A-Z_]+)", WORKFLOW.read_text()))
     assert secrets == {"LIUM_API_KEY", "PG_CONN_STR", "LIUM_SSH_PRIVATE_KEY"}
     assert all(f"`{name}`" in readme for name in secrets), "every secret the workflow reads is documented"
+
+
+def test_atlantis_workflows_run_the_same_steps(terraform_env: dict[str, str], tmp_path: Path) -> None:
+    shutil.copy(ATLANTIS, tmp_path / "atlantis.yml")
+    result = subprocess.run(
+        ["terraform", "console"],
+        input='jsonencode(yamldecode(file("atlantis.yml")))\n',
+        cwd=tmp_path,
+        env={**os.environ, **terraform_env},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr
+    config = json.loads(json.loads(result.stdout))
+    assert config["version"] == 3
+    assert {p["workflow"] for p in config["projects"]} == set(config["workflows"]) == {"lium-hcl", "lium-cdk"}
+    for workflow in config["workflows"].values():
+        (plan,) = [s["run"] for s in workflow["plan"]["steps"]]
+        (apply,) = [s["run"] for s in workflow["apply"]["steps"]]
+        assert "lium-tf gitops plan" in plan and '--commit "$HEAD_COMMIT"' in plan and "$PLANFILE" in plan
+        assert "lium-tf gitops apply" in apply and '--commit "$HEAD_COMMIT"' in apply
+        for script in (plan, apply):
+            syntax = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+            assert syntax.returncode == 0, (script, syntax.stderr)
