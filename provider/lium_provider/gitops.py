@@ -41,13 +41,17 @@ from lium_provider.plan_summary import OfferBook, Policies, judge, render
 from lium_provider.plan_summary.pricing import resolve_feed_url
 
 MANIFEST_VERSION = 1
-# What a stack directory holds besides its configuration: Terraform's working data and local state.
+# What a stack directory holds besides its configuration: Terraform's working data, the provider lock file
+# `init` writes when none is committed (Terraform checks the plan's providers against it on apply anyway),
+# local state, and saved plans (Atlantis keeps `<workspace>.tfplan` in the stack's directory).
 _NOT_CONFIGURATION = (
     ".terraform",
+    ".terraform.lock.hcl",
     "terraform.tfstate",
     "terraform.tfstate.backup",
     ".terraform.tfstate.lock.info",
 )
+_NOT_CONFIGURATION_SUFFIXES = (".tfplan",)
 _STALE_PLAN_MARKER = "Saved plan is stale"
 
 
@@ -79,14 +83,17 @@ class Settings:
 def config_digest(stack_dir: Path, excluded: tuple[Path, ...] = ()) -> str:
     """SHA-256 over every configuration file under ``stack_dir`` (names and contents, in a stable order).
 
-    Terraform's working data (``.terraform``), local state files and the ``excluded`` directories (an
-    artifact kept inside the stack, as Atlantis does) are not configuration and are left out.
+    Terraform's working data (``.terraform`` and the lock file ``init`` writes), local state, saved plans
+    and the ``excluded`` directories (an artifact kept inside the stack) are not configuration: left out.
     """
     digest = hashlib.sha256()
     skipped = [e.resolve() for e in excluded]
     for path in sorted(p for p in stack_dir.rglob("*") if p.is_file()):
         relative = path.relative_to(stack_dir)
-        if any(part in _NOT_CONFIGURATION for part in relative.parts):
+        if (
+            any(part in _NOT_CONFIGURATION for part in relative.parts)
+            or path.suffix in _NOT_CONFIGURATION_SUFFIXES
+        ):
             continue
         if any(path.resolve().is_relative_to(e) for e in skipped):
             continue

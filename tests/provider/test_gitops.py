@@ -23,6 +23,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from lium_provider.gitops import config_digest
 from lium_provider.gitops_contract import STALE_PLAN_EXIT_CODE
 from lium_provider.plan_summary.json_format import schema
 from tests.constructs.apps import QUIET
@@ -380,3 +381,27 @@ def test_atlantis_workflows_run_the_same_steps(terraform_env: dict[str, str], tm
         for script in (plan, apply):
             syntax = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
             assert syntax.returncode == 0, (script, syntax.stderr)
+
+
+def test_the_configuration_digest_covers_configuration_only(tmp_path: Path) -> None:
+    stack = tmp_path / "stack"
+    (stack / "modules" / "m").mkdir(parents=True)
+    (stack / "main.tf").write_text('module "m" {\n  source = "./modules/m"\n}\n')
+    (stack / "modules" / "m" / "main.tf").write_text("# a module\n")
+    digest = config_digest(stack)
+    # What init, plan and Atlantis leave in the directory is not configuration.
+    (stack / ".terraform" / "providers").mkdir(parents=True)
+    (stack / ".terraform" / "providers" / "x").write_text("binary")
+    (stack / ".terraform.lock.hcl").write_text("# lock\n")
+    (stack / "terraform.tfstate").write_text("{}")
+    (stack / "default.tfplan").write_text("plan")
+    (stack / "artifact").mkdir()
+    (stack / "artifact" / "plan.json").write_text("{}")
+    assert config_digest(stack, (stack / "artifact",)) == digest
+    assert config_digest(stack) != digest, "an artifact that is not excluded counts"
+    # Every other file does, in any module, by name and by content.
+    (stack / "modules" / "m" / "main.tf").write_text("# a changed module\n")
+    changed = config_digest(stack, (stack / "artifact",))
+    assert changed != digest
+    (stack / "modules" / "m" / "main.tf").rename(stack / "modules" / "m" / "other.tf")
+    assert config_digest(stack, (stack / "artifact",)) not in (digest, changed)
