@@ -142,6 +142,8 @@ def plan(settings: Settings, policies: Policies) -> int:
     """
     artifact = settings.artifact_dir
     artifact.mkdir(parents=True, exist_ok=True)
+    # An older manifest goes first: if this plan fails half-way, the artifact is no longer applicable.
+    (artifact / MANIFEST_FILE).unlink(missing_ok=True)
     digest = settings.digest()
     _init(settings)
     plan_file = artifact.resolve() / PLAN_FILE
@@ -166,6 +168,7 @@ def plan(settings: Settings, policies: Policies) -> int:
         "manifest_version": MANIFEST_VERSION,
         "commit": settings.commit,
         "config_sha256": digest,
+        "policies": dataclasses.asdict(policies),
         "policies_passed": not summary.failed,
     }
     (artifact / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
@@ -202,6 +205,9 @@ def read_manifest(artifact: Path) -> dict[str, Any]:
         raise ArtifactError(f"cannot read {path}: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("manifest_version") != MANIFEST_VERSION:
         raise ArtifactError(f"{path} is not a lium-tf gitops manifest of version {MANIFEST_VERSION}")
+    policies = manifest.get("policies")
+    if not isinstance(policies, dict) or not set(policies) <= {f.name for f in dataclasses.fields(Policies)}:
+        raise ArtifactError(f"{path} does not say which policies the plan was reviewed under")
     if not (artifact / PLAN_FILE).is_file():
         raise ArtifactError(f"no reviewed plan: {artifact / PLAN_FILE} does not exist")
     return manifest
@@ -220,9 +226,17 @@ def stale_reason(settings: Settings, manifest: dict[str, Any]) -> str | None:
 def apply(settings: Settings) -> int:
     """The merge step: apply the reviewed plan file, or refuse it and plan afresh for review.
 
-    Returns 0 when applied, :data:`STALE_PLAN_EXIT_CODE` when refused (after the fresh plan's summary).
+    Returns 0 when applied, :data:`STALE_PLAN_EXIT_CODE` when refused as stale (after the fresh plan's
+    summary), :data:`POLICY_EXIT_CODE` when the plan violated a policy at review.
     """
     manifest = read_manifest(settings.artifact_dir)
+    if manifest.get("policies_passed") is not True:
+        print(
+            "lium-tf gitops apply: refused: the reviewed plan violated a policy (see its summary.md). "
+            "Nothing was applied.",
+            file=sys.stderr,
+        )
+        return POLICY_EXIT_CODE
     reason = stale_reason(settings, manifest)
     if reason is None:
         _init(settings)
@@ -240,10 +254,11 @@ def apply(settings: Settings) -> int:
         if _STALE_PLAN_MARKER not in output:
             raise GitopsError(f"terraform apply failed (exit {code}); its output is above")
         reason = "the state changed since the plan was reviewed (another apply ran)"
-    return _refuse(settings, reason)
+    return _refuse(settings, reason, Policies(**manifest["policies"]))
 
 
-def _refuse(settings: Settings, reason: str) -> int:
+def _refuse(settings: Settings, reason: str, policies: Policies) -> int:
+    """Say why nothing was applied, and plan afresh for review under the reviewed plan's policies."""
     fresh = settings.artifact_dir / FRESH_PLAN_DIR
     print(f"lium-tf gitops apply: refused: {reason}. Nothing was applied.", file=sys.stderr)
     print(
@@ -253,7 +268,7 @@ def _refuse(settings: Settings, reason: str) -> int:
     fresh_settings = dataclasses.replace(
         settings, artifact_dir=fresh, not_configuration=(settings.artifact_dir, *settings.not_configuration)
     )
-    plan(fresh_settings, Policies())
+    plan(fresh_settings, policies)
     print(
         f"lium-tf gitops apply: review it, then apply it with `lium-tf gitops apply --artifact {fresh} "
         f"--commit {settings.commit}`",

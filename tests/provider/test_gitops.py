@@ -254,15 +254,17 @@ def test_the_merge_applies_the_reviewed_plan_and_refuses_stale_ones(
     assert stale.returncode == STALE_PLAN_EXIT_CODE, stale.stderr
     assert "Saved plan is stale" in stale.stderr
     assert "refused: the state changed since the plan was reviewed (another apply ran)" in stale.stderr
-    assert fresh_plan(merge).startswith(
-        "### Lium plan: 0 to create, 0 to update, 0 to replace, 0 to destroy\n"
-    )
+    fresh_summary = fresh_plan(merge)
+    assert fresh_summary.startswith("### Lium plan: 0 to create, 0 to update, 0 to replace, 0 to destroy\n")
+    assert "#### Policies: all passed" in fresh_summary, "judged by the reviewed plan's policies"
     assert [p["id"] for p in account.live()["pods"]] == [p["id"] for p in pods], (
         "the stale plan rented nothing"
     )
 
 
-def test_a_violated_policy_fails_the_plan_step_after_keeping_the_artifact(pipeline: Pipeline) -> None:
+def test_a_violated_policy_fails_the_plan_step_and_blocks_the_apply(
+    pipeline: Pipeline, account: Account
+) -> None:
     workdir = pipeline.checkout("pr")
     failed = pipeline.run_step(
         workdir,
@@ -282,6 +284,19 @@ def test_a_violated_policy_fails_the_plan_step_after_keeping_the_artifact(pipeli
     assert "#### Policies: 1 of 1 failed" in summary
     assert (workdir / "step-summary.md").read_text() == summary, "the summary is still shown"
     assert json.loads((artifact / "manifest.json").read_text())["policies_passed"] is False
+
+    # Such a plan is never applied, even where no CI stops the merge job (Atlantis, a laptop).
+    merge = pipeline.checkout("merge")
+    shutil.copytree(artifact, merge / "runner-temp" / "lium-plan")
+    refused = pipeline.run_step(
+        merge, "apply", "Apply the reviewed plan (lium-tf gitops apply)", HEAD_SHA="c1"
+    )
+    assert refused.returncode == 3, refused.stderr
+    assert (
+        "refused: the reviewed plan violated a policy (see its summary.md). Nothing was applied."
+        in refused.stderr
+    )
+    assert account.live()["pods"] == []
 
 
 def test_apply_without_an_artifact_says_so(tmp_path: Path) -> None:
