@@ -198,6 +198,12 @@ def state_addresses(pipeline: Pipeline, workdir: Path) -> list[str]:
     return sorted(listed.stdout.split())
 
 
+def secret_key_lines(account: Account) -> list[bytes]:
+    """The lines of the SSH private key that are secret (all but its BEGIN/END markers)."""
+    lines = account.key_file.read_bytes().splitlines()
+    return [line for line in lines if line and not line.startswith(b"-----")]
+
+
 def fresh_plan(workdir: Path) -> str:
     """What the apply step showed for review after refusing: the fresh plan's summary."""
     summary = (workdir / "runner-temp" / "fresh-summary.md").read_text()
@@ -260,6 +266,25 @@ def test_the_merge_applies_the_reviewed_plan_and_refuses_stale_ones(
     assert [p["id"] for p in account.live()["pods"]] == [p["id"] for p in pods], (
         "the stale plan rented nothing"
     )
+
+    # The fresh plan is one to review and apply: from a new checkout of the same commit it applies.
+    fresh = merge / "runner-temp" / "lium-plan" / "fresh"
+    _, applied = pipeline.apply("merge-3-fresh", fresh, "c3", trainers=2)
+    assert applied.returncode == 0, applied.stderr
+    assert "Apply complete! Resources: 0 added, 0 changed, 0 destroyed." in applied.stderr
+
+    # The API key and the SSH private key reached no artifact, summary or log of any job.
+    secrets = [account.api_key.encode(), *secret_key_lines(account)]
+    leaked = [
+        p
+        for p in pipeline.root.rglob("*")
+        if p.is_file()
+        and not p.is_relative_to(account.key_file.parent)  # the account's own key pair
+        and any(x in p.read_bytes() for x in secrets)
+    ]
+    assert leaked == []
+    for output in (refused, applied, stale):
+        assert not any(x.decode() in output.stdout + output.stderr for x in secrets)
 
 
 def test_a_violated_policy_fails_the_plan_step_and_blocks_the_apply(
