@@ -591,3 +591,14 @@ def test_a_bad_policy_amount_is_refused_naming_the_flag(tmp_path: Path, amount: 
     result = run_summary(path, "--max-spend", amount, env={})
     assert result.returncode == 2 and result.stdout == ""
     assert "--max-spend" in result.stderr and amount in result.stderr
+
+
+def test_the_documented_schema_is_a_valid_json_schema_that_rejects_other_versions() -> None:
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    document = json.loads(
+        run_summary("-", "--format", "json", env={}, stdin=plan_document(kept("lium_pod.a", 0.5, 24))).stdout
+    )
+    jsonschema.validate(document, SCHEMA)
+    document["schema_version"] = 2
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, SCHEMA)
