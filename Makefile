@@ -83,6 +83,7 @@ bench: setup
 	$(PY) -m bench.plan_apply
 	$(PY) -m bench.pods
 	$(PY) -m bench.runner_bootstrap
+	$(PY) -m bench.pipeline
 
 proto: setup
 	bash provider/tfbridge/proto/regenerate.sh

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lium_provider import PROVIDER_SOURCE, __version__
+from lium_provider.cli_summary import add_summary_commands
 
 DESCRIPTION = (
     "Helpers around the Lium Terraform provider: install it for an offline terraform init, regenerate its "
@@ -57,17 +58,6 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
     for path in write(reference_pages(Path(args.examples_dir)), Path(args.docs_dir)):
         print(path)
-    return 0
-
-
-def cmd_plan_summary(args: argparse.Namespace) -> int:
-    from lium_provider.plan_summary import PlanError, main_summary
-
-    try:
-        sys.stdout.write(main_summary(args.plan_json, args.nodes_feed_url))
-    except PlanError as exc:
-        print(f"lium-tf plan-summary: {exc}", file=sys.stderr)
-        return 1
     return 0
 
 
@@ -171,21 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     constructs.set_defaults(handler=cmd_constructs)
 
-    summary = commands.add_parser(
-        "plan-summary",
-        help="summarise `terraform show -json <planfile>` as Markdown: changes and GPU cost per hour and month",
-        description="Print a Markdown summary of a saved plan for a pull-request comment: what is created, "
-        "updated, replaced and destroyed, and each pod's GPU, count and price per hour now.",
-    )
-    summary.add_argument(
-        "plan_json", metavar="PLAN_JSON", help="output of `terraform show -json`; - reads stdin"
-    )
-    summary.add_argument(
-        "--nodes-feed-url",
-        help="Lium nodes feed for prices (default: env LIUM_NODES_FEED_URL, else <LIUM_API_URL>/public/v1/nodes, "
-        "else lium.io's public feed)",
-    )
-    summary.set_defaults(handler=cmd_plan_summary)
+    add_summary_commands(commands)
     return parser
 
 

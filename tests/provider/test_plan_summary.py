@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
@@ -364,7 +365,7 @@ def test_hostile_strings_sensitive_parts_and_reasons() -> None:
     assert summary.startswith("### Lium plan: 0 to create, 1 to update, 1 to replace, 0 to destroy\n")
     assert "**GPU cost after apply: $0.50/h · $365.00/month**" in summary
     (row,) = [line for line in summary.splitlines() if line.startswith("| `lium_pod.kept`")]
-    assert "| ``x` \\| **bold** <!--`` |" in row and row.count(" | ") == 6
+    assert "| ``x` \\| **bold** <!--`` |" in row and row.count(" | ") == 7
     assert "- `lium_template.t` (tainted)" in summary.splitlines()
     assert (
         '  - `environment`: `{"A" = "1", "KEY" = (sensitive value)}` → `{"A" = "2", "KEY" = (sensitive value)}`'
@@ -374,3 +375,230 @@ def test_hostile_strings_sensitive_parts_and_reasons() -> None:
     assert "  - `secret`: `(sensitive value)` → `(sensitive value)`" in summary.splitlines()
     assert '- `lium_volume.v["a\\|b"]`' in summary.splitlines()
     assert "data.lium_offers" not in summary
+
+
+# -- worst case, headline, policies, JSON: hand-written plans that carry `termination_hours` -------------
+
+SCHEMA = json.loads(
+    (Path(__file__).parents[2] / "provider/lium_provider/plan_summary/plan-summary.schema.json").read_text()
+)
+
+
+def pod_entry(
+    address: str, actions: list[str], before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> Any:
+    """One ``resource_changes`` entry of a ``lium_pod``, as ``terraform show -json`` writes it."""
+    return {
+        "address": address,
+        "mode": "managed",
+        "type": "lium_pod",
+        "change": {"actions": actions, "before": before, "after": after, "after_unknown": {}},
+    }
+
+
+def kept(address: str, price: float, hours: int | None = None) -> Any:
+    values = {"name": address.split(".")[-1], "gpu": "RTX 4090", "gpu_count": 1, "price_per_hour": price}
+    if hours is not None:
+        values["termination_hours"] = hours
+    return pod_entry(address, ["no-op"], values, values)
+
+
+def created(address: str, hours: int | None = None) -> Any:
+    """A new pod pinned to :data:`PINNED_EXECUTOR`: priced at that node's offer in the emulator's feed."""
+    after = {"name": "new", "gpu_count": 1, "executor_id": PINNED_EXECUTOR, "termination_hours": hours}
+    return pod_entry(address, ["create"], None, after)
+
+
+def plan_document(*entries: Any) -> str:
+    return json.dumps({"format_version": "1.2", "resource_changes": list(entries)})
+
+
+def write_plan(tmp_path: Path, name: str, *entries: Any) -> str:
+    path = tmp_path / name
+    path.write_text(plan_document(*entries))
+    return str(path)
+
+
+def test_worst_case_until_removal_per_pod_and_in_total(tmp_path: Path) -> None:
+    unused_feed = {"LIUM_NODES_FEED_URL": "http://127.0.0.1:9/unused"}
+    bounded = write_plan(tmp_path, "bounded.json", kept("lium_pod.a", 0.5, 24), kept("lium_pod.b", 1.0, 10))
+    result = run_summary(bounded, env=unused_feed)
+    assert result.returncode == 0, result.stderr
+    assert "**Worst case until Lium removes the pods: $22.00**\n" in result.stdout
+    rows = pod_rows(result.stdout)
+    assert rows["lium_pod.a"]["Until removal"] == "$12.00 (24 h)"
+    assert rows["lium_pod.b"]["Until removal"] == "$10.00 (10 h)"
+
+    # A pod without termination_hours runs until someone deletes it: its spend, and the total, are unbounded.
+    unbounded = write_plan(tmp_path, "unbounded.json", kept("lium_pod.a", 0.5, 24), kept("lium_pod.b", 1.0))
+    result = run_summary(unbounded, "--format", "json", env=unused_feed)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, SCHEMA)
+    spend = document["cost"]["worst_case_spend"]
+    assert spend == {"usd": None, "bounded": False, "unbounded_pods": ["lium_pod.b"], "unknown_pods": []}
+    pods = {p["address"]: p for p in document["stacks"][0]["pods"]}
+    assert pods["lium_pod.a"]["worst_case_spend_usd"] == 12.0 and pods["lium_pod.a"]["lifetime"] == "bounded"
+    assert (
+        pods["lium_pod.b"]["worst_case_spend_usd"] is None and pods["lium_pod.b"]["lifetime"] == "unbounded"
+    )
+    markdown = run_summary(unbounded, env=unused_feed).stdout
+    assert (
+        "**Worst case until Lium removes the pods: unbounded** (1 pod has no `termination_hours`)" in markdown
+    )
+    assert pod_rows(markdown)["lium_pod.b"]["Until removal"] == "unbounded"
+
+
+def test_headline_gives_the_change_and_its_percentage(tmp_path: Path) -> None:
+    destroyed_values = {"name": "d", "gpu": "RTX 4090", "gpu_count": 1, "price_per_hour": 0.25}
+    path = write_plan(
+        tmp_path,
+        "plan.json",
+        kept("lium_pod.a", 0.5),
+        pod_entry("lium_pod.d", ["delete"], destroyed_values, None),
+    )
+    result = run_summary(path, env={"LIUM_NODES_FEED_URL": "http://127.0.0.1:9/unused"})
+    assert result.returncode == 0, result.stderr
+    assert "**Change: -$0.25/h (-33.3%) · -$182.50/month**\n" in result.stdout
+    assert (
+        "**GPU cost after apply: $0.50/h · $365.00/month** (730 h a month; before: $0.75/h)" in result.stdout
+    )
+    # The per-resource changes are collapsed.
+    assert "<details>\n<summary>Changes (1)</summary>\n\n#### Destroy (1)\n\n- `lium_pod.d`" in result.stdout
+    document = json.loads(run_summary(path, "--format", "json", env={}).stdout)
+    jsonschema.validate(document, SCHEMA)
+    assert document["cost"]["hourly_change_usd"] == pytest.approx(-0.25)
+    assert document["cost"]["hourly_change_percent"] == pytest.approx(-100 / 3)
+    assert document["cost"]["monthly_change_usd"] == pytest.approx(-182.5)
+
+
+def test_several_plans_give_one_table_per_stack(tmp_path: Path, emulator: RunningEmulator) -> None:
+    price = node_price(feed_nodes(emulator), PINNED_EXECUTOR, 1)
+    first = write_plan(tmp_path, "first.json", kept("lium_pod.a", 0.5, 24))
+    second = write_plan(tmp_path, "second.json", created("lium_pod.new", 10))
+    env = {"LIUM_API_URL": emulator.api_url}
+    result = run_summary(first, second, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(
+        "### Lium plan: 2 stacks, 1 to create, 0 to update, 0 to replace, 0 to destroy\n"
+    )
+    assert f"**Change: +${price:.2f}/h (+{price / 0.5 * 100:.1f}%)" in result.stdout
+    assert f"#### Stack `{first}`: 0 to create" in result.stdout
+    assert f"#### Stack `{second}`: 1 to create" in result.stdout
+    assert result.stdout.count("| Pod | Name | Action |") == 2
+    document = json.loads(run_summary(first, second, "--format", "json", env=env).stdout)
+    jsonschema.validate(document, SCHEMA)
+    assert [s["name"] for s in document["stacks"]] == [first, second]
+    assert document["cost"]["hourly_after"] == {"usd": pytest.approx(0.5 + price), "unknown_pods": 0}
+    assert document["cost"]["worst_case_spend"]["usd"] == pytest.approx(12 + 10 * price)
+    assert document["stacks"][1]["changes"] == [
+        {
+            "address": "lium_pod.new",
+            "type": "lium_pod",
+            "action": "create",
+            "actions": ["create"],
+            "deposed": None,
+            "importing": False,
+            "reason": None,
+        }
+    ]
+
+
+@pytest.fixture
+def policy_plan(tmp_path: Path, emulator: RunningEmulator) -> tuple[str, float, dict[str, str]]:
+    """A plan keeping ``a`` ($0.50/h, 24 h) and ``b`` ($1/h, no hours), creating ``new`` (10 h); new's price."""
+    path = write_plan(
+        tmp_path,
+        "plan.json",
+        kept("lium_pod.a", 0.5, 24),
+        kept("lium_pod.b", 1.0),
+        created("lium_pod.new", 10),
+    )
+    return path, node_price(feed_nodes(emulator), PINNED_EXECUTOR, 1), {"LIUM_API_URL": emulator.api_url}
+
+
+def violations(result: subprocess.CompletedProcess[str]) -> list[str]:
+    prefix = "lium-tf plan-summary: policy violated: "
+    lines = result.stderr.splitlines()
+    assert all(line.startswith(prefix) for line in lines), result.stderr
+    return [line.removeprefix(prefix) for line in lines]
+
+
+def test_hourly_policies_fail_above_their_limit_and_pass_at_it(
+    policy_plan: tuple[str, float, dict[str, str]],
+) -> None:
+    path, price, env = policy_plan
+    at_limit = run_summary(
+        path, "--max-hourly-increase", f"{price}", "--max-hourly-total", f"{1.5 + price}", env=env
+    )
+    assert at_limit.returncode == 0 and at_limit.stderr == ""
+    assert "#### Policies: all passed" in at_limit.stdout
+
+    over = run_summary(
+        path, "--max-hourly-increase", f"{price - 0.01}", "--max-hourly-total", f"${1.49 + price}", env=env
+    )
+    assert over.returncode == 3
+    increase, hourly_total = violations(over)
+    assert increase.startswith(f"max-hourly-increase: the plan adds ${price:.2f}/h, more than")
+    assert increase.endswith(f": `lium_pod.new` +${price:.2f}/h")
+    assert hourly_total.startswith(f"max-hourly-total: the pods cost ${1.5 + price:.2f}/h after apply")
+    assert "`lium_pod.a` $0.50/h" in hourly_total and "`lium_pod.b` $1.00/h" in hourly_total
+    # The summary is still printed, with the verdicts.
+    assert over.stdout.startswith("### Lium plan: 1 to create")
+    assert "#### Policies: 2 of 2 failed" in over.stdout and increase in over.stdout
+
+
+def test_spend_policies_name_each_unbounded_pod(
+    policy_plan: tuple[str, float, dict[str, str]], tmp_path: Path
+) -> None:
+    path, price, env = policy_plan
+    result = run_summary(path, "--max-spend", "1000", "--require-termination-hours", env=env)
+    assert result.returncode == 3
+    assert violations(result) == [
+        "max-spend: `lium_pod.b` has no `termination_hours`: its spend is unbounded",
+        "require-termination-hours: `lium_pod.b` has no `termination_hours`",
+    ]
+
+    # Without b every pod is bounded: the worst case is 24 h of a and 10 h of new.
+    bounded = write_plan(tmp_path, "bounded.json", kept("lium_pod.a", 0.5, 24), created("lium_pod.new", 10))
+    worst = 12 + 10 * price
+    passed = run_summary(bounded, "--max-spend", f"{worst + 0.001}", "--require-termination-hours", env=env)
+    assert passed.returncode == 0 and passed.stderr == "", passed.stderr
+    failed = run_summary(bounded, "--max-spend", f"{worst - 0.01}", "--format", "json", env=env)
+    assert failed.returncode == 3
+    (line,) = violations(failed)
+    assert line.startswith("max-spend: the pods can cost $") and "`lium_pod.new` $" in line
+    document = json.loads(failed.stdout)
+    jsonschema.validate(document, SCHEMA)
+    assert document["policies"] == [
+        {"policy": "max-spend", "limit": pytest.approx(worst - 0.01), "passed": False, "violations": [line]}
+    ]
+
+
+def test_money_policies_refuse_an_unknown_price(tmp_path: Path) -> None:
+    path = write_plan(tmp_path, "plan.json", created("lium_pod.new", 10))
+    result = run_summary(
+        path, "--max-hourly-increase", "5", env={"LIUM_NODES_FEED_URL": "http://127.0.0.1:9/x"}
+    )
+    assert result.returncode == 3
+    (line,) = violations(result)
+    assert line.startswith("max-hourly-increase: `lium_pod.new`: price not known now")
+
+
+@pytest.mark.parametrize("amount", ["-1", "lots", "inf", "nan"])
+def test_a_bad_policy_amount_is_refused_naming_the_flag(tmp_path: Path, amount: str) -> None:
+    path = write_plan(tmp_path, "plan.json", kept("lium_pod.a", 0.5))
+    result = run_summary(path, "--max-spend", amount, env={})
+    assert result.returncode == 2 and result.stdout == ""
+    assert "--max-spend" in result.stderr and amount in result.stderr
+
+
+def test_the_documented_schema_is_a_valid_json_schema_that_rejects_other_versions() -> None:
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    document = json.loads(
+        run_summary("-", "--format", "json", env={}, stdin=plan_document(kept("lium_pod.a", 0.5, 24))).stdout
+    )
+    jsonschema.validate(document, SCHEMA)
+    document["schema_version"] = 2
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, SCHEMA)

@@ -3,19 +3,17 @@
 The stack is the GitOps example's own ``examples/gitops/infra``, applied against the emulator. To make
 "one run holds the lock" a fact rather than a race, the emulator keeps the first run's pod PENDING (a
 ``stuck_pending`` fault) until the test has watched the other runs collide with the lock; then the
-fault is lifted and every run finishes. Also here: the example's HCL validates and its workflow parses.
+fault is lifted and every run finishes. Also here: the example's HCL validates (its workflow is checked
+in test_gitops.py, which runs its steps).
 """
 
 from __future__ import annotations
 
 import json
-import re
-import shutil
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +26,6 @@ pytestmark = pytest.mark.terraform
 
 GITOPS = REPO / "examples" / "gitops"
 STACK_DIR = GITOPS / "infra"
-WORKFLOW = GITOPS / ".github" / "workflows" / "terraform.yml"
 HOLD_RENTS = {
     "seed": 1,
     "rules": [{"name": "hold", "method": "POST", "path": "/executors/*/rent", "kind": "stuck_pending"}],
@@ -209,67 +206,3 @@ def test_example_stack_validates(make_terraform: Callable[..., Terraform]) -> No
     result = json.loads(tf.run("validate", "-json", "-no-color").stdout)
     assert result["valid"] is True and result["error_count"] == 0, result
     assert not (STACK_DIR / ".terraform").exists(), "validation must not write into the example"
-
-
-def parse_workflow(make_terraform: Callable[..., Terraform]) -> dict[str, Any]:
-    """The workflow file parsed by Terraform's own YAML decoder (``yamldecode``), as JSON."""
-    copy = WORKFLOW.read_text()
-    tf = make_terraform('output "workflow" {\n  value = yamldecode(file("${path.module}/workflow.yml"))\n}\n')
-    tf.write(copy, name="workflow.yml")
-    tf.init()
-    tf.apply()
-    workflow: dict[str, Any] = json.loads(tf.run("output", "-json", "workflow").stdout)
-    return workflow
-
-
-def test_example_workflow_plans_comments_and_applies(
-    make_terraform: Callable[..., Terraform], tmp_path: Path
-) -> None:
-    workflow = parse_workflow(make_terraform)
-    assert workflow["on"]["pull_request"]["branches"] == ["main"]
-    assert workflow["on"]["push"]["branches"] == ["main"]
-    assert workflow["defaults"]["run"]["working-directory"] == STACK_DIR.name
-
-    plan, apply = workflow["jobs"]["plan"], workflow["jobs"]["apply"]
-    assert "pull_request" in plan["if"] and "refs/heads/main" in apply["if"]
-    assert plan["permissions"]["pull-requests"] == "write"
-    assert apply["concurrency"]["cancel-in-progress"] is False
-    for job in (plan, apply):
-        assert job["env"] == {
-            "LIUM_API_KEY": "${{ secrets.LIUM_API_KEY }}",
-            "PG_CONN_STR": "${{ secrets.PG_CONN_STR }}",
-        }
-    plan_runs = "\n".join(step.get("run", "") for step in plan["steps"])
-    apply_runs = "\n".join(step.get("run", "") for step in apply["steps"])
-    assert (
-        "terraform plan" in plan_runs and "-out=plan.bin" in plan_runs and "terraform apply" not in plan_runs
-    )
-    assert "lium-tf plan-summary plan.json" in plan_runs and "LIUM_SSH_PRIVATE_KEY" not in json.dumps(plan)
-    assert re.search(r"terraform apply .*-lock-timeout=\S+ plan\.bin", apply_runs)
-    assert "LIUM_SSH_PRIVATE_KEY_FILE" in apply_runs
-
-    (comment,) = [s for s in plan["steps"] if s.get("uses", "").startswith("actions/github-script@")]
-    assert comment["env"]["SUMMARY_FILE"] == f"{STACK_DIR.name}/summary.md"
-    assert "summary.md" in plan_runs and "createComment" in comment["with"]["script"]
-
-    steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
-    for step in steps:
-        # Expressions are substituted into scripts before they run: secrets and PR data go through env.
-        assert "${{" not in step.get("run", "") + step.get("with", {}).get("script", ""), step
-    scripts = tmp_path / "scripts"
-    scripts.mkdir()
-    for index, step in enumerate(s for s in steps if "run" in s):
-        (scripts / f"{index}.sh").write_text(step["run"])
-        syntax = subprocess.run(["bash", "-n", str(scripts / f"{index}.sh")], capture_output=True, text=True)
-        assert syntax.returncode == 0, (step["run"], syntax.stderr)
-    node = shutil.which("node")
-    assert node is not None, "node (installed for cdktf) checks the github-script syntax"
-    wrapped = scripts / "comment.js"
-    wrapped.write_text("async function comment(github, context) {\n" + comment["with"]["script"] + "\n}\n")
-    syntax = subprocess.run([node, "--check", str(wrapped)], capture_output=True, text=True)
-    assert syntax.returncode == 0, syntax.stderr
-
-    readme = (GITOPS / "README.md").read_text()
-    secrets = set(re.findall(r"secrets\.([A-Z_]+)", WORKFLOW.read_text()))
-    assert secrets == {"LIUM_API_KEY", "PG_CONN_STR", "LIUM_SSH_PRIVATE_KEY"}
-    assert all(f"`{name}`" in readme for name in secrets), "every secret the workflow reads is documented"

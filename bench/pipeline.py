@@ -1,0 +1,163 @@
+"""Pipeline time: a pull-request job from checkout to summary, against plain ``terraform plan``, in one run.
+
+For the quickstart (one pod with its runner) and a 50-pod fleet, each as HCL and as a CDK app, a round is:
+a fresh checkout (a new directory), synth where there is one, then ``lium-tf gitops plan`` (init, plan
+-out, show -json, summary, manifest): the pull-request job of examples/gitops. Beside it, in the same
+round, plain ``terraform init`` + ``terraform plan`` of the equivalent HCL in its own fresh checkout. The
+emulator serves Lium; the fleet's state is in the ``pg`` backend on a real PostgreSQL, as in the example.
+Prints medians over the rounds (after one unmeasured warm-up round) and the ratio of the pipeline to the
+plain plan.
+
+Run from the repository root: ``.venv/bin/python -m bench.pipeline [--rounds 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.workspace import terraform, terraform_workspace
+from lium_emulator.launcher import launch
+from tests.support.lium import FAST_TIMINGS, new_account
+from tests.support.postgres import running_postgres
+from tests.support.terraform import REPO
+
+FLEET_SIZE = 50
+QUIET = {"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20", "CHECKPOINT_DISABLE": "1", "CI": "1"}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One stack of one kind: how a checkout of it is laid out, and where Terraform then runs."""
+
+    stack: str
+    kind: str  # "hcl" or "cdk"
+    checkout: Callable[[Path, dict[str, str]], Path]
+    """Lay out a checkout in the directory (synth included for CDK); return the stack directory."""
+
+
+def _hcl(source: Path, replace: tuple[str, str] | None = None) -> Callable[[Path, dict[str, str]], Path]:
+    def checkout(workdir: Path, env: dict[str, str]) -> Path:
+        text = source.read_text()
+        if replace is not None:
+            assert replace[0] in text, replace
+            text = text.replace(*replace)
+        workdir.mkdir(parents=True)
+        (workdir / "main.tf").write_text(text)
+        return workdir
+
+    return checkout
+
+
+def _cdk(app: Path, stack_name: str, extra_env: dict[str, str]) -> Callable[[Path, dict[str, str]], Path]:
+    def checkout(workdir: Path, env: dict[str, str]) -> Path:
+        workdir.mkdir(parents=True)
+        run_env = {**env, **QUIET, **extra_env, "CDKTF_OUTDIR": str(workdir / "cdktf.out")}
+        result = subprocess.run(
+            [sys.executable, str(app)], cwd=workdir, env=run_env, capture_output=True, text=True
+        )
+        if result.returncode != 0:
+            raise SystemExit(f"synth of {app} failed:\n{result.stderr}")
+        return workdir / "cdktf.out" / "stacks" / stack_name
+
+    return checkout
+
+
+QUICKSTART_HCL = _hcl(REPO / "examples" / "hcl" / "main.tf")
+FLEET_HCL = _hcl(
+    REPO / "examples" / "gitops" / "infra" / "main.tf", ("default     = 1\n", f"default     = {FLEET_SIZE}\n")
+)
+CASES = (
+    Case("quickstart", "hcl", QUICKSTART_HCL),
+    Case("quickstart", "cdk", _cdk(REPO / "examples" / "quickstart" / "main.py", "quickstart", {})),
+    Case(f"fleet of {FLEET_SIZE}", "hcl", FLEET_HCL),
+    Case(
+        f"fleet of {FLEET_SIZE}",
+        "cdk",
+        _cdk(REPO / "examples" / "gitops" / "cdk" / "main.py", "trainers", {"TRAINERS": str(FLEET_SIZE)}),
+    ),
+)
+PLAIN = {"quickstart": QUICKSTART_HCL, f"fleet of {FLEET_SIZE}": FLEET_HCL}
+
+
+def gitops_plan(stack_dir: Path, artifact: Path, env: dict[str, str]) -> None:
+    command = [sys.executable, "-m", "lium_provider.cli", "gitops", "plan", "--dir", str(stack_dir)]
+    command += ["--artifact", str(artifact), "--commit", "bench"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"lium-tf gitops plan failed in {stack_dir}:\n{result.stderr[-4000:]}")
+
+
+def pipeline_round(case: Case, base: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(synth seconds, seconds of the whole job) of one fresh checkout of ``case``."""
+    started = time.perf_counter()
+    stack_dir = case.checkout(base / "checkout", env)
+    synthesized = time.perf_counter()
+    gitops_plan(stack_dir, base / "artifact", env)
+    done = time.perf_counter()
+    return synthesized - started if case.kind == "cdk" else 0.0, done - started
+
+
+def plain_round(stack: str, base: Path, env: dict[str, str]) -> float:
+    """Seconds of plain ``terraform init`` + ``terraform plan`` of the stack's HCL in a fresh checkout."""
+    started = time.perf_counter()
+    stack_dir = PLAIN[stack](base / "checkout", env)
+    terraform(stack_dir, env, "init", "-input=false", "-no-color")
+    terraform(stack_dir, env, "plan", "-input=false", "-no-color")
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    synth: dict[tuple[str, str], list[float]] = {}
+    jobs: dict[tuple[str, str], list[float]] = {}
+    plain: dict[str, list[float]] = {}
+    with (
+        terraform_workspace("bench-pipeline-") as (scratch, tf_env),
+        launch(FAST_TIMINGS) as emulator,
+        running_postgres() as postgres,
+    ):
+        account = new_account(emulator, scratch / "account")
+        env = {**tf_env, **account.env, "PG_CONN_STR": postgres.conn_str}
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+        # Round 0 is not measured: it warms the page cache, the provider's zygote and the CDK for all alike.
+        for round_number in range(args.rounds + 1):
+            for case in CASES:
+                with tempfile.TemporaryDirectory(dir=scratch) as base:
+                    seconds_synth, seconds_job = pipeline_round(case, Path(base), env)
+                if round_number:
+                    synth.setdefault((case.stack, case.kind), []).append(seconds_synth)
+                    jobs.setdefault((case.stack, case.kind), []).append(seconds_job)
+            for stack in PLAIN:
+                with tempfile.TemporaryDirectory(dir=scratch) as base:
+                    seconds_plain = plain_round(stack, Path(base), env)
+                if round_number:
+                    plain.setdefault(stack, []).append(seconds_plain)
+        shutil.rmtree(scratch / "account", ignore_errors=True)
+    print(f"medians of {args.rounds} rounds, load average {os.getloadavg()[0]:.2f}")
+    print(
+        "| stack | kind | synth | PR job (checkout → summary) | plain terraform init + plan | job / plain |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
+    for case in CASES:
+        key = (case.stack, case.kind)
+        job, base_plan = statistics.median(jobs[key]), statistics.median(plain[case.stack])
+        synth_text = f"{statistics.median(synth[key]):.2f} s" if case.kind == "cdk" else "—"
+        print(
+            f"| {case.stack} | {case.kind} | {synth_text} | {job:.2f} s | {base_plan:.2f} s | {job / base_plan:.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""The GitOps example's stack as a CDK app: a ``GpuStack`` of trainer pods, its state in PostgreSQL.
+
+    python examples/gitops/cdk/main.py      # synth: cdktf.out/stacks/trainers/cdk.tf.json
+    lium-tf gitops plan --dir cdktf.out/stacks/trainers --artifact ... --commit ...
+
+This is how CDK pipelines run: synth, then Terraform plans and applies the synthesized stack (the
+workflow in ../.github/workflows/terraform.yml does so beside the HCL stack in ../infra). Terraform's
+``pg`` backend reads its connection string from ``PG_CONN_STR`` when it runs, so the synthesized JSON
+(which the pipeline hashes and keeps with the plan) never holds it. ``TRAINERS`` sets how many pods
+(default 1), as ``var.trainers`` does for the HCL stack.
+"""
+
+from __future__ import annotations
+
+import os
+
+from constructs import Construct
+from lium_constructs import GpuStack, LiumProvider, OfferFilter, cdk
+
+STACK_NAME = "trainers"
+
+
+class TrainersStack(cdk.TerraformStack):
+    """``count`` trainer pods of one RTX 4090 each on ``python:3.11-slim``; state in the ``pg`` backend."""
+
+    def __init__(self, scope: Construct, id_: str, count: int) -> None:
+        super().__init__(scope, id_)
+        # The pg backend with no arguments (the connection string comes from PG_CONN_STR at init), in
+        # place of the CDK's default local backend, whose path would differ between checkouts.
+        cdk.PgBackend(self, conn_str="from PG_CONN_STR")
+        self.add_override("terraform.backend.pg.conn_str", None)
+        LiumProvider(self, "lium")
+        GpuStack(
+            self,
+            "trainer",
+            image="python:3.11-slim",
+            count=count,
+            offer=OfferFilter(gpu="RTX 4090", max_price_per_hour=0.8),
+            runner=None,
+        )
+
+
+def main() -> None:
+    app = cdk.App()
+    TrainersStack(app, STACK_NAME, count=int(os.environ.get("TRAINERS", "1")))
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+"""What pipelines rely on from ``lium-tf plan-summary`` and ``lium-tf gitops``: formats, exit codes, files.
+
+Kept in a module of its own, with no imports, so that the command line can name them without loading the
+summary's pricing code.
+"""
+
+from __future__ import annotations
+
+FORMATS = ("markdown", "json")
+"""``plan-summary --format`` values."""
+
+DEFAULT_LOCK_TIMEOUT = "15m"
+"""How long ``gitops`` lets Terraform wait for another run's state lock."""
+
+PLAN_ERROR_EXIT_CODE = 1
+"""The input is not a readable plan, or Terraform failed."""
+USAGE_EXIT_CODE = 2
+"""A missing or unreadable artifact or setting (argparse uses 2 for bad flags too)."""
+POLICY_EXIT_CODE = 3
+"""A policy was violated; the summary was still printed."""
+STALE_PLAN_EXIT_CODE = 4
+"""``gitops apply`` refused a plan that is not what would be applied now; a fresh plan was made instead."""
+
+PLAN_FILE = "plan.bin"
+PLAN_JSON_FILE = "plan.json"
+SUMMARY_MARKDOWN_FILE = "summary.md"
+SUMMARY_JSON_FILE = "summary.json"
+MANIFEST_FILE = "manifest.json"
+FRESH_PLAN_DIR = "fresh"
+"""Where ``gitops apply`` puts the fresh plan it makes when it refuses a stale one (inside the artifact)."""

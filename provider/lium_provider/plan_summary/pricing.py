@@ -1,0 +1,156 @@
+"""What the pods of a plan cost per hour: a kept pod its billed price, a new rental what Lium asks now.
+
+A pod that will be rented is priced at the chosen executor's offer, or the cheapest offer matching the
+pod's filter, found in the public nodes feed exactly as ``lium_pod`` chooses at apply time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lium_provider.api.errors import LiumError
+from lium_provider.api.offers import Offer, OfferFilter, find_offers, matches
+from lium_provider.endpoints import DEFAULT_ENDPOINT, feed_url_for
+from lium_provider.plan_summary.parsing import ResourceChange
+from lium_provider.plan_summary.values import SENSITIVE_TEXT, code
+from lium_provider.resources.pod import FILTER_ATTRIBUTES, PodModel, offer_filter
+from tfbridge.values import to_model
+
+
+def resolve_feed_url(flag: str | None, environ: Mapping[str, str]) -> str:
+    """``--nodes-feed-url``, else ``LIUM_NODES_FEED_URL``, else the feed of ``LIUM_API_URL`` (the provider's rule)."""
+    return feed_url_for(
+        environ.get("LIUM_API_URL") or DEFAULT_ENDPOINT, flag or environ.get("LIUM_NODES_FEED_URL")
+    )
+
+
+@dataclass
+class OfferBook:
+    """Offers from the nodes feed, fetched at most once per GPU count; a failed fetch is remembered."""
+
+    feed_url: str
+    error: str | None = None
+    _by_count: dict[int, list[Offer]] = field(default_factory=dict)
+
+    def offers(self, gpu_count: int) -> list[Offer] | None:
+        """Every offer of ``gpu_count`` GPUs, cheapest first; None when the feed cannot be read."""
+        if self.error is not None:
+            return None
+        if gpu_count not in self._by_count:
+            try:
+                self._by_count[gpu_count] = find_offers(self.feed_url, OfferFilter(gpu_count=gpu_count))
+            except (LiumError, ValueError) as exc:
+                self.error = str(exc)
+                return None
+        return self._by_count[gpu_count]
+
+
+_KEPT_BASIS = {
+    "keep": "current rental",
+    "update": "current rental",
+    "destroy": "destroyed",
+    "forget": "forgotten: still billed, no longer managed",
+}
+
+
+@dataclass(frozen=True)
+class PodCost:
+    """One ``lium_pod`` instance in the summary: what runs after the plan and what it costs per hour.
+
+    ``gpu``, ``gpu_count`` and ``name`` are display text; ``basis`` is Markdown saying where the price
+    comes from. ``price_after`` is None when the price is not known now.
+    """
+
+    change: ResourceChange
+    gpu: str
+    gpu_count: str
+    price_after: float | None
+    basis: str
+
+    @property
+    def name(self) -> str:
+        return self.change.text("after" if self.change.after is not None else "before", "name")
+
+    @property
+    def price_before(self) -> float | None:
+        return known_price(self.change)
+
+    @property
+    def exists_after(self) -> bool:
+        return self.change.action in ("create", "update", "replace", "keep")
+
+    @property
+    def existed_before(self) -> bool:
+        return self.change.before is not None
+
+
+def known_price(change: ResourceChange) -> float | None:
+    """The ``price_per_hour`` the pod the plan starts from is billed (None for a new pod or if not shown)."""
+    value = change.value("before", "price_per_hour")
+    if change.sensitive("before", "price_per_hour") or isinstance(value, bool):
+        return None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def price_pod(change: ResourceChange, book: OfferBook) -> PodCost:
+    """What ``change`` leaves running and at what price: a kept pod its own, a new rental today's offer."""
+    if change.action not in ("create", "replace"):
+        price = known_price(change) if change.action in ("keep", "update") else None
+        basis = _KEPT_BASIS.get(change.action, change.action)
+        return PodCost(change, change.text("before", "gpu"), change.text("before", "gpu_count"), price, basis)
+    gpu = change.text("after", "gpu")
+    count = change.value("after", "gpu_count")
+    if change.unknown("gpu_count") or not isinstance(count, int) or isinstance(count, bool):
+        return PodCost(change, gpu, change.shown("after", "gpu_count"), None, "GPU count known after apply")
+    if change.sensitive("after", "gpu_count"):
+        return PodCost(change, gpu, SENSITIVE_TEXT, None, "GPU count is sensitive")
+    executor = change.value("after", "executor_id")
+    if change.sensitive("after", "executor_id"):
+        return PodCost(change, gpu, str(count), None, "`executor_id` is sensitive")
+    if isinstance(executor, str) and not change.unknown("executor_id"):
+        return _price_on_executor(change, book, count, executor)
+    return _price_by_filter(change, book, count)
+
+
+def _price_on_executor(change: ResourceChange, book: OfferBook, count: int, executor: str) -> PodCost:
+    gpu = change.text("after", "gpu")
+    offers = book.offers(count)
+    if offers is None:
+        return PodCost(change, gpu, str(count), None, "nodes feed unavailable")
+    offer = next((o for o in offers if o.executor_id == executor), None)
+    if offer is None:
+        return PodCost(
+            change, gpu, str(count), None, f"executor {code(executor)} offers no {count}-GPU pod now"
+        )
+    basis = f"executor {code(executor)} now ({code(offer.region)})"
+    return PodCost(change, offer.gpu_model, str(count), offer.price_per_hour, basis)
+
+
+def _price_by_filter(change: ResourceChange, book: OfferBook, count: int) -> PodCost:
+    gpu = change.text("after", "gpu")
+    values: dict[str, Any] = {"gpu_count": count}
+    for attribute in FILTER_ATTRIBUTES:
+        if change.unknown(attribute):
+            return PodCost(change, gpu, str(count), None, f"filter {code(attribute)} known after apply")
+        if change.sensitive("after", attribute):
+            return PodCost(change, gpu, str(count), None, f"filter {code(attribute)} is sensitive")
+        values[attribute] = change.value("after", attribute)
+    try:
+        flt = offer_filter(to_model(PodModel, values))
+    except ValueError:
+        return PodCost(change, gpu, str(count), None, "the offer filter is invalid")
+    offers = book.offers(count)
+    if offers is None:
+        return PodCost(change, gpu, str(count), None, "nodes feed unavailable")
+    matching = [o for o in offers if matches(o, flt)]
+    if not matching:
+        return PodCost(change, gpu, str(count), None, "no offer matches the filter now")
+    cheapest = matching[0]
+    plural = "s" if len(matching) != 1 else ""
+    basis = (
+        f"cheapest of {len(matching)} matching offer{plural} now "
+        f"(executor {code(cheapest.executor_id)}, {code(cheapest.region)})"
+    )
+    return PodCost(change, cheapest.gpu_model, str(count), cheapest.price_per_hour, basis)

@@ -1,0 +1,167 @@
+"""What a plan means in money: per stack, the hourly cost before and after, its change, and the worst case.
+
+The worst case is what the stack's pods can cost until Lium removes them: each pod's price per hour times
+its ``termination_hours`` (Lium's rent field: Lium removes a pod that long after it started), read from
+the plan's ``after`` values. A pod without it runs until someone deletes it: its spend is *unbounded*.
+This module computes; :mod:`~lium_provider.plan_summary.markdown`, :mod:`~lium_provider.plan_summary.
+json_format` and :mod:`~lium_provider.plan_summary.policies` present and judge the same numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from lium_provider.plan_summary.parsing import ResourceChange, parse_plan
+from lium_provider.plan_summary.pricing import OfferBook, PodCost, price_pod
+
+HOURS_PER_MONTH = 730
+POD_TYPE = "lium_pod"
+TERMINATION_ATTRIBUTE = "termination_hours"
+# The verbs a summary counts, in the order it names them.
+COUNTED_ACTIONS = ("create", "update", "replace", "destroy", "forget")
+
+
+@dataclass(frozen=True)
+class Total:
+    """A sum of pod prices per hour; ``unknown`` pods were left out because their price is not known yet."""
+
+    per_hour: float
+    unknown: int
+
+    @property
+    def per_month(self) -> float:
+        return self.per_hour * HOURS_PER_MONTH
+
+
+def total(prices: Sequence[float | None]) -> Total:
+    """The :class:`Total` of ``prices`` (None: not known)."""
+    return Total(sum(p for p in prices if p is not None), sum(1 for p in prices if p is None))
+
+
+class Bound(Enum):
+    """Whether a pod's time until Lium removes it is known from the plan."""
+
+    BOUNDED = "bounded"  # termination_hours is set
+    UNBOUNDED = "unbounded"  # no termination_hours: the pod runs until deleted
+    UNKNOWN = "unknown"  # termination_hours is set but only known after apply, or sensitive
+
+
+@dataclass(frozen=True)
+class PodSpend:
+    """The worst case of one pod that exists after the plan: its price for all of ``termination_hours``."""
+
+    pod: PodCost
+    bound: Bound
+    termination_hours: float | None
+
+    @property
+    def usd(self) -> float | None:
+        """Price times termination hours; None when unbounded or when either factor is not known."""
+        if self.termination_hours is None or self.pod.price_after is None:
+            return None
+        return self.pod.price_after * self.termination_hours
+
+
+def termination_hours(change: ResourceChange) -> tuple[Bound, float | None]:
+    """The pod's ``termination_hours`` after the plan, and whether it bounds the pod's life."""
+    if change.unknown(TERMINATION_ATTRIBUTE) or change.sensitive("after", TERMINATION_ATTRIBUTE):
+        return Bound.UNKNOWN, None
+    value = change.value("after", TERMINATION_ATTRIBUTE)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return Bound.BOUNDED, float(value)
+    return Bound.UNBOUNDED, None
+
+
+@dataclass(frozen=True)
+class Spend:
+    """The worst-case spend of some pods: a sum in USD, with the pods it could not bound or price."""
+
+    usd: float
+    unbounded: tuple[str, ...]
+    unknown: tuple[str, ...]
+
+    @property
+    def bounded(self) -> bool:
+        return not self.unbounded
+
+
+def spend_of(spends: Sequence[PodSpend]) -> Spend:
+    """The :class:`Spend` of ``spends``: unbounded pods and pods of unknown price or hours are listed."""
+    unbounded = tuple(s.pod.change.address for s in spends if s.bound is Bound.UNBOUNDED)
+    unknown = tuple(s.pod.change.address for s in spends if s.bound is not Bound.UNBOUNDED and s.usd is None)
+    return Spend(sum(s.usd for s in spends if s.usd is not None), unbounded, unknown)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Hourly cost before and after a plan, and the worst-case spend of what runs after it."""
+
+    before: Total
+    after: Total
+    spend: Spend
+
+    @property
+    def change_per_hour(self) -> float:
+        return self.after.per_hour - self.before.per_hour
+
+    @property
+    def change_percent(self) -> float | None:
+        """The change relative to before, in percent; None when nothing was billed before."""
+        return self.change_per_hour / self.before.per_hour * 100 if self.before.per_hour else None
+
+    @property
+    def exact(self) -> bool:
+        """False when a price is not known, so the hourly numbers are lower bounds."""
+        return not (self.before.unknown or self.after.unknown)
+
+
+@dataclass(frozen=True)
+class StackReport:
+    """One plan file: its changes, its priced pods and what they cost."""
+
+    name: str
+    changes: tuple[ResourceChange, ...]
+    pods: tuple[PodCost, ...]
+    spends: tuple[PodSpend, ...]
+    feed_error: str | None
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many resources each counted verb touches (:data:`COUNTED_ACTIONS`)."""
+        return {verb: sum(1 for c in self.changes if c.action == verb) for verb in COUNTED_ACTIONS}
+
+    @property
+    def cost(self) -> Cost:
+        return cost_of(self.pods, self.spends)
+
+
+def cost_of(pods: Sequence[PodCost], spends: Sequence[PodSpend]) -> Cost:
+    """The :class:`Cost` of ``pods`` (any stacks) whose worst cases are ``spends``."""
+    return Cost(
+        before=total([p.price_before for p in pods if p.existed_before]),
+        after=total([p.price_after for p in pods if p.exists_after]),
+        spend=spend_of(spends),
+    )
+
+
+def report_stack(name: str, text: str, book: OfferBook) -> StackReport:
+    """The report of plan JSON ``text``, priced with ``book``; PlanError if ``text`` is not a plan."""
+    changes = parse_plan(text)
+    pods = [
+        price_pod(c, book) for c in changes if c.type == POD_TYPE and c.action != "read" and not c.deposed
+    ]
+    spends = [PodSpend(p, *termination_hours(p.change)) for p in pods if p.exists_after]
+    return StackReport(name, tuple(changes), tuple(pods), tuple(spends), book.error)
+
+
+@dataclass(frozen=True)
+class Report:
+    """Every stack of one summary (one pull request), and their combined cost."""
+
+    stacks: tuple[StackReport, ...]
+
+    @property
+    def cost(self) -> Cost:
+        return cost_of([p for s in self.stacks for p in s.pods], [x for s in self.stacks for x in s.spends])
