@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from lium_emulator.config import random_admin_key
 from lium_emulator.launcher import RunningEmulator, launch
 from lium_emulator.sandbox import processes_mentioning
 from tests.chaos import audit
@@ -46,6 +47,8 @@ class RestartableEmulator:
     def __init__(self, state_dir: Path, api_key: str) -> None:
         self.state_dir = state_dir
         self.api_key = api_key
+        # One admin key for every run on this state dir, so handles kept across a restart stay valid.
+        self.admin_key = random_admin_key()
         self.port: int | None = None
         self.current: RunningEmulator | None = None
 
@@ -53,7 +56,7 @@ class RestartableEmulator:
         args = ["--state-dir", str(self.state_dir), "--api-key", self.api_key, *FAST_TIMINGS]
         if self.port is not None:
             args += ["--port", str(self.port)]  # after launch's own "--port 0": the last one wins
-        self.current = launch(args)
+        self.current = launch(args, admin_key=self.admin_key)
         self.port = int(self.current.api_url.rsplit(":", 1)[1].split("/", 1)[0])
         return self.current
 
