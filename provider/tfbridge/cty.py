@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -74,14 +73,19 @@ class CtyError(ValueError):
 # Types.
 
 
-class CtyType(ABC):
-    """A cty type: immutable, hashable, compared by value; ``str()`` gives a readable name."""
+class CtyType:
+    """A cty type: immutable, hashable, compared by value; ``str()`` gives a readable name.
+
+    Deliberately not an ``abc.ABC``: the codecs test a type's class on every value they walk, and an
+    ``isinstance`` against an ABC-derived class goes through ``ABCMeta.__instancecheck__`` (several times
+    slower); every concrete type overrides :meth:`to_json`.
+    """
 
     __slots__ = ()
 
-    @abstractmethod
     def to_json(self) -> object:
         """The type in cty's JSON form, as plain Python data (``["list", "string"]``)."""
+        raise NotImplementedError(type(self).__name__)
 
     def __repr__(self) -> str:
         return str(self)
@@ -713,6 +717,9 @@ def _object_to_wire(value: object, t: ObjectType, fmt: _WireFormat) -> dict[str,
             item = value[name]
         else:
             item = None  # a missing attribute is null
+        if item is None:  # null whatever the type: no walk
+            result[name] = None
+            continue
         try:
             result[name] = _to_wire(item, attr_type, fmt)
         except CtyError as err:
@@ -751,8 +758,12 @@ def _from_wire(raw: object, t: CtyType, fmt: _WireFormat, keep_types: bool) -> o
                 raise CtyError(_UNEXPECTED_ATTRIBUTE, (str(name),))
         result: dict[str, object] = {}
         for name, attr_type in t._items:
+            item = raw.get(name)
+            if item is None:  # null whatever the type (most attributes of most objects): no walk
+                result[name] = None
+                continue
             try:
-                result[name] = _from_wire(raw.get(name), attr_type, fmt, keep_types)
+                result[name] = _from_wire(item, attr_type, fmt, keep_types)
             except CtyError as err:
                 err.prepend(name)
                 raise

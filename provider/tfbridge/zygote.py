@@ -185,9 +185,10 @@ def _preload_bridge() -> None:
 
     These imports are the zygote's whole point, and the cold path defers them, so they are made here.
     """
-    from concurrent import futures  # noqa: F401
+    import concurrent.futures.thread  # noqa: F401
 
-    import grpc  # noqa: F401
+    # grpc.server() imports grpc._server on first call: 10-60 ms in every fork if not imported here.
+    import grpc._server  # noqa: F401
 
     # With it the generated stubs, which serve imports on its background thread after the handshake.
     from tfbridge import plugin_services  # noqa: F401
