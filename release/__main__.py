@@ -1,8 +1,9 @@
 """``python -m release [--dist DIR] [--build DIR]`` (``make release``): every release artifact into ``dist/``.
 
 ``dist/`` gets the ``lium-stacks`` wheel and sdist, ``terraform-provider-lium_<version>_<os>_<arch>.zip``
-(the self-contained provider, :mod:`release.bundle`), the registry manifest, ``SHA256SUMS`` with its
-detached signature and the public key (:mod:`release.signing`), CHANGELOG.md, and the three trees of
+(the self-contained provider, :mod:`release.bundle`), the registry manifest, two signed checksum files
+(``SHA256SUMS`` of everything, ``terraform-provider-lium_<version>_SHA256SUMS`` of the archives, for the
+registry protocol) with the public key (:mod:`release.signing`), CHANGELOG.md, and the three trees of
 :mod:`release.trees`. Scratch work (the bundle, the throwaway key) goes to ``build/release``.
 """
 
@@ -62,14 +63,16 @@ def release(dist: Path, build: Path) -> list[Path]:
     manifest = dist / layout.MANIFEST
     shutil.copyfile(layout.REGISTRY_MANIFEST, manifest)
     shutil.copyfile(layout.REPO / "CHANGELOG.md", dist / "CHANGELOG.md")
+    provider_sums = write_sha256sums([a.path for a in archives], dist / layout.PROVIDER_SHA256SUMS)
     sums = write_sha256sums(
         [manifest, *(a.path for a in archives), *dist.glob("lium_stacks-*")], dist / layout.SHA256SUMS
     )
     with signing_key(build) as key:
-        signature = sign(key, sums, dist / layout.SHA256SUMS_SIGNATURE)
+        provider_signature = sign(key, provider_sums)
+        sign(key, sums)
         public_key = key.public_key()
         (dist / layout.SIGNING_KEY).write_text(public_key)
-        write_registry(dist / "registry", archives, sums, signature, public_key, key.key_id)
+        write_registry(dist / "registry", archives, provider_sums, provider_signature, public_key, key.key_id)
     write_network_mirror(dist / "mirror", archives)
     write_filesystem_mirror(dist / "fs-mirror", archives)
     return sorted(p for p in dist.iterdir() if p.is_file())

@@ -15,7 +15,9 @@ and ``python -I -S``. The directory holds::
                                          by requirements.lock
 
 Everything is compiled to bytecode with ``unchecked-hash`` invalidation: Terraform's unzip gives every
-file a new mtime, which would make timestamp-checked ``.pyc`` files stale on every install. The only
+file a new mtime, which would make timestamp-checked ``.pyc`` files stale on every install, and Python
+would then rewrite them inside the package, whose hash Terraform checks before every command. The
+launcher runs Python with ``-B`` for the same reason. The only
 requirement on the target is glibc as new as the build machine's (and ``/bin/sh``).
 
 Why not PyInstaller or Nuitka: see docs/benchmarks.md ("The self-contained provider").
@@ -76,9 +78,10 @@ _NOT_IN_PROVIDER = ("lium_emulator", "lium_constructs")
 
 LAUNCHER = """#!/bin/sh
 # lium-stacks provider {version}: the bundled Python runs tfbridge's launcher, which hands this start to
-# the provider's warm zygote or starts the provider cold (see python/{site}/tfbridge/launch.py).
+# the provider's warm zygote or starts the provider cold (see python/{site}/tfbridge/launch.py). -B: nothing
+# may be written into this directory, whose hash Terraform checks before every run.
 case $0 in */*) here=${{0%/*}} ;; *) here=. ;; esac
-exec "$here/python/bin/{python}" -I -S "$here/python/{site}/tfbridge/launch.py" lium_provider "$@"
+exec "$here/python/bin/{python}" -I -S -B "$here/python/{site}/tfbridge/launch.py" lium_provider "$@"
 """
 
 
@@ -222,9 +225,11 @@ def _compile(python_dir: Path) -> None:
         [
             str(interpreter),
             "-I",
+            "-B",  # importing compileall itself must not leave timestamp-checked .pyc files behind
             "-m",
             "compileall",
             "-q",
+            "-f",
             "-j",
             "0",
             "--invalidation-mode",

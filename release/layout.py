@@ -32,7 +32,11 @@ def archive_name(os_name: str, arch: str) -> str:
     return f"{PREFIX}_{os_name}_{arch}.zip"
 
 
-SHA256SUMS = f"{PREFIX}_SHA256SUMS"
-SHA256SUMS_SIGNATURE = f"{SHA256SUMS}.sig"
+# The registry protocol's checksum file: the provider archives only, since Terraform records a zh: hash
+# in every lock file for each line of it.
+PROVIDER_SHA256SUMS = f"{PREFIX}_SHA256SUMS"
+# Every artifact of dist/ (wheel, sdist, archives, manifest), for anyone downloading them.
+SHA256SUMS = "SHA256SUMS"
+SIGNATURE_SUFFIX = ".sig"
 MANIFEST = f"{PREFIX}_manifest.json"
 SIGNING_KEY = "signing-key.asc"

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from release.layout import SIGNATURE_SUFFIX
+
 KEY_ENV = "LIUM_RELEASE_GPG_KEY"
 THROWAWAY_UID = "lium-stacks local release (throwaway) <release@lium-stacks.invalid>"
 
@@ -77,7 +79,8 @@ def signing_key(build: Path) -> Iterator[SigningKey]:
             subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], check=False)
 
 
-def sign(key: SigningKey, sums: Path, signature: Path) -> Path:
-    """A binary detached signature of ``sums`` (the form Terraform's registry client verifies)."""
+def sign(key: SigningKey, sums: Path) -> Path:
+    """``<sums>.sig``: a binary detached signature (the form Terraform's registry client verifies)."""
+    signature = sums.with_name(sums.name + SIGNATURE_SUFFIX)
     key.gpg("--yes", "--local-user", key.key_id, "--output", str(signature), "--detach-sign", str(sums))
     return signature
