@@ -62,7 +62,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 
 typecheck: setup
-	$(VENV)/bin/mypy provider emulator constructs
+	$(VENV)/bin/mypy provider emulator constructs release
 
 unit: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
