@@ -34,6 +34,7 @@ import sysconfig
 from pathlib import Path
 
 from release.layout import PROVIDER_TYPE, REPO
+from tfbridge.install import executable_name
 
 # Standard-library parts a provider never uses: test suites, GUIs, terminals, old dbm bindings.
 _STDLIB_EXCLUDED = {
@@ -86,11 +87,6 @@ exec "$here/python/bin/{python}" -I -S -B "$here/python/{site}/tfbridge/launch.p
 """
 
 
-def launcher_name(version: str) -> str:
-    """What Terraform executes: ``terraform-provider-<type>_v<version>`` (its own naming convention)."""
-    return f"terraform-provider-{PROVIDER_TYPE}_v{version}"
-
-
 def build_bundle(wheel: Path, dest: Path, version: str) -> Path:
     """Lay out the self-contained provider for ``wheel`` in ``dest`` (replaced); returns ``dest``."""
     if dest.exists():
@@ -102,7 +98,7 @@ def build_bundle(wheel: Path, dest: Path, version: str) -> Path:
     _bundle_shared_libraries(python_dir)
     _compile(python_dir)
     python_name = f"python{sysconfig.get_python_version()}"
-    launcher = dest / launcher_name(version)
+    launcher = dest / executable_name(PROVIDER_TYPE, version)
     launcher.write_text(
         LAUNCHER.format(version=version, python=python_name, site=site.relative_to(python_dir).as_posix())
     )

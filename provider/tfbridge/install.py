@@ -25,13 +25,18 @@ def platform_dir() -> str:
     return f"{platform.system().lower()}_{arch}"
 
 
+def executable_name(type_name: str, version: str) -> str:
+    """The file Terraform executes in a provider package: ``terraform-provider-<type>_v<version>``."""
+    return f"terraform-provider-{type_name}_v{version}"
+
+
 def launcher_path(
     plugins_dir: Path, source: str, version: str, hostname: str = REGISTRY_HOSTNAMES[0]
 ) -> Path:
     namespace, type_name = source.split("/")
-    return (
-        plugins_dir / hostname / namespace / type_name / version / platform_dir()
-    ) / f"terraform-provider-{type_name}_v{version}"
+    return (plugins_dir / hostname / namespace / type_name / version / platform_dir()) / executable_name(
+        type_name, version
+    )
 
 
 def write_launcher(

@@ -13,6 +13,7 @@ import pytest
 from release import layout
 from tests.release.conftest import CACHE
 from tests.support.terraform import REPO
+from tfbridge.install import executable_name
 
 pytestmark = pytest.mark.release
 
@@ -69,7 +70,7 @@ def test_archive_is_relocatable_and_never_rewritten(release_dist: Path) -> None:
     build_paths = [str(REPO).encode(), str(CACHE).encode()]
     with zipfile.ZipFile(archive) as package:
         entries = package.infolist()
-        launcher = package.read(f"terraform-provider-{layout.PROVIDER_TYPE}_v{layout.VERSION}").decode()
+        launcher = package.read(executable_name(layout.PROVIDER_TYPE, layout.VERSION)).decode()
         assert not [e.filename for e in entries if e.is_dir()]
         assert len({e.date_time for e in entries}) == 1
         leaking = [e.filename for e in entries if any(p in package.read(e) for p in build_paths)]
