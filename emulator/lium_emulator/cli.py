@@ -8,7 +8,14 @@ from pathlib import Path
 
 import httpx
 
-from lium_emulator.config import DEFAULT_ADMIN_KEY, DEFAULT_API_KEY, DEFAULT_FEATURES, EmulatorConfig
+from lium_emulator import __version__
+from lium_emulator.config import (
+    ADMIN_KEY_FILE,
+    DEFAULT_API_KEY,
+    DEFAULT_FEATURES,
+    EmulatorConfig,
+    random_admin_key,
+)
 
 
 def _non_negative(text: str) -> float:
@@ -20,20 +27,29 @@ def _non_negative(text: str) -> float:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lium-emulator", description="A local, Lium-compatible GPU cloud.")
+    parser.add_argument("--version", action="version", version=f"lium-emulator {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="serve the Lium API at http://HOST:PORT/api")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8787, help="0 picks a free port")
+    serve = commands.add_parser(
+        "serve",
+        help="serve the Lium API at http://HOST:PORT/api",
+        description="Serve the Lium API at http://HOST:PORT/api; pods are Linux sandboxes with a real sshd.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    serve.add_argument(
+        "--port", type=int, default=8787, help="port to listen on; 0 picks a free one (default: %(default)s)"
+    )
     serve.add_argument(
         "--api-key",
         action="append",
         dest="api_keys",
         metavar="KEY",
-        help=f"an accepted API key, one account each (repeatable; default {DEFAULT_API_KEY!r})",
+        help=f"an accepted API key, one account each (repeatable; when none is given: {DEFAULT_API_KEY!r})",
     )
     serve.add_argument(
-        "--admin-key", default=DEFAULT_ADMIN_KEY, help="value of X-Emulator-Admin for /_emulator routes"
+        "--admin-key",
+        help="value of X-Emulator-Admin for /_emulator routes "
+        f"(default: a random key per start, printed once and written to STATE_DIR/{ADMIN_KEY_FILE})",
     )
     serve.add_argument(
         "--state-dir", type=Path, help="keep state in SQLite here across restarts (default: memory)"
@@ -43,22 +59,47 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--features",
         default=",".join(DEFAULT_FEATURES),
-        help="comma-separated features advertised on /version ('' for none)",
+        help="comma-separated features advertised on /version, '' for none (default: %(default)s)",
     )
-    serve.add_argument("--balance", type=float, default=1000.0, help="starting balance of each account, USD")
-    serve.add_argument("--pending-seconds", type=_non_negative, default=2.0)
-    serve.add_argument("--ssh-delay-seconds", type=_non_negative, default=1.0)
-    serve.add_argument("--deleting-seconds", type=_non_negative, default=1.0)
+    serve.add_argument(
+        "--balance",
+        type=float,
+        default=1000.0,
+        help="starting balance of each account, USD (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--pending-seconds",
+        type=_non_negative,
+        default=2.0,
+        help="how long a new pod stays PENDING (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--ssh-delay-seconds",
+        type=_non_negative,
+        default=1.0,
+        help="how long after RUNNING the pod's SSH command is published (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--deleting-seconds",
+        type=_non_negative,
+        default=1.0,
+        help="how long a deleted pod stays DELETING (default: %(default)s)",
+    )
     serve.add_argument(
         "--failed-seconds",
         type=_non_negative,
         default=180.0,
-        help="how long CREATION_FAILED rows stay listed",
+        help="how long CREATION_FAILED rows stay listed (default: %(default)s)",
     )
 
-    resources = commands.add_parser("resources", help="print every account's resources as JSON")
+    resources = commands.add_parser(
+        "resources",
+        help="print every account's resources as JSON",
+        description="Print the pods, templates, credentials and volumes of every account of a running "
+        "emulator, with their billing, as JSON (its /_emulator/resources route).",
+    )
     resources.add_argument("--url", required=True, help="the emulator's URL, e.g. http://127.0.0.1:8787/api")
-    resources.add_argument("--admin-key", default=DEFAULT_ADMIN_KEY)
+    resources.add_argument("--admin-key", required=True, help="the emulator's admin key")
     return parser
 
 
@@ -69,7 +110,8 @@ def _serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         api_keys=tuple(args.api_keys or (DEFAULT_API_KEY,)),
-        admin_key=args.admin_key,
+        admin_key=args.admin_key or random_admin_key(),
+        admin_key_generated=args.admin_key is None,
         state_dir=args.state_dir,
         nodes_file=args.nodes,
         faults_file=args.faults,

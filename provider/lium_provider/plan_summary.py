@@ -24,7 +24,8 @@ from typing import Any
 from lium_provider.api.errors import LiumError
 from lium_provider.api.offers import Offer, OfferFilter, find_offers, matches
 from lium_provider.endpoints import DEFAULT_ENDPOINT, feed_url_for
-from lium_provider.resources.pod import FILTER_ATTRIBUTES, offer_filter
+from lium_provider.resources.pod import FILTER_ATTRIBUTES, PodModel, offer_filter
+from tfbridge.values import to_model
 
 HOURS_PER_MONTH = 730
 POD_TYPE = "lium_pod"
@@ -390,7 +391,7 @@ def _price_by_filter(change: ResourceChange, book: OfferBook, count: int) -> Pod
             return PodCost(change, gpu, str(count), None, f"filter {code(attribute)} is sensitive")
         values[attribute] = change.value("after", attribute)
     try:
-        flt = offer_filter(values)
+        flt = offer_filter(to_model(PodModel, values))
     except ValueError:
         return PodCost(change, gpu, str(count), None, "the offer filter is invalid")
     offers = book.offers(count)

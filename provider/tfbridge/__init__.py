@@ -2,7 +2,7 @@
 
 It knows nothing about any cloud. A provider declares pydantic models for its configuration, resources
 and data sources (:mod:`tfbridge.schema`), implements CRUD on :class:`Resource` subclasses, and is
-served by :func:`tfbridge.plugin.serve`. See docs/design.md for the layers and how a request flows.
+served by :func:`tfbridge.plugin.main`. See docs/design.md for the layers and how a request flows.
 
 Names are exported lazily: Terraform times a provider's start until the handshake line, so importing
 ``tfbridge.plugin`` must not pull in pydantic and the rest of the framework first.
@@ -23,7 +23,7 @@ _EXPORTS = {
     "Context": "tfbridge.resource",
     "current_context": "tfbridge.resource",
     "DataSource": "tfbridge.resource",
-    "PlanChange": "tfbridge.resource",
+    "PlanChange": "tfbridge.plan",
     "Provider": "tfbridge.resource",
     "Resource": "tfbridge.resource",
     "Attribute": "tfbridge.schema",
@@ -36,12 +36,14 @@ _EXPORTS = {
     "TIMEOUTS_BLOCK": "tfbridge.timeouts",
     "Timeouts": "tfbridge.timeouts",
     "parse_duration": "tfbridge.timeouts",
+    "ConfigView": "tfbridge.values",
 }
 
 if TYPE_CHECKING:
     from tfbridge.cancel import Cancelled, CancelToken
     from tfbridge.diagnostics import AttributePath, Diagnostic, Severity, TFError
-    from tfbridge.resource import Context, DataSource, PlanChange, Provider, Resource, current_context
+    from tfbridge.plan import PlanChange
+    from tfbridge.resource import Context, DataSource, Provider, Resource, current_context
     from tfbridge.schema import (
         Attribute,
         Block,
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
         schema_of,
     )
     from tfbridge.timeouts import TIMEOUTS_BLOCK, Timeouts, parse_duration
+    from tfbridge.values import ConfigView
 
 
 def __getattr__(name: str) -> Any:
@@ -68,6 +71,7 @@ __all__ = [
     "Block",
     "CancelToken",
     "Cancelled",
+    "ConfigView",
     "Context",
     "DataSource",
     "Diagnostic",

@@ -32,7 +32,13 @@ AccountDep = Annotated[Account, Depends(current_account)]
 
 
 def require_admin(request: Request, runtime: RuntimeDep) -> None:
-    """401 unless ``X-Emulator-Admin`` carries the admin key."""
+    """403 for connections out of a pod (whatever key they carry), else 401 unless
+    ``X-Emulator-Admin`` carries the admin key."""
+    client = request.client
+    if client is not None and runtime.sandboxes.comes_from_a_pod((client.host, client.port)):
+        raise ApiError(
+            403, "admin_forbidden_from_pod", "The emulator's admin routes are not reachable from pods"
+        )
     given = request.headers.get("x-emulator-admin", "")
     if not hmac.compare_digest(given.encode(), runtime.config.admin_key.encode()):
         raise ApiError(401, "invalid_admin_key", "Invalid or missing X-Emulator-Admin key")

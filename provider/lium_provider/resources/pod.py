@@ -9,20 +9,22 @@ blindly. Every rent attempt is journalled on disk before it is sent (see :mod:`l
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from lium_provider.api.errors import LiumError, LiumUncertainOutcome, is_definitive
-from lium_provider.api.models import DELETED, RUNNING, Pod, RentRequest
+from lium_provider.api.models import DEAD_POD_STATES, DELETED, RUNNING, Pod, RentRequest
 from lium_provider.api.rent import RentAttempt, find_rented_pod, rent_reconciled
 from lium_provider.resources.common import api_errors
+from lium_provider.resources.inputs import OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.session import LiumSession, session
-from lium_provider.sshkeys import fetch_host_key, public_key_line
+from lium_provider.sshkeys import fetch_host_key, fingerprint, public_key_line
 from tfbridge import (
     TIMEOUTS_BLOCK,
     Attribute,
+    ConfigView,
     Context,
     Diagnostic,
     PlanChange,
@@ -32,7 +34,6 @@ from tfbridge import (
     Timeouts,
     UseStateForUnknown,
 )
-from tfbridge.cty import UNKNOWN, is_unknown
 
 if TYPE_CHECKING:  # gpuhunt costs ~100 ms to import: only plans and creates that search offers load it
     from lium_provider.api.offers import Offer, OfferFilter
@@ -40,8 +41,6 @@ if TYPE_CHECKING:  # gpuhunt costs ~100 ms to import: only plans and creates tha
 _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
 FILTER_ATTRIBUTES = ("gpu", "max_price_per_hour", "regions", "min_memory_gib", "min_disk_gb", "spot")
-# States after which a pod never runs again: the plan replaces such a pod.
-DEAD_STATES = frozenset({"STOPPED", "FAILED", "CREATION_FAILED", "BROKEN", "REBOOT_FAILED"})
 SSH_POLL_SECONDS = 0.25
 
 
@@ -52,7 +51,9 @@ class PodModel(BaseModel):
 
     id: Annotated[str | None, Attribute(computed=True, plan=_KEEP, description="Pod id (UUID).")] = None
     name: Annotated[
-        str, Attribute(required=True, plan=_REPLACE, description="Pod name (at most 63 characters).")
+        str,
+        Attribute(required=True, plan=_REPLACE, description="Pod name (at most 63 characters)."),
+        PRINTABLE_NAME,
     ] = Field(min_length=1, max_length=63)
     template_id: Annotated[
         str, Attribute(required=True, plan=_REPLACE, description="`lium_template` to run.")
@@ -110,8 +111,10 @@ class PodModel(BaseModel):
             optional=True,
             computed=True,
             plan=_REPLACE,
-            description="Public key authorised for root SSH. Default: derived from the provider's private key.",
+            description="Public key authorised for root SSH, one OpenSSH line (ed25519, ecdsa or rsa). Default: "
+            "derived from the provider's private key.",
         ),
+        OPENSSH_PUBLIC_KEY,
     ] = None
     volume_id: Annotated[
         str | None,
@@ -137,18 +140,17 @@ class PodModel(BaseModel):
     timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
 
 
-def offer_filter(values: Mapping[str, Any]) -> OfferFilter:
+def offer_filter(pod: PodModel) -> OfferFilter:
     from lium_provider.api.offers import OfferFilter
 
-    regions = values.get("regions")
     return OfferFilter(
-        gpu=values.get("gpu"),
-        gpu_count=int(values.get("gpu_count") or 1),
-        max_price_per_hour=values.get("max_price_per_hour"),
-        regions=list(regions) if regions is not None else None,
-        min_memory_gib=values.get("min_memory_gib"),
-        min_disk_gb=values.get("min_disk_gb"),
-        spot=values.get("spot"),
+        gpu=pod.gpu,
+        gpu_count=pod.gpu_count or 1,
+        max_price_per_hour=pod.max_price_per_hour,
+        regions=list(pod.regions) if pod.regions is not None else None,
+        min_memory_gib=pod.min_memory_gib,
+        min_disk_gb=pod.min_disk_gb,
+        spot=pod.spot,
     )
 
 
@@ -167,7 +169,7 @@ def _apply_pod(state: PodModel, pod: Pod) -> PodModel:
 
 
 def _started_or_dead(pod: Pod | None) -> bool:
-    if pod is None or pod.status in DEAD_STATES:
+    if pod is None or pod.status in DEAD_POD_STATES:
         return True
     return pod.status == RUNNING and pod.ssh_host_port() is not None
 
@@ -180,10 +182,10 @@ class PodResource(Resource[PodModel]):
 
     # -- plan ------------------------------------------------------------------------------------
 
-    def validate_config(self, config: Mapping[str, Any]) -> list[Diagnostic]:
-        if config.get("executor_id") is None:
+    def validate_config(self, config: ConfigView[PodModel]) -> list[Diagnostic]:
+        if config.is_null("executor_id"):
             return []
-        chosen = [name for name in FILTER_ATTRIBUTES if config.get(name) is not None]
+        chosen = [name for name in FILTER_ATTRIBUTES if not config.is_null(name)]
         if not chosen:
             return []
         return [
@@ -195,36 +197,42 @@ class PodResource(Resource[PodModel]):
             )
         ]
 
-    def modify_plan(self, ctx: Context, change: PlanChange) -> None:
-        planned, prior = change.planned, change.prior
+    def modify_plan(self, ctx: Context, change: PlanChange[PodModel]) -> None:
+        prior = change.prior
         if prior is not None:
-            if prior.get("status") in DEAD_STATES:
-                planned["status"] = UNKNOWN
-                change.requires_replace.append(("status",))
-            self._replace_if_filter_no_longer_holds(change)
+            if prior.status in DEAD_POD_STATES:
+                change.set_unknown("status")
+                change.require_replace("status")
+            self._replace_if_filter_no_longer_holds(change, prior)
             return
-        config = change.config
-        if config.get("executor_id") is not None or any(is_unknown(config.get(n)) for n in FILTER_ATTRIBUTES):
+        if not change.config_is_null("executor_id") or any(
+            change.config_is_unknown(n) for n in FILTER_ATTRIBUTES
+        ):
             return
-        if is_unknown(planned.get("gpu_count")):
+        if change.is_unknown("gpu_count"):
             return
         # Creating by filter: check now that something matches, so `plan` fails, not a later `apply`.
-        self._matching_offers(ctx, {**config, "gpu_count": planned.get("gpu_count")})
+        self._matching_offers(ctx, change.config)  # gpu_count: the default when unset, as planned
 
-    def _replace_if_filter_no_longer_holds(self, change: PlanChange) -> None:
-        prior, planned = change.prior or {}, change.planned
-        changed = [n for n in FILTER_ATTRIBUTES if planned.get(n) != prior.get(n) and n != "gpu"]
+    def _replace_if_filter_no_longer_holds(self, change: PlanChange[PodModel], prior: PodModel) -> None:
+        planned = change.planned
+        changed = [
+            n
+            for n in FILTER_ATTRIBUTES
+            if n != "gpu" and (change.is_unknown(n) or getattr(planned, n) != getattr(prior, n))
+        ]
         if not changed:
             return
         flt = offer_filter(planned)
-        price, region = prior.get("price_per_hour"), prior.get("region") or ""
+        price, region = prior.price_per_hour, prior.region or ""
         ok = (flt.max_price_per_hour is None or (price is not None and price <= flt.max_price_per_hour)) and (
             flt.regions is None or any(region.lower().startswith(r.lower()) for r in flt.regions)
         )
         if not ok or any(n in changed for n in ("min_memory_gib", "min_disk_gb", "spot")):
-            change.requires_replace.extend((n,) for n in changed)
+            for name in changed:
+                change.require_replace(name)
 
-    def _matching_offers(self, ctx: Context, values: Mapping[str, Any]) -> list[Offer]:
+    def _matching_offers(self, ctx: Context, pod: PodModel) -> list[Offer]:
         from lium_provider.api.offers import (
             OfferFilter,
             describe_filter,
@@ -234,7 +242,7 @@ class PodResource(Resource[PodModel]):
         )
 
         s = session(ctx)
-        flt = offer_filter(values)
+        flt = offer_filter(pod)
         with api_errors("searching Lium offers"):
             everything = find_offers(s.feed_url, OfferFilter(gpu_count=flt.gpu_count), client=s.client)
         offers = [o for o in everything if matches(o, flt)]
@@ -277,7 +285,7 @@ class PodResource(Resource[PodModel]):
                         }
                     ),
                 )
-                for o in self._matching_offers(ctx, plan.model_dump())
+                for o in self._matching_offers(ctx, plan)
             ]
         adopted = self._adopt_unrecorded(ctx, s, state)
         if adopted is not None:
@@ -423,8 +431,26 @@ class PodResource(Resource[PodModel]):
                     "volume_id": pod.volume_id,
                 }
             )
+        if refreshed.ssh_host_key is None:  # imported (or its create stopped before SSH answered)
+            refreshed = self._pin_on_first_read(ctx, refreshed)
         s.journal.forget(refreshed.name)  # Terraform holds this pod now: its rent needs no reconciling
         return refreshed
+
+    def _pin_on_first_read(self, ctx: Context, state: PodModel) -> PodModel:
+        """Pin the host key the pod offers now (trust on first use), saying so, so a runner can be added."""
+        if state.status != RUNNING or not state.ssh_host or not state.ssh_port:
+            return state
+        key = fetch_host_key(state.ssh_host, state.ssh_port, timeout=5.0)
+        if key is None:
+            return state  # the next refresh tries again
+        ctx.warn(
+            f"Pinned pod {state.id}'s SSH host key on first read",
+            f"{state.ssh_host}:{state.ssh_port} offered {fingerprint(key)}, and it is now `ssh_host_key`: trusted "
+            "on first use, as Terraform did not create this pod. Compare it with the pod's own key "
+            "(`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on the pod).",
+            path=("ssh_host_key",),
+        )
+        return state.model_copy(update={"ssh_host_key": key})
 
     def delete(self, ctx: Context, state: PodModel) -> None:
         s = session(ctx)
