@@ -12,13 +12,14 @@ export CHECKPOINT_DISABLE := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: help setup demo test lint typecheck unit wheel chaos bench proto docs check-terraform
+.PHONY: help setup demo test lint typecheck unit wheel chaos bench proto docs check-terraform release release-tools
 
 help:
 	@echo "make demo   - set up, deploy the quickstart GPU stack on the embedded Lium emulator, destroy, leak-check"
 	@echo "make test   - set up, then lint, type-check, run the test suite and build the wheel"
 	@echo "make chaos N=500 - the long chaos soak (see docs/reliability.md)"
 	@echo "make bench  - the benchmarks (see docs/benchmarks.md)"
+	@echo "make release - wheel, sdist, the self-contained provider zip, signed SHA256SUMS and registry/mirror trees in dist/ (docs/release.md)"
 
 check-terraform:
 	@command -v terraform >/dev/null 2>&1 || { echo "terraform not found on PATH: install Terraform 1.11+ (https://developer.hashicorp.com/terraform/install) and re-run"; exit 1; }
@@ -65,7 +66,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 
 typecheck: setup
-	$(VENV)/bin/mypy provider emulator constructs
+	$(VENV)/bin/mypy provider emulator constructs release
 
 unit: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -87,3 +88,18 @@ bench: setup
 
 proto: setup
 	bash provider/tfbridge/proto/regenerate.sh
+
+# gpg signs SHA256SUMS; strip (binutils) trims the bundled interpreter. Debian's packages, as for sshd.
+release-tools:
+	@command -v gpg >/dev/null && command -v strip >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's gnupg and binutils (make release signs and strips)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnupg binutils >/dev/null; \
+	  else \
+	    echo "gpg or strip is missing and this is not root: run 'sudo apt-get install gnupg binutils'"; exit 1; \
+	  fi; }
+
+# LIUM_RELEASE_GPG_KEY=<key id> signs with that key; without it, a throwaway key in build/release/gnupg.
+release: setup release-tools
+	$(PY) -m release

@@ -13,7 +13,10 @@ Our provider runs twice: as Terraform runs it (the launcher ``lium-tf install`` 
 fork of the warm zygote its first start left behind) and cold (``python -I -m lium_provider``, what
 every start costs with ``TFBRIDGE_ZYGOTE=0`` and what the very first start costs).
 
-Run from the repository root: ``.venv/bin/python -m bench.handshake [--runs 20]``.
+With ``--packaged DIR`` (an unpacked ``terraform-provider-lium_*.zip`` of ``make release``) the
+self-contained provider runs too, warm (its launcher and zygote) and cold (``TFBRIDGE_ZYGOTE=0``).
+
+Run from the repository root: ``.venv/bin/python -m bench.handshake [--runs 20] [--packaged DIR]``.
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--packaged", type=Path, help="an unpacked terraform-provider-lium_*.zip")
     args = parser.parse_args()
     ours = launcher_command()
     cold = [sys.executable, "-I", "-m", "lium_provider"]
@@ -102,19 +106,29 @@ def main() -> int:
         private_zygotes(Path(socket_dir) / "zygotes") as zygotes,
     ):
         env = plugin_env(identity, Path(socket_dir))
-        results: dict[str, list[Start]] = {"ours": [], "cold": [], "go": []}
-        contenders = [("ours", ours), ("cold", cold), ("go", go_null)]
-        for _, command in contenders:  # one unmeasured start each warms the page cache (and the zygote)
-            measure_start(command, env, identity)
+        cold_env = {**env, "TFBRIDGE_ZYGOTE": "0"}
+        contenders = [("ours", ours, env), ("cold", cold, env), ("go", go_null, env)]
+        if args.packaged:
+            (packaged,) = args.packaged.absolute().glob("terraform-provider-lium_v*")
+            contenders += [("pkg", [str(packaged)], env), ("pkgc", [str(packaged)], cold_env)]
+        results: dict[str, list[Start]] = {name: [] for name, _, _ in contenders}
+        for (
+            _,
+            command,
+            start_env,
+        ) in contenders:  # one unmeasured start each warms the page cache (and zygotes)
+            measure_start(command, start_env, identity)
         deadline = time.monotonic() + 30
-        while not any(zygotes.glob("*.sock")):  # the first start of ours left a zygote behind
+        # The first start of ours (and of the packaged provider) left a zygote behind.
+        while len(list(zygotes.glob("*.sock"))) < (2 if args.packaged else 1):
             if time.monotonic() > deadline:
                 raise SystemExit("no zygote came up after the first start")
             time.sleep(0.05)
         for run in range(args.runs):
             # Rotate who goes first so nobody always runs right after the same other.
-            for name, command in contenders[run % 3 :] + contenders[: run % 3]:
-                results[name].append(measure_start(command, env, identity))
+            shift = run % len(contenders)
+            for name, command, start_env in contenders[shift:] + contenders[:shift]:
+                results[name].append(measure_start(command, start_env, identity))
 
     print(f"ours: {shlex.join(ours)}  (a fork of the warm zygote, as Terraform gets it)")
     print(f"cold: {shlex.join(cold)}  (TFBRIDGE_ZYGOTE=0, or the first start)")
@@ -125,6 +139,14 @@ def main() -> int:
     ours_handshake, ours_first_call = report("ours", results["ours"])
     cold_handshake, cold_first_call = report("cold", results["cold"])
     go_handshake, go_first_call = report("go", results["go"])
+    if args.packaged:
+        print(f"pkg:  {packaged} (the self-contained provider, warm); pkgc: the same, TFBRIDGE_ZYGOTE=0")
+        packaged_handshake, packaged_first_call = report("pkg", results["pkg"])
+        packaged_cold_handshake, _ = report("pkgc", results["pkgc"])
+        print(
+            f"pkg/go: handshake {packaged_handshake / go_handshake:.2f}x, first call "
+            f"{packaged_first_call / go_first_call:.2f}x; pkgc/go: handshake {packaged_cold_handshake / go_handshake:.2f}x"
+        )
     ratio = ours_handshake / go_handshake
     print(f"ours/go: handshake {ratio:.2f}x, first call {ours_first_call / go_first_call:.2f}x")
     print(

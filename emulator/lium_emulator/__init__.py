@@ -5,4 +5,4 @@ Terraform provider) works against it unchanged by pointing its base URL at ``htt
 Start it with ``lium-emulator serve``; see docs/emulator.md.
 """
 
-__version__ = "0.1.0"
+from lium_provider import __version__ as __version__  # one version for the whole lium-stacks distribution

@@ -37,11 +37,16 @@ def launcher_command() -> list[str]:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from tfbridge.install import DEFAULT_PLUGINS_DIR, write_launcher
+    from tfbridge.install import DEFAULT_PLUGINS_DIR, REGISTRY_HOSTNAMES, write_launcher
 
     plugins_dir = Path(args.plugins_dir) if args.plugins_dir else DEFAULT_PLUGINS_DIR
-    path = write_launcher(plugins_dir, PROVIDER_SOURCE, __version__, launcher_command())
-    print(path)
+    for hostname in REGISTRY_HOSTNAMES:
+        print(write_launcher(plugins_dir, PROVIDER_SOURCE, __version__, launcher_command(), hostname))
+    print(
+        f"installed {PROVIDER_SOURCE} {__version__} for Terraform or OpenTofu 1.11+: "
+        "`terraform init` (or `tofu init`) finds it there with no registry",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -113,9 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     install = commands.add_parser(
         "install",
-        help="write the provider launcher into Terraform's filesystem mirror and print its path",
-        description="Write the launcher for source lium-stacks/lium into Terraform's implied filesystem mirror "
-        "(~/.terraform.d/plugins), so `terraform init` works offline with no CLI configuration change.",
+        help="write the provider launcher into the filesystem mirror of Terraform or OpenTofu 1.11+ and print its paths",
+        description="Write the launcher for source lium-stacks/lium into the implied filesystem mirror "
+        "(~/.terraform.d/plugins) that Terraform and OpenTofu 1.11+ read, under both registry.terraform.io "
+        "and registry.opentofu.org, so `terraform init` (or `tofu init`) works offline with no CLI "
+        "configuration change.",
     )
     install.add_argument("--plugins-dir", help="mirror directory (default: ~/.terraform.d/plugins)")
     install.set_defaults(handler=cmd_install)

@@ -65,10 +65,10 @@ def socket_path(program: str) -> str:
 
 
 def python_command(program: str) -> list[str]:
-    """``python -I -m <module>``, or ``python -I <script.py>``."""
-    return (
-        [sys.executable, "-I", program] if program.endswith(".py") else [sys.executable, "-I", "-m", program]
-    )
+    """``python -I -m <module>``, or ``python -I <script.py>``; with ``-B`` if this launcher has it (a
+    packaged provider must never write bytecode into its own directory, whose hash Terraform checks)."""
+    python = [sys.executable, "-I", *(["-B"] if sys.flags.dont_write_bytecode else [])]
+    return [*python, program] if program.endswith(".py") else [*python, "-m", program]
 
 
 def start_zygote(program: str, path: str, idle_seconds: str) -> None:
