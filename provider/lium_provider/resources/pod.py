@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lium_provider.api.errors import LiumError, LiumUncertainOutcome, is_definitive
 from lium_provider.api.models import DELETED, RUNNING, Pod, RentRequest
 from lium_provider.api.rent import RentAttempt, find_rented_pod, rent_reconciled
+from lium_provider.offer_filter import OfferFilter, PodFacts, same_gpu_name
 from lium_provider.resources.common import api_errors
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, public_key_line
@@ -35,18 +36,24 @@ from tfbridge import (
 from tfbridge.cty import UNKNOWN, is_unknown
 
 if TYPE_CHECKING:  # gpuhunt costs ~100 ms to import: only plans and creates that search offers load it
-    from lium_provider.api.offers import Offer, OfferFilter
+    from lium_provider.api.offers import Offer
 
 _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
-FILTER_ATTRIBUTES = ("gpu", "max_price_per_hour", "regions", "min_memory_gib", "min_disk_gb", "spot")
 # States after which a pod never runs again: the plan replaces such a pod.
 DEAD_STATES = frozenset({"STOPPED", "FAILED", "CREATION_FAILED", "BROKEN", "REBOOT_FAILED"})
 SSH_POLL_SECONDS = 0.25
 
 
-class PodModel(BaseModel):
-    """A Lium GPU pod. Placed by `executor_id`, or by an offer filter (the cheapest match at apply time)."""
+class PodModel(OfferFilter):
+    """A Lium GPU pod. Placed by `executor_id`, or by an offer filter (the cheapest match at apply time).
+
+    Re-renting (a new pod, billed anew; the old one is deleted): changing `name`, `template_id`,
+    `gpu_count`, `executor_id`, `ssh_public_key` or `volume_id`, or a dead pod. Changing an offer-filter
+    field (`gpu`, `max_price_per_hour`, `regions`, `min_memory_gib`, `min_disk_gb`, `spot`) re-rents only
+    when the running pod no longer satisfies the new filter; otherwise it updates the state alone. The
+    offer-filter fields are those of `lium_offers`.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -57,59 +64,22 @@ class PodModel(BaseModel):
     template_id: Annotated[
         str, Attribute(required=True, plan=_REPLACE, description="`lium_template` to run.")
     ]
-    gpu_count: Annotated[
-        int | None,
-        Attribute(
-            optional=True,
-            computed=True,
-            default=1,
-            plan=_REPLACE,
-            description="GPUs for this pod. Default 1.",
-        ),
-    ] = Field(default=None, ge=1, le=64)
     executor_id: Annotated[
         str | None,
         Attribute(
             optional=True,
             computed=True,
-            plan=_REPLACE,
+            plan=(*_REPLACE, *_KEEP),
             description="Rent this executor (node). Conflicts with the offer filter; computed when the filter "
             "chose.",
         ),
-    ] = None
-    gpu: Annotated[
-        str | None,
-        Attribute(
-            optional=True,
-            computed=True,
-            description='Offer filter: GPU model, e.g. `"RTX 4090"`, `"H100"`. Computed: the GPU rented.',
-        ),
-    ] = None
-    max_price_per_hour: Annotated[
-        float | None,
-        Attribute(optional=True, description="Offer filter: most USD per hour for the whole pod."),
-    ] = Field(default=None, gt=0)
-    regions: Annotated[
-        list[str] | None,
-        Attribute(optional=True, description="Offer filter: regions (`us-ca`) or countries (`us`)."),
-    ] = None
-    min_memory_gib: Annotated[
-        float | None, Attribute(optional=True, description="Offer filter: least RAM for the pod, GiB.")
-    ] = Field(default=None, ge=0)
-    min_disk_gb: Annotated[
-        float | None,
-        Attribute(optional=True, description="Offer filter: least container disk, GB. No default floor."),
-    ] = Field(default=None, ge=0)
-    spot: Annotated[
-        bool | None,
-        Attribute(optional=True, description="Offer filter: `true` spot only, `false` secure only."),
     ] = None
     ssh_public_key: Annotated[
         str | None,
         Attribute(
             optional=True,
             computed=True,
-            plan=_REPLACE,
+            plan=(*_REPLACE, *_KEEP),
             description="Public key authorised for root SSH. Default: derived from the provider's private key.",
         ),
     ] = None
@@ -137,19 +107,57 @@ class PodModel(BaseModel):
     timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
 
 
-def offer_filter(values: Mapping[str, Any]) -> OfferFilter:
-    from lium_provider.api.offers import OfferFilter
+class RentedOffer(BaseModel):
+    """What the offer a pod rented said about it, kept in the pod's private state (never shown).
 
-    regions = values.get("regions")
-    return OfferFilter(
-        gpu=values.get("gpu"),
-        gpu_count=int(values.get("gpu_count") or 1),
-        max_price_per_hour=values.get("max_price_per_hour"),
-        regions=list(regions) if regions is not None else None,
-        min_memory_gib=values.get("min_memory_gib"),
-        min_disk_gb=values.get("min_disk_gb"),
-        spot=values.get("spot"),
+    The pod's state and Lium's pod rows carry its GPU count, price and region but not its RAM, disk,
+    VRAM or tier; these are what the offer-filter rules need when a filter changes on a running pod.
+    """
+
+    gpu_model: str | None = None
+    gpu_memory_gib: float | None = None
+    memory_gib: float | None = None
+    disk_gb: float | None = None
+    spot: bool | None = None
+
+    @classmethod
+    def of(cls, offer: Offer) -> RentedOffer:
+        return cls(
+            gpu_model=offer.gpu_model,
+            gpu_memory_gib=offer.gpu_memory_gib,
+            memory_gib=offer.memory_gib,
+            disk_gb=offer.disk_gb,
+            spot=offer.spot,
+        )
+
+    @classmethod
+    def from_private(cls, private: bytes) -> RentedOffer:
+        """The record in ``private``; empty (every fact unknown) for an imported or older pod."""
+        try:
+            return cls.model_validate_json(private) if private else cls()
+        except ValueError:
+            return cls()
+
+
+def pod_facts(state: Mapping[str, Any], rented: RentedOffer) -> PodFacts:
+    """What a running pod is: count, price and region from its state, the rest from the offer it rented."""
+    gpu = rented.gpu_model or state.get("gpu")
+    return PodFacts(
+        gpu=gpu if isinstance(gpu, str) else None,
+        gpu_memory_gib=rented.gpu_memory_gib,
+        gpu_count=state.get("gpu_count"),
+        price_per_hour=state.get("price_per_hour"),
+        region=state.get("region"),
+        memory_gib=rented.memory_gib,
+        disk_gb=rented.disk_gb,
+        spot=rented.spot,
     )
+
+
+def refilter_replacements(wanted: OfferFilter, prior: OfferFilter, facts: PodFacts) -> list[str]:
+    """The filter fields whose change re-rents the pod: changed from ``prior`` and unmet by ``facts``."""
+    changed = {name for name in OfferFilter.fields() if getattr(wanted, name) != getattr(prior, name)}
+    return [name for name in wanted.unmet_by(facts) if name in changed]
 
 
 def _apply_pod(state: PodModel, pod: Pod) -> PodModel:
@@ -163,6 +171,27 @@ def _apply_pod(state: PodModel, pod: Pod) -> PodModel:
             "ssh_port": target[1] if target else state.ssh_port,
             "ports": dict(pod.ports_mapping) if pod.ports_mapping else state.ports,
         }
+    )
+
+
+def _keep_computed_if_unchanged(change: PlanChange) -> None:
+    """With nothing left to change, computed values the plan rules marked unknown keep their prior value.
+
+    The rules ran before ``modify_plan`` kept a respelled ``gpu``, and saw that as a change.
+    """
+    prior, planned, config = change.prior or {}, change.planned, change.config
+    recomputed = [n for n, v in planned.items() if is_unknown(v) and config.get(n) is None and n in prior]
+    if all(planned.get(n) == prior.get(n) for n in planned if n not in recomputed):
+        planned.update({n: prior[n] for n in recomputed})
+
+
+def _same_gpu_respelled(planned: object, prior: object) -> bool:
+    """True when the configured ``gpu`` names the recorded GPU in another spelling (``RTX 3090``)."""
+    return (
+        isinstance(planned, str)
+        and isinstance(prior, str)
+        and planned != prior
+        and same_gpu_name(planned, prior)
     )
 
 
@@ -183,7 +212,7 @@ class PodResource(Resource[PodModel]):
     def validate_config(self, config: Mapping[str, Any]) -> list[Diagnostic]:
         if config.get("executor_id") is None:
             return []
-        chosen = [name for name in FILTER_ATTRIBUTES if config.get(name) is not None]
+        chosen = [name for name in OfferFilter.search_fields() if config.get(name) is not None]
         if not chosen:
             return []
         return [
@@ -197,44 +226,37 @@ class PodResource(Resource[PodModel]):
 
     def modify_plan(self, ctx: Context, change: PlanChange) -> None:
         planned, prior = change.planned, change.prior
-        if prior is not None:
-            if prior.get("status") in DEAD_STATES:
-                planned["status"] = UNKNOWN
-                change.requires_replace.append(("status",))
-            self._replace_if_filter_no_longer_holds(change)
+        if prior is None:
+            self._check_offers_exist(ctx, change)
             return
-        config = change.config
-        if config.get("executor_id") is not None or any(is_unknown(config.get(n)) for n in FILTER_ATTRIBUTES):
+        if prior.get("status") in DEAD_STATES:
+            planned["status"] = UNKNOWN
+            change.requires_replace.append(("status",))
+        if _same_gpu_respelled(planned.get("gpu"), prior.get("gpu")):
+            planned["gpu"] = prior["gpu"]  # Terraform takes the prior value as equal to the configured one
+            _keep_computed_if_unchanged(change)
+        unknown = [n for n in OfferFilter.fields() if is_unknown(planned.get(n))]
+        known = {n: None if n in unknown else planned.get(n) for n in OfferFilter.fields()}
+        facts = pod_facts(prior, RentedOffer.from_private(ctx.private))
+        wanted, before = OfferFilter.of(known, validate=False), OfferFilter.of(prior, validate=False)
+        replace = refilter_replacements(wanted, before, facts)
+        # A filter known only after apply cannot be checked against the pod now: re-rent to be safe.
+        change.requires_replace.extend((name,) for name in [*unknown, *replace])
+
+    def _check_offers_exist(self, ctx: Context, change: PlanChange) -> None:
+        """Creating by filter: check now that something matches, so `plan` fails, not a later `apply`."""
+        config, planned = change.config, change.planned
+        if config.get("executor_id") is not None or is_unknown(planned.get("gpu_count")):
             return
-        if is_unknown(planned.get("gpu_count")):
+        if any(is_unknown(config.get(n)) for n in OfferFilter.search_fields()):
             return
-        # Creating by filter: check now that something matches, so `plan` fails, not a later `apply`.
         self._matching_offers(ctx, {**config, "gpu_count": planned.get("gpu_count")})
 
-    def _replace_if_filter_no_longer_holds(self, change: PlanChange) -> None:
-        prior, planned = change.prior or {}, change.planned
-        changed = [n for n in FILTER_ATTRIBUTES if planned.get(n) != prior.get(n) and n != "gpu"]
-        if not changed:
-            return
-        flt = offer_filter(planned)
-        price, region = prior.get("price_per_hour"), prior.get("region") or ""
-        ok = (flt.max_price_per_hour is None or (price is not None and price <= flt.max_price_per_hour)) and (
-            flt.regions is None or any(region.lower().startswith(r.lower()) for r in flt.regions)
-        )
-        if not ok or any(n in changed for n in ("min_memory_gib", "min_disk_gb", "spot")):
-            change.requires_replace.extend((n,) for n in changed)
-
     def _matching_offers(self, ctx: Context, values: Mapping[str, Any]) -> list[Offer]:
-        from lium_provider.api.offers import (
-            OfferFilter,
-            describe_filter,
-            find_offers,
-            known_gpu_names,
-            matches,
-        )
+        from lium_provider.api.offers import find_offers, known_gpu_names, matches
 
         s = session(ctx)
-        flt = offer_filter(values)
+        flt = OfferFilter.of(values).with_defaults()
         with api_errors("searching Lium offers"):
             everything = find_offers(s.feed_url, OfferFilter(gpu_count=flt.gpu_count), client=s.client)
         offers = [o for o in everything if matches(o, flt)]
@@ -252,7 +274,7 @@ class PodResource(Resource[PodModel]):
             hint = f" The cheapest offer with {flt.gpu_count} GPU(s) is ${cheapest:g}/h." if cheapest else ""
             raise TFError(
                 "No Lium offer matches the pod's filter",
-                f"Searched {len(everything)} offers for {describe_filter(flt)}.{hint}",
+                f"Searched {len(everything)} offers for {flt.describe()}.{hint}",
                 path=("max_price_per_hour",) if flt.max_price_per_hour is not None else None,
             )
         return offers
@@ -263,8 +285,9 @@ class PodResource(Resource[PodModel]):
         s = session(ctx)
         public_key = plan.ssh_public_key or public_key_line(s.require_ssh_key("lium_pod.ssh_public_key"))
         state = plan.model_copy(update={"ssh_public_key": public_key, "timeouts": plan.timeouts})
+        candidates: list[tuple[str, PodModel, RentedOffer]]
         if plan.executor_id:
-            candidates = [(plan.executor_id, state)]
+            candidates = [(plan.executor_id, state, RentedOffer())]
         else:
             candidates = [
                 (
@@ -276,6 +299,7 @@ class PodResource(Resource[PodModel]):
                             "price_per_hour": o.price_per_hour,
                         }
                     ),
+                    RentedOffer.of(o),
                 )
                 for o in self._matching_offers(ctx, plan.model_dump())
             ]
@@ -317,9 +341,7 @@ class PodResource(Resource[PodModel]):
         s.journal.forget(state.name)
         if result.outcome != "rented" or not result.pod_id:
             return None
-        same = attempt.body.template_id == state.template_id and attempt.body.gpu_count == (
-            state.gpu_count or 1
-        )
+        same = attempt.body.template_id == state.template_id and attempt.body.gpu_count == state.gpu_count
         if not same or (state.executor_id and attempt.executor_id != state.executor_id):
             ctx.log.warn("deleting an unrecorded pod that no longer matches the plan", pod=result.pod_id)
             delete_pod_and_wait(ctx, s, result.pod_id)
@@ -334,17 +356,18 @@ class PodResource(Resource[PodModel]):
         ctx: Context,
         s: LiumSession,
         state: PodModel,
-        candidates: list[tuple[str, PodModel]],
+        candidates: list[tuple[str, PodModel, RentedOffer]],
         public_key: str,
     ) -> tuple[str, PodModel]:
+        """Rent the first candidate with capacity; its offer's facts go into the private state."""
         refusals: list[str] = []
-        for executor_id, candidate in candidates:
+        for executor_id, candidate, rented in candidates:
             ctx.check()
             body = RentRequest(
                 pod_name=state.name,
                 template_id=state.template_id,
                 user_public_key=public_key,
-                gpu_count=state.gpu_count or 1,
+                gpu_count=state.gpu_count,
                 initial_port_count=2,
                 volume_id=state.volume_id,
             )
@@ -361,6 +384,7 @@ class PodResource(Resource[PodModel]):
             except LiumError as exc:
                 raise TFError("Renting the pod failed", str(exc)) from None
             if result.outcome == "rented" and result.pod_id:
+                ctx.private = rented.model_dump_json(exclude_none=True).encode()
                 return result.pod_id, candidate.model_copy(
                     update={"id": result.pod_id, "executor_id": executor_id, "status": "PENDING"}
                 )
@@ -404,7 +428,19 @@ class PodResource(Resource[PodModel]):
                 return key
             ctx.sleep(SSH_POLL_SECONDS)
 
-    # -- read / delete ---------------------------------------------------------------------------
+    # -- update / read / delete ---------------------------------------------------------------------------
+
+    def update(self, ctx: Context, prior: PodModel, plan: PodModel, config: PodModel) -> PodModel:
+        """Record new offer-filter bounds the running pod still satisfies, or new timeouts: state only.
+
+        Every other change re-rents (``modify_plan``), so nothing here calls Lium.
+        """
+        return prior.model_copy(
+            update={
+                **{name: getattr(plan, name) for name in OfferFilter.fields()},
+                "timeouts": plan.timeouts,
+            }
+        )
 
     def read(self, ctx: Context, state: PodModel) -> PodModel | None:
         s = session(ctx)
