@@ -157,6 +157,8 @@ def pod_facts(state: Mapping[str, Any], rented: RentedOffer) -> PodFacts:
 def refilter_replacements(wanted: OfferFilter, prior: OfferFilter, facts: PodFacts) -> list[str]:
     """The filter fields whose change re-rents the pod: changed from ``prior`` and unmet by ``facts``."""
     changed = {name for name in OfferFilter.fields() if getattr(wanted, name) != getattr(prior, name)}
+    if not changed:  # the common plan: no rule to run (and gpuhunt stays unloaded)
+        return []
     return [name for name in wanted.unmet_by(facts) if name in changed]
 
 
@@ -172,6 +174,20 @@ def _apply_pod(state: PodModel, pod: Pod) -> PodModel:
             "ports": dict(pod.ports_mapping) if pod.ports_mapping else state.ports,
         }
     )
+
+
+def _plan_filter_change(change: PlanChange, rented: RentedOffer) -> None:
+    """A running pod's offer filter: keep a respelled ``gpu``; re-rent for what the pod no longer meets."""
+    planned, prior = change.planned, change.prior or {}
+    if _same_gpu_respelled(planned.get("gpu"), prior.get("gpu")):
+        planned["gpu"] = prior["gpu"]  # Terraform takes the prior value as equal to the configured one
+        _keep_computed_if_unchanged(change)
+    unknown = [n for n in OfferFilter.fields() if is_unknown(planned.get(n))]
+    known = {n: None if n in unknown else planned.get(n) for n in OfferFilter.fields()}
+    wanted, before = OfferFilter.of(known, validate=False), OfferFilter.of(prior, validate=False)
+    replace = refilter_replacements(wanted, before, pod_facts(prior, rented))
+    # A filter known only after apply cannot be checked against the pod now: re-rent to be safe.
+    change.requires_replace.extend((name,) for name in [*unknown, *replace])
 
 
 def _keep_computed_if_unchanged(change: PlanChange) -> None:
@@ -225,23 +241,13 @@ class PodResource(Resource[PodModel]):
         ]
 
     def modify_plan(self, ctx: Context, change: PlanChange) -> None:
-        planned, prior = change.planned, change.prior
-        if prior is None:
+        if change.prior is None:
             self._check_offers_exist(ctx, change)
             return
-        if prior.get("status") in DEAD_STATES:
-            planned["status"] = UNKNOWN
+        if change.prior.get("status") in DEAD_STATES:
+            change.planned["status"] = UNKNOWN
             change.requires_replace.append(("status",))
-        if _same_gpu_respelled(planned.get("gpu"), prior.get("gpu")):
-            planned["gpu"] = prior["gpu"]  # Terraform takes the prior value as equal to the configured one
-            _keep_computed_if_unchanged(change)
-        unknown = [n for n in OfferFilter.fields() if is_unknown(planned.get(n))]
-        known = {n: None if n in unknown else planned.get(n) for n in OfferFilter.fields()}
-        facts = pod_facts(prior, RentedOffer.from_private(ctx.private))
-        wanted, before = OfferFilter.of(known, validate=False), OfferFilter.of(prior, validate=False)
-        replace = refilter_replacements(wanted, before, facts)
-        # A filter known only after apply cannot be checked against the pod now: re-rent to be safe.
-        change.requires_replace.extend((name,) for name in [*unknown, *replace])
+        _plan_filter_change(change, RentedOffer.from_private(ctx.private))
 
     def _check_offers_exist(self, ctx: Context, change: PlanChange) -> None:
         """Creating by filter: check now that something matches, so `plan` fails, not a later `apply`."""
