@@ -60,7 +60,7 @@ def test_filter_changes_re_rent_only_when_the_pod_no_longer_qualifies(
     tf.apply()
     (pod,) = instances(tf, "lium_pod")
     assert (pod["region"], pod["price_per_hour"]) == ("us-tx", 0.39)
-    assert "4090" in pod["gpu"]
+    assert pod["gpu"] == "NVIDIA GeForce RTX 4090", "unset, gpu records the GPU Lium says it rented"
 
     # The same GPU spelled another way: no change at all.
     _config(tf, 'regions = ["us-tx"]\n  max_price_per_hour = 0.80\n  gpu = "rtx4090"')
