@@ -120,6 +120,12 @@ def test_imported_pod_with_a_matching_config_plans_no_change(
     _config(other, 'gpu = "RTX 4090"\n  max_price_per_hour = 0.80\n  regions = ["us", "ca"]')
     change = _pod_plan(other)
     assert change["actions"] == ["update"] and not change.get("replace_paths")
+    # What the import found in the feed (the executor's offer) still decides re-rents.
+    for lines, attribute in [('regions = ["ca"]', "regions"), ("min_memory_gib = 100", "min_memory_gib")]:
+        _config(other, lines)
+        change = _pod_plan(other)
+        assert change["actions"] == ["delete", "create"], (attribute, change["actions"])
+        assert change["replace_paths"] == [[attribute]], (attribute, change["replace_paths"])
     other.run("state", "rm", "lium_pod.p", "lium_template.t")
     tf.destroy()
     assert_nothing_left(account)

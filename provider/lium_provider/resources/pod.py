@@ -112,6 +112,7 @@ class RentedOffer(BaseModel):
 
     The pod's state and Lium's pod rows carry its GPU count, price and region but not its RAM, disk,
     VRAM or tier; these are what the offer-filter rules need when a filter changes on a running pod.
+    Recorded at create from the offer rented; at import from the executor's offer in the feed, if listed.
     """
 
     gpu_model: str | None = None
@@ -129,6 +130,9 @@ class RentedOffer(BaseModel):
             disk_gb=offer.disk_gb,
             spot=offer.spot,
         )
+
+    def to_private(self) -> bytes:
+        return self.model_dump_json(exclude_none=True).encode()
 
     @classmethod
     def from_private(cls, private: bytes) -> RentedOffer:
@@ -390,7 +394,7 @@ class PodResource(Resource[PodModel]):
             except LiumError as exc:
                 raise TFError("Renting the pod failed", str(exc)) from None
             if result.outcome == "rented" and result.pod_id:
-                ctx.private = rented.model_dump_json(exclude_none=True).encode()
+                ctx.private = rented.to_private()
                 return result.pod_id, candidate.model_copy(
                     update={"id": result.pod_id, "executor_id": executor_id, "status": "PENDING"}
                 )
@@ -465,8 +469,28 @@ class PodResource(Resource[PodModel]):
                     "volume_id": pod.volume_id,
                 }
             )
+            refreshed = self._with_listed_offer(ctx, s, refreshed)
         s.journal.forget(refreshed.name)  # Terraform holds this pod now: its rent needs no reconciling
         return refreshed
+
+    def _with_listed_offer(self, ctx: Context, s: LiumSession, state: PodModel) -> PodModel:
+        """An imported pod's region and offer facts, from its executor's offer in the feed if listed.
+
+        A rented whole node is no longer listed; its facts then stay unknown, and fail no filter rule.
+        """
+        from lium_provider.api.offers import find_offers
+
+        if not state.executor_id or not state.gpu_count:
+            return state
+        try:
+            offers = find_offers(s.feed_url, OfferFilter(gpu_count=state.gpu_count), client=s.client)
+        except (LiumError, ValueError):
+            return state
+        offer = next((o for o in offers if o.executor_id == state.executor_id), None)
+        if offer is None:
+            return state
+        ctx.private = RentedOffer.of(offer).to_private()
+        return state.model_copy(update={"region": offer.region})
 
     def delete(self, ctx: Context, state: PodModel) -> None:
         s = session(ctx)
