@@ -55,13 +55,13 @@ class Node(BaseModel):
 
     @property
     def host_ram_reserve_gib(self) -> float:
-        """RAM the host keeps for itself: ``max(4 GiB, 1 % of host RAM)`` (contract §7)."""
+        """RAM the host keeps for itself: ``max(4 GiB, 1 % of host RAM)`` (docs/lium-api.md#pod-share)."""
         return max(4.0, self.ram_gb * 0.01)
 
 
 @dataclass(frozen=True)
 class PodShare:
-    """The resources a pod of ``gpu_count`` GPUs gets on a node (contract §7)."""
+    """The resources a pod of ``gpu_count`` GPUs gets on a node (docs/lium-api.md#pod-share)."""
 
     gpu_count: int
     cpu_count: int

@@ -37,7 +37,7 @@ class Account(Record):
 
 
 class Template(Record):
-    """A pod template (contract §11); ``user_id`` None marks a public, platform template."""
+    """A pod template (docs/lium-api.md#templates); ``user_id`` None marks a public, platform template."""
 
     id: str
     user_id: str | None
@@ -90,7 +90,7 @@ class Volume(Record):
 
 
 class SshKey(Record):
-    """An account-level SSH public key (contract §14); not added to pods automatically."""
+    """An account-level SSH public key (docs/lium-api.md#ssh-keys); not added to pods automatically."""
 
     id: str
     user_id: str
@@ -152,7 +152,7 @@ class Pod(Record):
 
 
 class Event(Record):
-    """One entry of an account's event log (contract §6)."""
+    """One entry of an account's event log (docs/lium-api.md#events)."""
 
     id: str
     user_id: str
@@ -170,7 +170,7 @@ class Event(Record):
 
 
 class IdempotencyRecord(Record):
-    """What became of one ``Idempotency-Key`` of one account (contract §3)."""
+    """What became of one ``Idempotency-Key`` of one account (docs/lium-api.md#idempotency)."""
 
     user_id: str
     key: str

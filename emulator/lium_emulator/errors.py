@@ -1,4 +1,4 @@
-"""Lium's error envelope (contract §2.1) and the exception that carries one out of a handler.
+"""Lium's error envelope (docs/lium-api.md#error-envelope) and the exception that carries one out of a handler.
 
 Every 4xx/5xx the emulator sends has the same shape::
 
@@ -79,7 +79,7 @@ def error_body(
     hint: str,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Build the §2.1 envelope; ``extra`` adds top-level fields (e.g. ``validation_errors``)."""
+    """Build the envelope (docs/lium-api.md#error-envelope); ``extra`` adds top-level fields (e.g. ``validation_errors``)."""
     body: dict[str, Any] = {
         "success": False,
         "error": {"code": code, "message": message, "hint": hint, "request_id": request_id},

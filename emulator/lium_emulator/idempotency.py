@@ -1,4 +1,4 @@
-"""``Idempotency-Key`` on rent (contract §3): per account, 24 h retention, 300 s in-flight lock.
+"""``Idempotency-Key`` on rent (docs/lium-api.md#idempotency): per account, 24 h retention, 300 s in-flight lock.
 
 A key's record is ``in_flight`` while its first request runs, ``completed`` once that request's answer
 (2xx body or 4xx refusal) is stored, and ``pending`` when the request ended without a recorded answer

@@ -1,4 +1,4 @@
-"""Pod lifecycle (contract §10.4): PENDING → RUNNING | CREATION_FAILED, then DELETING → DELETED.
+"""Pod lifecycle (docs/lium-api.md#lifecycle): PENDING → RUNNING | CREATION_FAILED, then DELETING → DELETED.
 
 Each pod is driven by asyncio tasks on the event loop; the blocking sandbox calls (start, stop) run in
 a dedicated thread pool. Timings come from ``EmulatorConfig``; faults attached to the pod at rent

@@ -1,4 +1,4 @@
-"""How records look on the wire: pod rows (§10.1), templates, credentials, volumes, events, nodes."""
+"""How records look on the wire: pod rows (docs/lium-api.md#pod-row), templates, credentials, volumes, events, nodes."""
 
 import math
 import os
@@ -180,7 +180,7 @@ def me_object(account: Account, balance: float) -> dict[str, Any]:
 
 
 def feed_node(node: Node, available: int, rent_url_base: str) -> dict[str, Any]:
-    """A node of the public feed (§7): host totals rounded to whole GB, free GPUs now."""
+    """A node of the public feed (docs/lium-api.md#nodes-feed): host totals rounded to whole GB, free GPUs now."""
     return {
         "id": node.id,
         "gpu_model": node.gpu_model,

@@ -93,7 +93,8 @@ def sleep_within_the_operation(cancel: CancelToken) -> Callable[[float], None]:
 class LiumProvider(Provider[LiumProviderConfig]):
     type_name = "lium"
     model = LiumProviderConfig
-    description = LiumProviderConfig.__doc__ or ""
+    # The Registry index page (docs/index.md) shows this, so it links the API reference next to it.
+    description = f"{LiumProviderConfig.__doc__} The Lium API it relies on: [docs/lium-api.md](lium-api.md)."
     resources = (PodResource, TemplateResource, DockerCredentialResource, VolumeResource, RunnerResource)
     data_sources = (OffersDataSource, PodDataSource, TemplatesDataSource)
 

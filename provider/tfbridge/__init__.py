@@ -2,7 +2,7 @@
 
 It knows nothing about any cloud. A provider declares pydantic models for its configuration, resources
 and data sources (:mod:`tfbridge.schema`), implements CRUD on :class:`Resource` subclasses, and is
-served by :func:`tfbridge.plugin.serve`. See docs/design.md for the layers and how a request flows.
+served by :func:`tfbridge.plugin.main`. See docs/design.md for the layers and how a request flows.
 
 Names are exported lazily: Terraform times a provider's start until the handshake line, so importing
 ``tfbridge.plugin`` must not pull in pydantic and the rest of the framework first.

@@ -3,6 +3,8 @@
 Run as a script, ``python -I -S .../tfbridge/launch.py <module or script.py> [args...]``: no ``site`` and only
 C-level standard modules (``_socket``, ``_signal``, ``_sha256``: the friendlier wrappers import
 ``enum``, ``re`` and ``collections``, which would triple this script's cost), so it takes under 10 ms.
+The names it shares with the bridge (the magic cookie's name, the zygote flag, the letters of its
+messages to and from the zygote) come from ``tfbridge/constants.py``, which it executes by path.
 See :mod:`tfbridge.zygote` for the whole design. Without a usable zygote (none yet, a stale one,
 ``TFBRIDGE_ZYGOTE=0``, or not started by Terraform at all) it execs ``python -I -m <module>`` (or ``python -I <script.py>``), the cold
 start, after starting a zygote in the background for the next start.
@@ -25,8 +27,25 @@ try:
 except ImportError:  # Python 3.12+ renamed the module
     from _sha2 import sha256  # type: ignore[import-not-found]
 
-MAGIC_COOKIE_KEY = "TF_PLUGIN_MAGIC_COOKIE"
-ZYGOTE_FLAG = "--tfbridge-zygote"
+
+def _shared_constants() -> dict[str, str]:
+    """The names ``tfbridge/constants.py`` defines, read by path and executed.
+
+    This script cannot import the ``tfbridge`` package: under ``-I -S`` neither this script's directory
+    nor site-packages is on ``sys.path``, and the package's ``__init__`` costs more than this whole
+    script. That file imports nothing, so executing it takes about 0.1 ms.
+    """
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "constants.py")
+    namespace: dict[str, object] = {}
+    with open(path, "rb") as source:
+        exec(compile(source.read(), path, "exec"), namespace)
+    return {name: value for name, value in namespace.items() if isinstance(value, str)}
+
+
+_CONSTANTS = _shared_constants()
+MAGIC_COOKIE_KEY = _CONSTANTS["MAGIC_COOKIE_KEY"]
+ZYGOTE_FLAG = _CONSTANTS["ZYGOTE_FLAG"]
+FORKED, EXITED, ORPHANED = (_CONSTANTS[name].encode() for name in ("FORKED", "EXITED", "ORPHANED"))
 DEFAULT_IDLE_SECONDS = "300"
 PARENT_POLL_SECONDS = 1.0
 ZYGOTE_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ")
@@ -110,7 +129,7 @@ def wait_for_exit(connection: _socket.socket, terraform: int) -> bytes:
             chunk = connection.recv(64)
         except TimeoutError:
             if not told and os.getppid() != terraform:
-                connection.sendall(b"O")
+                connection.sendall(ORPHANED)
                 told = True
             continue
         if not chunk:
@@ -130,7 +149,7 @@ def serve_through_zygote(program: str, args: list[str], path: str, terraform: in
         sent = connection.sendmsg([message], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, stdio)])
         connection.sendall(message[sent:])
         reply = read_line(connection)
-        if not reply.startswith(b"P"):
+        if not reply.startswith(FORKED):
             return None  # the zygote refused (its sources changed): it is going away
         child = int(reply[1:])
         # Terraform ends a provider with SIGTERM (or SIGKILL, which the server notices as a closed socket).
@@ -143,7 +162,7 @@ def serve_through_zygote(program: str, args: list[str], path: str, terraform: in
         connection.close()
     # Once a server runs, this process stands for it: a lost connection is a failed provider, never a
     # reason to start a second server.
-    return int(status[1:]) if status.startswith(b"X") and status[1:].strip().isdigit() else 1
+    return int(status[1:]) if status.startswith(EXITED) and status[1:].strip().isdigit() else 1
 
 
 def main() -> None:

@@ -27,10 +27,9 @@ _HIGH_WATER_BYTES = 4 << 20  # stop reading a side while this much waits to be w
 _HANDSHAKE_TIMEOUT_SECONDS = 30.0
 
 
-def server_tls_context(
-    cert_der: bytes, key_pem: bytes, cert_pem: bytes, client_cert_pem: bytes
-) -> ssl.SSLContext:
-    """Our certificate, and only Terraform's certificate trusted (``PLUGIN_CLIENT_CERT``)."""
+def server_tls_context(cert_der: bytes, key_pem: bytes, client_cert_pem: bytes) -> ssl.SSLContext:
+    """Our certificate (:mod:`tfbridge.tls_certificate`), and only Terraform's certificate trusted
+    (``PLUGIN_CLIENT_CERT``)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.verify_mode = ssl.CERT_REQUIRED
@@ -40,7 +39,7 @@ def server_tls_context(
     # load_cert_chain reads only files; an anonymous memory file keeps the private key off the disk.
     key_file = os.memfd_create("plugin-tls", os.MFD_CLOEXEC)
     try:
-        os.write(key_file, cert_pem + key_pem)
+        os.write(key_file, ssl.DER_cert_to_PEM_cert(cert_der).encode() + key_pem)
         context.load_cert_chain(f"/proc/self/fd/{key_file}")
     finally:
         os.close(key_file)

@@ -5,7 +5,7 @@ time importing (the interpreter, grpc, pydantic, httpx, the provider itself) bef
 call. The zygote does that once: it imports everything, then waits on a private unix socket. Each
 start of the provider runs the tiny launcher (:mod:`tfbridge.launch`, standard library only), which
 hands the zygote its stdin/stdout/stderr, environment, working directory and arguments; the zygote
-forks, and the child serves exactly as a freshly started provider would (:func:`tfbridge.plugin.serve`),
+forks, and the child serves exactly as a freshly started provider would (:func:`tfbridge.handshake.serve`),
 writing the handshake line to Terraform's own pipe. The launcher stays as the process Terraform
 watches: it forwards SIGTERM to the child, ignores SIGINT as the provider does, exits with the
 child's exit code, and tells the child when Terraform dies (the child then stops as an orphaned
@@ -35,6 +35,7 @@ import random
 import select
 import signal
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -43,6 +44,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
+
+from tfbridge import tls_relay
+from tfbridge.constants import EXITED, FORKED, ORPHANED, STALE
+from tfbridge.handshake import serve
+from tfbridge.tls_certificate import self_signed_certificate
 
 if TYPE_CHECKING:
     from tfbridge.proto import tfplugin6_pb2_grpc
@@ -67,7 +73,8 @@ class LauncherLink:
         self._connection = connection
 
     def wait_gone(self) -> None:
-        """Returns when the launcher says Terraform died (``O``); dies with the launcher itself.
+        """Returns when the launcher says Terraform died (:data:`~tfbridge.constants.ORPHANED`); dies
+        with the launcher itself.
 
         To Terraform the launcher is the provider process: if it was killed, this process must not
         go on serving (or finish a create) as if it had not been.
@@ -79,12 +86,17 @@ class LauncherLink:
                 data = b""
             if not data:
                 os.kill(os.getpid(), signal.SIGKILL)
-            if b"O" in data:
+            if ORPHANED.encode() in data:
                 return
 
     def exited(self, exit_code: int) -> None:
         with contextlib.suppress(OSError):
-            self._connection.sendall(b"X%d\n" % exit_code)
+            self._connection.sendall(_message(EXITED, exit_code))
+
+
+def _message(letter: str, number: int | None = None) -> bytes:
+    """A message to the launcher (:mod:`tfbridge.launch`): its letter, maybe a number, a newline."""
+    return f"{letter}{'' if number is None else number}\n".encode()
 
 
 class _SourceWatch:
@@ -169,26 +181,21 @@ def _lock_or_exit(lock_path: Path) -> int:
 
 
 def _preload_bridge() -> None:
-    """Import everything :func:`tfbridge.plugin.serve` would import on its way to the handshake."""
-    import ssl  # noqa: F401
+    """Import everything :func:`tfbridge.handshake.serve` imports on its way to the handshake and after it.
+
+    These imports are the zygote's whole point, and the cold path defers them, so they are made here.
+    """
     from concurrent import futures  # noqa: F401
 
     import grpc  # noqa: F401
-    from cryptography.hazmat.primitives import hashes  # noqa: F401
-    from cryptography.hazmat.primitives.asymmetric import ec  # noqa: F401
 
-    from tfbridge import plugin, tls_relay
-    from tfbridge.proto import (  # noqa: F401
-        grpc_controller_pb2_grpc,
-        grpc_stdio_pb2_grpc,
-        health_pb2_grpc,
-        tfplugin6_pb2_grpc,
-    )
+    # With it the generated stubs, which serve imports on its background thread after the handshake.
+    from tfbridge import plugin_services  # noqa: F401
 
-    # OpenSSL sets up its EC and TLS tables on first use (about 12 ms); once here, not in every fork.
-    cert_der, key_pem = plugin.self_signed_certificate()
-    cert_pem = plugin.certificate_pem(cert_der)
-    tls_relay.server_tls_context(cert_der, key_pem, cert_pem, cert_pem)
+    # Importing cryptography's primitives, and OpenSSL setting up its EC and TLS tables on first use
+    # (about 12 ms): once here, not in every fork.
+    cert_der, key_pem = self_signed_certificate()
+    tls_relay.server_tls_context(cert_der, key_pem, ssl.DER_cert_to_PEM_cert(cert_der).encode())
 
 
 def _serve_request(
@@ -206,7 +213,7 @@ def _serve_request(
         if uid != os.getuid() or request is None or len(fds) != 3:
             return "refused"
         if sources.changed():
-            connection.sendall(b"S\n")
+            connection.sendall(_message(STALE))
             return "stale"
         if threading.active_count() != 1:
             return "refused"  # forking a threaded process is unsafe (the launcher then starts cold)
@@ -259,6 +266,7 @@ def _become_server(
 ) -> NoReturn:
     """In the forked child: take on the launcher's stdio, environment and directory, then serve."""
     exit_code = 1
+    launcher = LauncherLink(connection)
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for target, fd in enumerate(fds):
@@ -270,18 +278,15 @@ def _become_server(
         os.umask(request.umask)
         sys.argv = request.argv
         random.seed()  # forked children must not share the zygote's random sequence (jitter)
-        connection.sendall(b"P%d\n" % os.getpid())
-        from tfbridge.plugin import serve
-
-        serve(servicer_factory, host=LauncherLink(connection), preloaded=True)
+        connection.sendall(_message(FORKED, os.getpid()))
+        serve(servicer_factory, host=launcher, preloaded=True)
     except SystemExit as stop:
         exit_code = stop.code if isinstance(stop.code, int) else 1
     except BaseException:
         import traceback
 
         traceback.print_exc()
-    with contextlib.suppress(OSError):
-        connection.sendall(b"X%d\n" % exit_code)
+    launcher.exited(exit_code)
     os._exit(exit_code)
 
 

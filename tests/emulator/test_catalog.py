@@ -1,4 +1,4 @@
-"""The packaged node catalog and the per-order resource split (contract §7 worked numbers)."""
+"""The packaged node catalog and the per-order resource split (docs/lium-api.md#pod-share worked numbers)."""
 
 import pytest
 

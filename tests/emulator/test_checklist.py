@@ -1,4 +1,4 @@
-"""The contract's §16 checklist, one test per item, over real HTTP against a real emulator process."""
+"""The client checklist (docs/lium-api.md#client-checklist), one test per item, over real HTTP against a real emulator process."""
 
 import re
 import secrets

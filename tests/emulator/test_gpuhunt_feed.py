@@ -51,7 +51,7 @@ def test_a_pod_rented_for_an_offer_gets_its_resources(provider: LiumProvider, ac
     pod = wait_status(account, pod_id, "RUNNING")
     assert pod["cpu_count"] >= h200.cpu and pod["ram_total"] >= h200.memory
     assert pod["storage_quota_gb"] >= h200.disk_size
-    # the contract's worked numbers for 1 of 8 H200 (ram_gb 2015, disk_free_gb 1467)
+    # the worked numbers (docs/lium-api.md#pod-share) for 1 of 8 H200 (ram_gb 2015, disk_free_gb 1467)
     assert (pod["cpu_count"], pod["ram_total"], pod["storage_quota_gb"]) == (24, 249, 61)
     remaining = [o.gpu_count for o in provider.get() if o.instance_name == h200.instance_name]
     assert remaining == list(range(1, 8)), "the feed reflects the rental"

@@ -1,4 +1,4 @@
-"""``Idempotency-Key`` on rent (contract §3) over real HTTP: replay, refusal replay, in progress, outcome
+"""``Idempotency-Key`` on rent (docs/lium-api.md#idempotency) over real HTTP: replay, refusal replay, in progress, outcome
 unknown after a dropped connection, per-account scope, body mismatch, fresh pre-checks, feature off."""
 
 import secrets

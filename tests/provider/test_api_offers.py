@@ -93,7 +93,7 @@ def test_nodes_become_one_offer_per_rentable_count_and_bad_nodes_are_skipped() -
 
 
 def test_offer_resources_are_the_pods_share() -> None:
-    # Contract §7 worked numbers: 1 of 8 H200 on a 2015 GB host gets 249 GiB RAM and a 61 GB quota.
+    # Worked numbers (docs/lium-api.md#pod-share): 1 of 8 H200 on a 2015 GB host gets 249 GiB RAM and a 61 GB quota.
     h200 = by_id("n-h200")
     assert (h200.gpu, h200.gpu_model, h200.cpu, h200.memory_gib, h200.disk_gb) == (
         "H200",

@@ -1,4 +1,4 @@
-"""tfbridge.plugin end to end: a real plugin process, the go-plugin handshake, gRPC over mutual TLS.
+"""The plugin process end to end: the go-plugin handshake, its side services, gRPC over mutual TLS.
 
 Each test execs tests/tfbridge/serve_empty_provider.py the way Terraform execs a provider and talks to it
 the way Terraform does; the last one lets Terraform itself do that.
@@ -24,8 +24,8 @@ from google.protobuf import empty_pb2  # type: ignore[import-untyped]  # types-p
 
 from tests.support.terraform import Terraform, write_cli_config
 from tests.tfbridge.plugin_host import ClientIdentity, PluginProcess, plugin_env, stub
+from tfbridge.handshake import NOT_A_COMMAND_MESSAGE
 from tfbridge.install import write_launcher
-from tfbridge.plugin import NOT_A_COMMAND_MESSAGE, self_signed_certificate
 from tfbridge.proto import (
     grpc_controller_pb2,
     grpc_controller_pb2_grpc,
@@ -35,6 +35,7 @@ from tfbridge.proto import (
     tfplugin6_pb2,
     tfplugin6_pb2_grpc,
 )
+from tfbridge.tls_certificate import self_signed_certificate
 
 HERE = Path(__file__).resolve().parent
 SERVE_SCRIPT = HERE / "serve_empty_provider.py"

@@ -7,6 +7,7 @@ Terraform dies, and fall back to a cold start whenever the zygote cannot be trus
 
 from __future__ import annotations
 
+import ast
 import os
 import shlex
 import signal
@@ -29,6 +30,7 @@ from tests.tfbridge.plugin_host import (
     read_handshake_line,
     stub,
 )
+from tfbridge import constants, launch
 from tfbridge.proto import grpc_controller_pb2, grpc_controller_pb2_grpc, health_pb2, health_pb2_grpc
 from tfbridge.zygote import live_zygotes
 from tfbridge.zygote import process_running as running
@@ -226,3 +228,19 @@ def test_the_zygote_keeps_nothing_of_the_start_that_made_it(
     assert secret.encode() not in Path(f"/proc/{zygote}/environ").read_bytes()
     assert secret.encode() not in Path(f"/proc/{zygote}/cmdline").read_bytes()
     assert os.readlink(f"/proc/{zygote}/cwd") == "/", "the zygote pins the first start's directory"
+
+
+def test_the_launcher_takes_the_shared_names_from_the_one_constants_file() -> None:
+    """launch.py executes tfbridge/constants.py by path (it cannot import tfbridge): the values are the
+    bridge's, and the file imports nothing, so executing it stays cheap and standard-library only."""
+    constants_file = Path(constants.__file__)
+    tree = ast.parse(constants_file.read_text())
+    assert [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)] == []
+    assert (launch.MAGIC_COOKIE_KEY, launch.ZYGOTE_FLAG) == (
+        constants.MAGIC_COOKIE_KEY,
+        constants.ZYGOTE_FLAG,
+    )
+    sent = (launch.FORKED, launch.EXITED, launch.ORPHANED)
+    assert sent == tuple(
+        letter.encode() for letter in (constants.FORKED, constants.EXITED, constants.ORPHANED)
+    )

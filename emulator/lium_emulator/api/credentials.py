@@ -1,4 +1,4 @@
-"""Docker credential routes (contract §12). The collection path has a trailing slash (as clients send
+"""Docker credential routes (docs/lium-api.md#docker-credentials). The collection path has a trailing slash (as clients send
 it); the item path has none. Passwords are kept only as a SHA-256 and never returned."""
 
 import secrets

@@ -38,7 +38,7 @@ class Body(BaseModel):
 
 
 class RentRequest(Body):
-    """``POST /executors/{id}/rent`` (contract §9)."""
+    """``POST /executors/{id}/rent`` (docs/lium-api.md#rent)."""
 
     pod_name: str = Field(min_length=1, max_length=255)
     template_id: UUID
@@ -66,7 +66,7 @@ class DeletePodRequest(Body):
 
 
 class TemplateRequest(Body):
-    """``POST /templates`` and ``PUT /templates/{id}`` (contract §11)."""
+    """``POST /templates`` and ``PUT /templates/{id}`` (docs/lium-api.md#templates)."""
 
     name: str = Field(min_length=1, max_length=255)
     description: str | None = None
@@ -93,14 +93,14 @@ class TemplateRequest(Body):
 
 
 class DockerCredentialRequest(Body):
-    """``POST /docker-credentials/`` and ``PUT /docker-credentials/{id}`` (contract §12)."""
+    """``POST /docker-credentials/`` and ``PUT /docker-credentials/{id}`` (docs/lium-api.md#docker-credentials)."""
 
     docker_username: str = Field(min_length=1, max_length=255)
     docker_password: str = Field(min_length=1, max_length=4096)
 
 
 class VolumeCreateRequest(Body):
-    """``POST /volumes`` (contract §13)."""
+    """``POST /volumes`` (docs/lium-api.md#volumes)."""
 
     name: Annotated[str, AfterValidator(_volume_name)]
     description: str | None = Field(default=None, max_length=1000)
@@ -114,7 +114,7 @@ class VolumeUpdateRequest(Body):
 
 
 class SshKeyRequest(Body):
-    """``POST /ssh-keys`` and ``PUT /ssh-keys/{id}`` (contract §14)."""
+    """``POST /ssh-keys`` and ``PUT /ssh-keys/{id}`` (docs/lium-api.md#ssh-keys)."""
 
     name: str = Field(min_length=1, max_length=255)
     public_key: str = Field(min_length=1, max_length=16384)

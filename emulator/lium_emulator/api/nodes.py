@@ -1,4 +1,4 @@
-"""Node routes: the public nodes feed (§7) and the authenticated executor listing (§8)."""
+"""Node routes: the public nodes feed and the executor listing (docs/lium-api.md#nodes-feed, #executors)."""
 
 from typing import Any
 

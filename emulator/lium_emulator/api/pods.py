@@ -1,4 +1,4 @@
-"""Pod routes (contract §10): list, read, delete, and a pod's events."""
+"""Pod routes (docs/lium-api.md#pods): list, read, delete, and a pod's events."""
 
 from typing import Any
 from uuid import UUID

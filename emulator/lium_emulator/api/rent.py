@@ -1,4 +1,4 @@
-"""``POST /executors/{id}/rent`` (contract §9), with ``Idempotency-Key`` handling (§3).
+"""``POST /executors/{id}/rent`` with ``Idempotency-Key`` handling (docs/lium-api.md#rent, #idempotency).
 
 Order of checks: API key (401) and body (422), then the balance (403) — these answer every request
 freshly — then the idempotency key, then the node, count, template and volume checks, whose refusals

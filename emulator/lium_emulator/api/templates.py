@@ -1,4 +1,4 @@
-"""Template routes (contract §11). Public templates (``user_id`` null) are readable by every account
+"""Template routes (docs/lium-api.md#templates). Public templates (``user_id`` null) are readable by every account
 and read-only."""
 
 import uuid

@@ -1,4 +1,4 @@
-"""Volume routes (contract §13). A volume is a host directory, mounted at /mnt of the one pod it is
+"""Volume routes (docs/lium-api.md#volumes). A volume is a host directory, mounted at /mnt of the one pod it is
 attached to; its data outlives pods."""
 
 import asyncio

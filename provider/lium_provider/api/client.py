@@ -1,4 +1,4 @@
-"""``LiumClient``: typed calls to the Lium REST API (contract §1 to §13) over :class:`HttpTransport`.
+"""``LiumClient``: typed calls to the Lium REST API (docs/lium-api.md) over :class:`HttpTransport`.
 
 Each method is one logical call; retries, backoff and error classification live in the transport. Getters
 of a single resource return None on 404 and deletes treat 404 as done, because Terraform refreshes and
@@ -163,7 +163,7 @@ class LiumClient:
         return parse_object(User, self._call("GET", "/users/me").data, method="GET", path="/users/me")
 
     def version_features(self) -> frozenset[str]:
-        """Feature names from ``GET /version`` (contract §4), fetched once per client.
+        """Feature names from ``GET /version`` (docs/lium-api.md#version), fetched once per client.
 
         A server that answers without a usable ``features`` list has none. An unreachable server also
         counts as none for this call, but is asked again next time.
@@ -186,7 +186,7 @@ class LiumClient:
     def events(
         self, *, since: datetime | None = None, pod_id: str | None = None, limit: int = 1000
     ) -> list[Event]:
-        """The account event log, newest first (contract §6.1); ``since`` is sent with its UTC offset."""
+        """The account event log, newest first (docs/lium-api.md#account-events); ``since`` is sent with its UTC offset."""
         if not 1 <= limit <= MAX_EVENTS_LIMIT:
             raise ValueError(f"limit must be within 1..{MAX_EVENTS_LIMIT}, got {limit}")
         params: dict[str, str | int] = {"limit": limit}
@@ -274,7 +274,7 @@ class LiumClient:
         return parse_list(DockerCredential, self._call("GET", path).data, method="GET", path=path)
 
     def get_docker_credential(self, credential_id: str) -> DockerCredential | None:
-        """Lium has no single-credential GET route (contract §12), so this searches the list."""
+        """Lium has no single-credential GET route (docs/lium-api.md#docker-credentials), so this searches the list."""
         return next((c for c in self.list_docker_credentials() if c.id == credential_id), None)
 
     def update_docker_credential(self, credential_id: str, username: str, password: str) -> DockerCredential:
@@ -326,7 +326,7 @@ class LiumClient:
     # --- public feed ----------------------------------------------------------------------------------
 
     def nodes_feed(self, feed_url: str) -> list[dict[str, object]]:
-        """Nodes of the public feed (contract §7), fetched without the API key (it may be another host)."""
+        """Nodes of the public feed (docs/lium-api.md#nodes-feed), fetched without the API key (it may be another host)."""
         return fetch_nodes_feed(self._http, feed_url, secrets=(self._api_key,))
 
 

@@ -1,4 +1,4 @@
-"""Reading Lium's error envelope (contract §2.1) without trusting it.
+"""Reading Lium's error envelope (docs/lium-api.md#error-envelope) without trusting it.
 
 Servers answer errors in several shapes: the current ``{"error": {"code", "message", "request_id"}, ...}``
 envelope, a flat ``{"code", "message"}`` (rent-by-spec), or older ``{"detail": "..."}`` bodies. Only three

@@ -13,7 +13,7 @@ import re
 
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
-# dstack's list (contract §2.3): refusals meaning "this node cannot take the order now"; the caller
+# dstack's list (docs/lium-api.md#error-codes): refusals meaning "this node cannot take the order now"; the caller
 # should try another offer rather than fail.
 NO_CAPACITY_CODES: frozenset[str] = frozenset(
     {
@@ -31,12 +31,12 @@ NO_CAPACITY_CODES: frozenset[str] = frozenset(
 )
 
 # Codes with which a rent endpoint says "I do not know (yet) what happened to the first request with this
-# Idempotency-Key" (contract §3): such a 409 is never a refusal.
+# Idempotency-Key" (docs/lium-api.md#idempotency): such a 409 is never a refusal.
 IDEMPOTENCY_UNCERTAIN_CODES: frozenset[str] = frozenset(
     {"idempotency_in_progress", "idempotency_outcome_unknown"}
 )
 
-# 403 codes that mean "this key may not do that" (contract §2.3, SDK aliases).
+# 403 codes that mean "this key may not do that" (docs/lium-api.md#error-codes, SDK aliases).
 SCOPE_CODES: frozenset[str] = frozenset(
     {"missing_scope", "api_key_scope", "insufficient_scope", "scope_required"}
 )
@@ -128,7 +128,7 @@ class LiumCancelled(LiumError):
 
 
 def is_definitive(error: LiumError) -> bool:
-    """True when ``error`` proves the request was *not* executed (dstack's rule, contract §2.2).
+    """True when ``error`` proves the request was *not* executed (dstack's rule, docs/lium-api.md#status-codes).
 
     That is an HTTP refusal below 500, other than 408, whose code is not an idempotency "don't know"
     code, or a request that never left this machine. A garbage 2xx, a redirect, a timeout or a cancelled

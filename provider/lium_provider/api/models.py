@@ -1,4 +1,4 @@
-"""Typed views of Lium API bodies (contract §5, §6, §9 to §13).
+"""Typed views of Lium API bodies (docs/lium-api.md).
 
 Response models ignore unknown fields and accept the variants real servers send (``gpu_count`` and
 ``price`` as strings, naive UTC timestamps, ids nested in sub-objects); they are strict about the fields
@@ -29,7 +29,7 @@ RUNNING = "RUNNING"
 PENDING = "PENDING"
 DELETING = "DELETING"
 DELETED = "DELETED"
-# dstack's terminal set (contract §10.4): a pod in one of these states will never become usable.
+# dstack's terminal set (docs/lium-api.md#lifecycle): a pod in one of these states will never become usable.
 TERMINAL_POD_STATES: frozenset[str] = frozenset(
     {"STOPPED", "FAILED", "CREATION_FAILED", "BROKEN", "REBOOT_FAILED", DELETING, DELETED}
 )
@@ -174,7 +174,7 @@ class Template(_Response):
 class TemplateSpec(_Request):
     """Body of ``POST /templates`` and ``PUT /templates/{id}`` (the PUT takes the full body).
 
-    With ``docker_image_tag=""`` Lium splits a full image reference itself (contract §11).
+    With ``docker_image_tag=""`` Lium splits a full image reference itself (docs/lium-api.md#templates).
     """
 
     name: NonEmptyStr
@@ -216,7 +216,7 @@ class DockerCredential(_Response):
 
 
 class Volume(_Response):
-    """A network (S3-backed) volume (contract §13)."""
+    """A network (S3-backed) volume (docs/lium-api.md#volumes)."""
 
     id: NonEmptyStr
     name: str
@@ -228,7 +228,7 @@ class Volume(_Response):
 
 
 class Event(_Response):
-    """An entry of the account event log ``GET /users/me/events`` (contract §6.1)."""
+    """An entry of the account event log ``GET /users/me/events`` (docs/lium-api.md#account-events)."""
 
     id: str | None = None
     created_at: UtcDatetime | None = None
@@ -255,7 +255,7 @@ class Event(_Response):
 
 
 class RentRequest(_Request):
-    """Body of ``POST /executors/{id}/rent`` (contract §9), as dstack sends it."""
+    """Body of ``POST /executors/{id}/rent`` (docs/lium-api.md#rent), as dstack sends it."""
 
     pod_name: Annotated[str, Field(min_length=1, max_length=63)]
     template_id: NonEmptyStr
@@ -286,7 +286,7 @@ def parse_object(model: type[_M], data: object, *, method: str, path: str) -> _M
 
 
 def parse_list(model: type[_M], data: object, *, method: str, path: str) -> list[_M]:
-    """Validate a JSON array of objects into ``model`` instances (contract §1: lists are arrays)."""
+    """Validate a JSON array of objects into ``model`` instances (docs/lium-api.md#conventions: lists are arrays)."""
     if not isinstance(data, list):
         raise LiumProtocolError(f"expected a JSON array, got {_json_type(data)}", method=method, path=path)
     items: list[_M] = []

@@ -1,7 +1,7 @@
 """Reconciled rent: turn a rent request into a known outcome without ever paying for a second pod.
 
 A rent is a paid side effect whose answer can be lost (5xx, timeout, dropped connection). The rules follow
-dstack's Lium backend (contract §2.2, §3):
+dstack's Lium backend (docs/lium-api.md#status-codes, #idempotency):
 
 * a *definitive* refusal (HTTP < 500, not 408, not an idempotency "don't know" code) means no pod exists;
 * otherwise the pod is looked for by ``pod_name`` + ``executor_id`` in ``GET /pods``, then in the account
@@ -36,7 +36,7 @@ from lium_provider.api.errors import (
 )
 from lium_provider.api.models import Pod, RentRequest
 
-# Lium keeps a completed idempotency record 24 h (contract §3). Like the official SDK, stop replaying an
+# Lium keeps a completed idempotency record 24 h (docs/lium-api.md#idempotency). Like the official SDK, stop replaying an
 # hour earlier: a key that expires while the resend is in flight would rent a second pod.
 REPLAY_WINDOW = timedelta(hours=23)
 # Clock skew tolerated between this machine and the server (dstack searches events from start - 1 min).

@@ -1,7 +1,7 @@
 """One HTTP exchange with retries: the single place that decides when a request may be resent.
 
 Reads (GET) are resent after connection failures, timeouts, 408, 5xx and 429. Mutations (POST, PUT,
-DELETE) are resent only when the server provably did not execute them: after a 429 (contract §2.2) or when
+DELETE) are resent only when the server provably did not execute them: after a 429 (docs/lium-api.md#status-codes) or when
 the TCP connection could not even be opened. Any other failure of a mutation may have taken effect and
 raises :class:`LiumUncertainOutcome`; the caller reconciles instead of resending.
 """
@@ -264,7 +264,9 @@ class _Reply:
     body: bytes
 
     def answer(self, call: _Call) -> Answer:
-        empty = call.method == "DELETE" or not self.body.strip()  # DELETE bodies are ignored (contract §1)
+        empty = (
+            call.method == "DELETE" or not self.body.strip()
+        )  # DELETE bodies are ignored (docs/lium-api.md#conventions)
         data = None if empty else decode_json(self.body, call.method, call.path, self.status)
         return Answer(self.status, self.headers, data)
 

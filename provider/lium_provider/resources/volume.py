@@ -13,7 +13,7 @@ from lium_provider.resources.pod import settle_orphans
 from lium_provider.session import session
 from tfbridge import Attribute, Context, Resource, TFError, UseStateForUnknown
 
-# Lium's documented volume-name alphabet (contract §13).
+# Lium's documented volume-name alphabet (docs/lium-api.md#volumes).
 _NAME = re.compile(r"^[A-Za-z0-9\-_. ,()!?/]{1,100}$")
 
 

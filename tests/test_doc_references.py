@@ -1,0 +1,124 @@
+"""References into the Lium API reference resolve, and nothing cites the old contract's section numbers.
+
+Code and docs cite ``docs/lium-api.md#<anchor>``, several anchors after one path as
+``docs/lium-api.md#<one>, #<other>``; the anchors are the page's ``<a id="...">`` tags. Earlier commits
+cited "contract" section numbers of a document that is not in the repository: such a reference, or a
+bare section sign with a number, must not come back. The page's own table of old numbers is the exception.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+API_DOC = REPO / "docs" / "lium-api.md"
+SCANNED_SUFFIXES = frozenset({".py", ".md", ".tf", ".sh"})
+# Tool caches, virtualenvs, dependencies and build output: nothing hand-written lives there.
+SKIPPED_DIRS = frozenset(
+    {
+        ".git",
+        ".venv",
+        "node_modules",
+        "__pycache__",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+        ".hypothesis",
+        ".terraform",
+        "cdktf.out",
+        ".gen",
+        "imports",
+        "dist",
+        "build",
+    }
+)
+GENERATED_PROTO_MARK = "_pb2"  # tfplugin6_pb2.py, health_pb2_grpc.py …: protoc output
+
+# Written with escapes so that this file does not match itself.
+OLD_REFERENCE = re.compile(r"contract\s*\u00a7|\u00a7\s*\d", re.IGNORECASE)
+API_REFERENCE = re.compile(r"lium-api\.md(#[\w-]+(?:,\s*#[\w-]+)*)")
+ANCHOR_TAG = re.compile(r'<a id="([^"]*)"></a>')
+LOCAL_LINK = re.compile(r"\]\(#([^)]*)\)")
+HEADING = re.compile(r"#{2,6} ")
+SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+def hand_written_files() -> Iterator[Path]:
+    """Every scanned file of the repository, in a stable order (skipped directories are not entered)."""
+    for root, dirs, names in os.walk(REPO):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        for name in sorted(names):
+            path = Path(root, name)
+            if path.suffix in SCANNED_SUFFIXES and GENERATED_PROTO_MARK not in name and path.is_file():
+                yield path
+
+
+def numbered_lines(path: Path) -> Iterator[tuple[str, str]]:
+    """``("relative/path:line", text)`` for every line of ``path``."""
+    relative = path.relative_to(REPO)
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        yield f"{relative}:{number}", line
+
+
+def defined_anchors() -> list[str]:
+    return ANCHOR_TAG.findall(API_DOC.read_text(encoding="utf-8"))
+
+
+def test_nothing_cites_the_old_contract_section_numbers() -> None:
+    scanned = [path for path in hand_written_files() if path != API_DOC]
+    assert REPO / "provider" / "lium_provider" / "api" / "rent.py" in scanned, "the scan missed the sources"
+    stale = [
+        f"{where}: {line.strip()}"
+        for path in scanned
+        for where, line in numbered_lines(path)
+        if OLD_REFERENCE.search(line)
+    ]
+    assert not stale, "cite docs/lium-api.md#<anchor> (see its #section-map) instead of:\n" + "\n".join(stale)
+
+
+def test_every_reference_into_the_api_doc_names_a_defined_anchor() -> None:
+    anchors = set(defined_anchors())
+    references = [
+        (where, anchor)
+        for path in hand_written_files()
+        for where, line in numbered_lines(path)
+        for group in API_REFERENCE.findall(line)
+        for anchor in re.findall(r"#([\w-]+)", group)
+    ]
+    assert any(where.startswith("provider/") for where, _ in references), "no reference found in the code"
+    unknown = [f"{where}: #{anchor}" for where, anchor in references if anchor not in anchors]
+    assert not unknown, "anchors not defined in docs/lium-api.md:\n" + "\n".join(unknown)
+
+
+def test_the_api_doc_anchors_are_unique_slugs_and_its_own_links_resolve() -> None:
+    anchors = defined_anchors()
+    assert len(anchors) >= 20
+    duplicated = sorted({a for a in anchors if anchors.count(a) > 1})
+    assert not duplicated, f"anchors defined twice: {duplicated}"
+    malformed = [a for a in anchors if not SLUG.fullmatch(a)]
+    assert not malformed, f"anchors must be short lowercase slugs: {malformed}"
+    broken = [
+        f"{where}: #{target}"
+        for where, line in numbered_lines(API_DOC)
+        for target in LOCAL_LINK.findall(line)
+        if target not in anchors
+    ]
+    assert not broken, "links to undefined anchors:\n" + "\n".join(broken)
+
+
+def test_every_heading_of_the_api_doc_has_an_anchor_right_before_it() -> None:
+    lines = API_DOC.read_text(encoding="utf-8").splitlines()
+    unanchored = [
+        f"docs/lium-api.md:{number}: {line}"
+        for number, line in enumerate(lines, start=1)
+        if HEADING.match(line) and (number < 2 or not ANCHOR_TAG.fullmatch(lines[number - 2]))
+    ]
+    assert not unanchored, 'put <a id="slug"></a> on the line before:\n' + "\n".join(unanchored)
+
+
+def test_the_readme_and_the_provider_index_link_the_api_doc() -> None:
+    assert "](docs/lium-api.md)" in (REPO / "README.md").read_text(encoding="utf-8")
+    assert "](lium-api.md)" in (REPO / "docs" / "index.md").read_text(encoding="utf-8")
