@@ -9,8 +9,9 @@ plan summary builds one from a plan's values, and the constructs generator emits
   configuration names none; a data source, which has no plan, simply leaves it null.
 * ``gpu_count``'s default (1) is Terraform's (``Attribute(default=...)``), applied by the plan for a pod
   and by :meth:`OfferFilter.with_defaults` for a data source and for the rules below.
-* No field forces replacement by a plan rule: a pod is re-rented only when the running pod no longer
-  satisfies the new filter (:meth:`OfferFilter.unmet_by`), which for ``gpu_count`` is any change.
+* Plan rules that only mean something on a managed resource are not declared here: ``lium_pod`` adds
+  requires-replace to ``gpu_count`` in its schema (a pod's GPUs are fixed at rent), and re-rents for
+  the other fields only when the running pod no longer satisfies them (:meth:`OfferFilter.unmet_by`).
 
 The rules compare a filter with the *facts* of a rental (:class:`RentalFacts`): an :class:`Offer
 <lium_provider.api.offers.Offer>` of the feed, or what a running pod is (:class:`PodFacts`). A fact that

@@ -1,8 +1,8 @@
 """GPU offers from Lium's public nodes feed, and the offer filter applied to them.
 
-The feed (docs/lium-api.md#nodes-feed) lists whole nodes; gpuhunt's Lium provider turns each node into one offer per
-rentable GPU count with the CPU, RAM and disk share a pod of that size really gets. ``LiumProvider.get``
-itself cannot serve here: it fetches a hard-coded ``NODES_URL`` with ``requests`` (no emulator, no
+The feed (docs/lium-api.md#nodes-feed) lists whole nodes; gpuhunt's Lium provider turns each node into
+one offer per rentable GPU count with the CPU, RAM and disk share a pod of that size really gets.
+``LiumProvider.get`` itself cannot serve here: it fetches a hard-coded ``NODES_URL`` with ``requests`` (no emulator, no
 configured ``nodes_feed_url``, none of the client's retries and cancellation), and it converts every node
 without a chance to drop one whose hostile ``gpu_count`` would make its per-count loop run for ever. So
 the feed is fetched here, through the client's transport, and each plausible node is converted with

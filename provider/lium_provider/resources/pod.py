@@ -9,6 +9,7 @@ blindly. Every rent attempt is journalled on disk before it is sent (see :mod:`l
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -29,6 +30,7 @@ from tfbridge import (
     PlanChange,
     RequiresReplace,
     Resource,
+    Schema,
     TFError,
     Timeouts,
     UseStateForUnknown,
@@ -191,7 +193,8 @@ def _plan_filter_change(change: PlanChange, rented: RentedOffer) -> None:
     wanted, before = OfferFilter.of(known, validate=False), OfferFilter.of(prior, validate=False)
     replace = refilter_replacements(wanted, before, pod_facts(prior, rented))
     # A filter known only after apply cannot be checked against the pod now: re-rent to be safe.
-    change.requires_replace.extend((name,) for name in [*unknown, *replace])
+    forced = [(name,) for name in [*unknown, *replace] if (name,) not in change.requires_replace]
+    change.requires_replace.extend(forced)
 
 
 def _keep_computed_if_unchanged(change: PlanChange) -> None:
@@ -226,6 +229,21 @@ class PodResource(Resource[PodModel]):
     model = PodModel
     description = PodModel.__doc__ or ""
     default_timeouts = {"create": 1800.0, "delete": 900.0, "read": 300.0}
+
+    @classmethod
+    def schema(cls) -> Schema:
+        """The model's schema, with ``gpu_count`` forcing replacement: a pod's GPUs are fixed at rent.
+
+        ``gpu_count`` is declared once, on the offer filter ``lium_offers`` shares; a data source has no
+        plan, so this resource-only rule is added here instead of on the shared field.
+        """
+        schema = super().schema()
+        attributes = dict(schema.block.attributes)
+        count = attributes["gpu_count"]
+        attributes["gpu_count"] = dataclasses.replace(
+            count, spec=dataclasses.replace(count.spec, plan=(*count.spec.plan, *_REPLACE))
+        )
+        return dataclasses.replace(schema, block=dataclasses.replace(schema.block, attributes=attributes))
 
     # -- plan ------------------------------------------------------------------------------------
 
