@@ -5,13 +5,13 @@ and ``lium_offers`` (:class:`~lium_provider.resources.data_sources.OffersModel`)
 plan summary builds one from a plan's values, and the constructs generator emits it as the typed
 ``OfferFilter`` that ``GpuStack`` takes. One declaration serves the resource and the data source:
 
-* ``gpu`` is optional *and* computed with use-state-for-unknown: a pod records the GPU it rented when the
-  configuration names none; a data source, which has no plan, simply leaves it null.
+* ``gpu`` is optional *and* computed: a pod records the GPU it rented when the configuration names
+  none; a data source simply leaves it null.
 * ``gpu_count``'s default (1) is Terraform's (``Attribute(default=...)``), applied by the plan for a pod
   and by :meth:`OfferFilter.with_defaults` for a data source and for the rules below.
-* Plan rules that only mean something on a managed resource are not declared here: ``lium_pod`` adds
-  requires-replace to ``gpu_count`` in its schema (a pod's GPUs are fixed at rent), and re-rents for
-  the other fields only when the running pod no longer satisfies them (:meth:`OfferFilter.unmet_by`).
+* Plan rules only mean something on a managed resource, so none is declared here: ``lium_pod``'s
+  schema adds them (``gpu_count`` forces replacement, ``gpu`` keeps its state when unknown), and the pod
+  re-rents for the other fields only when it no longer satisfies them (:meth:`OfferFilter.unmet_by`).
 
 The rules compare a filter with the *facts* of a rental (:class:`RentalFacts`): an :class:`Offer
 <lium_provider.api.offers.Offer>` of the feed, or what a running pod is (:class:`PodFacts`). A fact that
@@ -28,7 +28,7 @@ from typing import Annotated, Any, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tfbridge import Attribute, UseStateForUnknown
+from tfbridge import Attribute
 from tfbridge.schema import block_schema, default_values
 
 # gpuhunt makes one offer per rentable count, so this bound also stops a hostile feed's gpu_count loop.
@@ -83,7 +83,6 @@ class OfferFilter(BaseModel):
         Attribute(
             optional=True,
             computed=True,
-            plan=(UseStateForUnknown(),),
             description='GPU model, e.g. `"RTX 4090"`, `"H100"`, `"A100 80GB"`: compared whole after '
             "gpuhunt's normalisation (`RTX 3090` = `NVIDIA GeForce RTX 3090`; `A10` is not `A100`); a "
             "memory size also requires that much VRAM per GPU (±5 %). On `lium_pod`, computed: the GPU "

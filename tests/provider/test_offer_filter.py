@@ -14,8 +14,15 @@ from lium_provider.offer_filter import (
     same_gpu,
     same_gpu_name,
 )
-from lium_provider.resources.data_sources import OffersModel
-from lium_provider.resources.pod import PodModel, RentedOffer, pod_facts, refilter_replacements
+from lium_provider.resources.data_sources import OffersDataSource, OffersModel
+from lium_provider.resources.pod import (
+    FILTER_PLAN_RULES,
+    PodModel,
+    PodResource,
+    RentedOffer,
+    pod_facts,
+    refilter_replacements,
+)
 from tfbridge.schema import block_schema
 
 POD_4090 = PodFacts(
@@ -41,6 +48,11 @@ def test_the_fields_are_declared_once_and_inherited() -> None:
                 block_schema(model).attributes[name].spec == block_schema(OfferFilter).attributes[name].spec
             )
     assert block_schema(PodModel).attributes["gpu_count"].spec.default == 1
+    # Plan rules belong to the resource: the pod's schema adds them, the data source has none.
+    pod, offers = PodResource.schema().block.attributes, OffersDataSource.schema().block.attributes
+    for name in OfferFilter.fields():
+        assert pod[name].spec.plan == FILTER_PLAN_RULES.get(name, ()), name
+        assert offers[name].spec.plan == (), name
     assert OfferFilter().with_defaults().gpu_count == 1
     assert OfferFilter(gpu_count=3).with_defaults().gpu_count == 3
     assert OfferFilter.search_fields() == (

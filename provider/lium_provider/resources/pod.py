@@ -36,12 +36,15 @@ from tfbridge import (
     UseStateForUnknown,
 )
 from tfbridge.cty import UNKNOWN, is_unknown
+from tfbridge.schema import PlanRule
 
 if TYPE_CHECKING:  # gpuhunt costs ~100 ms to import: only plans and creates that search offers load it
     from lium_provider.api.offers import Offer
 
 _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
+# The pod's plan rules for fields of the shared offer filter (see PodResource.schema).
+FILTER_PLAN_RULES: dict[str, tuple[PlanRule, ...]] = {"gpu_count": _REPLACE, "gpu": _KEEP}
 # States after which a pod never runs again: the plan replaces such a pod.
 DEAD_STATES = frozenset({"STOPPED", "FAILED", "CREATION_FAILED", "BROKEN", "REBOOT_FAILED"})
 SSH_POLL_SECONDS = 0.25
@@ -232,17 +235,18 @@ class PodResource(Resource[PodModel]):
 
     @classmethod
     def schema(cls) -> Schema:
-        """The model's schema, with ``gpu_count`` forcing replacement: a pod's GPUs are fixed at rent.
+        """The model's schema plus :data:`FILTER_PLAN_RULES`: ``gpu_count`` forces replacement (a pod's
+        GPUs are fixed at rent), and ``gpu`` (the GPU rented) keeps its state when unknown.
 
-        ``gpu_count`` is declared once, on the offer filter ``lium_offers`` shares; a data source has no
-        plan, so this resource-only rule is added here instead of on the shared field.
+        The fields are declared once, on the offer filter ``lium_offers`` shares; a data source has no
+        plan, so these resource-only rules are added here rather than on the shared fields.
         """
         schema = super().schema()
         attributes = dict(schema.block.attributes)
-        count = attributes["gpu_count"]
-        attributes["gpu_count"] = dataclasses.replace(
-            count, spec=dataclasses.replace(count.spec, plan=(*count.spec.plan, *_REPLACE))
-        )
+        for name, rules in FILTER_PLAN_RULES.items():
+            attr = attributes[name]
+            spec = dataclasses.replace(attr.spec, plan=(*attr.spec.plan, *rules))
+            attributes[name] = dataclasses.replace(attr, spec=spec)
         return dataclasses.replace(schema, block=dataclasses.replace(schema.block, attributes=attributes))
 
     # -- plan ------------------------------------------------------------------------------------
