@@ -14,7 +14,7 @@ reference is split the way Lium's backend does (``repo/name:tag``, ``registry:50
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 _DEBIAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _DOCKER_HUB_PREFIXES = ("docker.io/", "index.docker.io/", "registry-1.docker.io/")
@@ -22,17 +22,21 @@ _DOCKER_HUB_PREFIXES = ("docker.io/", "index.docker.io/", "registry-1.docker.io/
 
 @dataclass(frozen=True)
 class ImageConfig:
-    """One image's runtime config, as `docker inspect` would report it."""
+    """One image's runtime config, as `docker inspect` would report it.
+
+    The defaults are those of a plain public Debian-style image (root in ``/``, no ENTRYPOINT), so each
+    catalog entry states only what makes it different.
+    """
 
     reference: str
     env: dict[str, str]
-    workdir: str
-    user: str
-    entrypoint: list[str]
     cmd: list[str]
-    private: bool
-    registry_username: str | None
-    registry_password: str | None = field(repr=False)
+    workdir: str = "/"
+    user: str = "root"
+    entrypoint: list[str] = field(default_factory=list)
+    private: bool = False
+    registry_username: str | None = None
+    registry_password: str | None = field(default=None, repr=False)
     user_uid: int = 0
     user_gid: int = 0
     user_home: str = "/root"
@@ -45,32 +49,26 @@ class ImageConfig:
         return "sha256:" + hashlib.sha256(self.reference.encode()).hexdigest()
 
 
-def _python_env(**extra: str) -> dict[str, str]:
-    return {
+def _python_image(reference: str, **extra_env: str) -> ImageConfig:
+    """An image built ``FROM python:3.11-slim``: its ENV (plus ``extra_env``), CMD and interpreter.
+
+    What such an image changes on top is applied with :func:`dataclasses.replace`.
+    """
+    env = {
         "PATH": "/usr/local/bin:" + _DEBIAN_PATH,
         "LANG": "C.UTF-8",
         "GPG_KEY": "A035C8C19219BA821ECEA86B64E628F8D684696D",
         "PYTHON_VERSION": "3.11.2",
-        **extra,
+        **extra_env,
     }
+    return ImageConfig(reference, env, ["python3"], python_bin_dirs=("/usr/local/bin",))
 
 
 _CATALOG: tuple[ImageConfig, ...] = (
+    _python_image("python:3.11-slim"),
     ImageConfig(
-        reference="python:3.11-slim",
-        env=_python_env(),
-        workdir="/",
-        user="root",
-        entrypoint=[],
-        cmd=["python3"],
-        private=False,
-        registry_username=None,
-        registry_password=None,
-        python_bin_dirs=("/usr/local/bin",),
-    ),
-    ImageConfig(
-        reference="pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime",
-        env={
+        "pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime",
+        {
             "PATH": "/opt/conda/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin:" + _DEBIAN_PATH,
             "NVIDIA_VISIBLE_DEVICES": "all",
             "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
@@ -79,65 +77,32 @@ _CATALOG: tuple[ImageConfig, ...] = (
             "LC_ALL": "C.UTF-8",
             "PYTORCH_VERSION": "2.4.0",
         },
+        ["/bin/bash"],
         workdir="/workspace",
-        user="root",
-        entrypoint=[],
-        cmd=["/bin/bash"],
-        private=False,
-        registry_username=None,
-        registry_password=None,
         python_bin_dirs=("/opt/conda/bin",),
     ),
     ImageConfig(
-        reference="dstackai/base:0.16-base-ubuntu24.04",
-        env={"PATH": _DEBIAN_PATH, "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"},
-        workdir="/",
-        user="root",
-        entrypoint=[],
-        cmd=["/bin/bash"],
-        private=False,
-        registry_username=None,
-        registry_password=None,
+        "dstackai/base:0.16-base-ubuntu24.04",
+        {"PATH": _DEBIAN_PATH, "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"},
+        ["/bin/bash"],
         python_bin_dirs=("/usr/local/bin",),
     ),
-    ImageConfig(
-        reference="ubuntu:22.04",
-        env={"PATH": _DEBIAN_PATH},
-        workdir="/",
-        user="root",
-        entrypoint=[],
-        cmd=["/bin/bash"],
-        private=False,
-        registry_username=None,
-        registry_password=None,
-    ),
-    ImageConfig(
-        reference="registry.lium-emulator.local/team/private-trainer:1.0",
-        env=_python_env(TRAINER_HOME="/workspace"),
+    ImageConfig("ubuntu:22.04", {"PATH": _DEBIAN_PATH}, ["/bin/bash"]),
+    replace(
+        _python_image("registry.lium-emulator.local/team/private-trainer:1.0", TRAINER_HOME="/workspace"),
         workdir="/workspace",
-        user="root",
-        entrypoint=[],
-        cmd=["python3"],
         private=True,
         # A fixture credential of the emulator's fake private registry, not a real secret.
         registry_username="trainer-bot",
         registry_password="lium-emulator-registry-pass",
-        python_bin_dirs=("/usr/local/bin",),
     ),
-    ImageConfig(
-        reference="lium-emulator/nonroot-python:3.11",
-        env=_python_env(APP_ENV="emulator"),
+    replace(
+        _python_image("lium-emulator/nonroot-python:3.11", APP_ENV="emulator"),
         workdir="/home/app",
         user="app",
-        entrypoint=[],
-        cmd=["python3"],
-        private=False,
-        registry_username=None,
-        registry_password=None,
         user_uid=1000,
         user_gid=1000,
         user_home="/home/app",
-        python_bin_dirs=("/usr/local/bin",),
     ),
 )
 

@@ -16,6 +16,8 @@ from lium_provider.api.rent import RentAttempt
 
 
 class RentJournal:
+    """Rent attempts in ``directory``, one file per pod name, written before the rent is sent."""
+
     def __init__(self, directory: Path) -> None:
         self.directory = directory
 
@@ -38,17 +40,18 @@ class RentJournal:
         self._path(pod_name).unlink(missing_ok=True)
 
     def find(self, pod_name: str) -> RentAttempt | None:
-        try:
-            return RentAttempt.from_json(self._path(pod_name).read_text())
-        except (OSError, ValueError):
-            return None
+        """The journalled attempt of ``pod_name``, if one is recorded and readable."""
+        return _read(self._path(pod_name))
 
     def pending(self) -> list[RentAttempt]:
         """Every journalled attempt that was never confirmed into Terraform's state."""
-        attempts = []
-        for path in sorted(self.directory.glob("*.json")):
-            try:
-                attempts.append(RentAttempt.from_json(path.read_text()))
-            except (OSError, ValueError):
-                continue
-        return attempts
+        attempts = (_read(path) for path in sorted(self.directory.glob("*.json")))
+        return [attempt for attempt in attempts if attempt is not None]
+
+
+def _read(path: Path) -> RentAttempt | None:
+    """The attempt saved at ``path``; None when it is gone or unreadable (a torn or foreign file)."""
+    try:
+        return RentAttempt.from_json(path.read_text())
+    except (OSError, ValueError):
+        return None

@@ -7,8 +7,8 @@ plan summary builds one from a plan's values, and the constructs generator emits
 
 * ``gpu`` is optional *and* computed: a pod records the GPU it rented when the configuration names
   none; a data source simply leaves it null.
-* ``gpu_count``'s default (1) is Terraform's (``Attribute(default=...)``), applied by the plan for a pod
-  and by :meth:`OfferFilter.with_defaults` for a data source and for the rules below.
+* ``gpu_count``'s default (1) is Terraform's (``Attribute(default=...)``): tfbridge applies it to every
+  value from Terraform, :meth:`OfferFilter.with_defaults` to a filter built in Python.
 * Plan rules only mean something on a managed resource, so none is declared here: ``lium_pod``'s
   schema adds them (``gpu_count`` forces replacement, ``gpu`` keeps its state when unknown), and the pod
   re-rents for the other fields only when it no longer satisfies them (:meth:`OfferFilter.unmet_by`).
@@ -23,13 +23,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Annotated, Any, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tfbridge import Attribute
-from tfbridge.schema import block_schema, default_values
+from tfbridge.values import to_model
 
 # gpuhunt makes one offer per rentable count, so this bound also stops a hostile feed's gpu_count loop.
 MAX_GPUS_PER_NODE = 64
@@ -132,9 +131,11 @@ class OfferFilter(BaseModel):
         return OfferFilter.model_validate(picked) if validate else OfferFilter.model_construct(**picked)
 
     def with_defaults(self) -> Self:
-        """A copy with Terraform's defaults (``gpu_count = 1``) in place of unset fields."""
-        unset = {name: value for name, value in _defaults().items() if getattr(self, name) is None}
-        return self.model_copy(update=unset) if unset else self
+        """This filter with Terraform's defaults (``gpu_count = 1``) in place of unset fields.
+
+        Values from Terraform have them already (tfbridge applies them); a filter built in Python may not.
+        """
+        return to_model(type(self), dict(self))
 
     def unmet_by(self, facts: RentalFacts) -> list[str]:
         """The fields whose rule ``facts`` break, in declaration order; empty when the rental qualifies.
@@ -143,7 +144,7 @@ class OfferFilter(BaseModel):
         ``max_price_per_hour``; a region by :func:`region_matches`; at least ``min_memory_gib`` RAM and
         ``min_disk_gb`` disk; the ``spot`` tier. A fact that is None is not known and breaks nothing.
         """
-        count = self.gpu_count if self.gpu_count is not None else _defaults()["gpu_count"]
+        count = (self if self.gpu_count is not None else self.with_defaults()).gpu_count
         broken = {
             "gpu": self.gpu is not None
             and facts.gpu is not None
@@ -176,12 +177,6 @@ class OfferFilter(BaseModel):
         if flt.spot is not None:
             parts.append("spot only" if flt.spot else "secure (non-spot) only")
         return ", ".join(parts)
-
-
-@cache
-def _defaults() -> dict[str, Any]:
-    """The filter's Terraform defaults, read from its schema (declared once, on the fields)."""
-    return default_values(block_schema(OfferFilter))
 
 
 def _above(value: float | None, bound: float | None) -> bool:

@@ -9,8 +9,8 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict
 
 from lium_provider import __version__
-from lium_provider.api.client import LiumClient
-from lium_provider.api.errors import LiumAuthError, LiumCancelled, LiumError, LiumProtocolError
+from lium_provider.api.client import LiumClient, check_feed_url
+from lium_provider.api.errors import InvalidArgument, LiumAuthError, LiumError, LiumProtocolError
 from lium_provider.endpoints import DEFAULT_ENDPOINT, feed_url_for
 from lium_provider.journal import RentJournal
 from lium_provider.resources.data_sources import OffersDataSource, PodDataSource, TemplatesDataSource
@@ -73,6 +73,10 @@ class LiumProviderConfig(BaseModel):
     ] = None
 
 
+# The provider attribute each LiumClient argument comes from, for errors about a bad value.
+_ATTRIBUTE_OF_CLIENT_ARGUMENT = {"base_url": "endpoint", "api_key": "api_key", "feed_url": "nodes_feed_url"}
+
+
 def sleep_within_the_operation(cancel: CancelToken) -> Callable[[float], None]:
     """The client's wait between retries (429s, 5xx on reads): woken by Ctrl-C, and never past the
     deadline of the operation that asked (its ``timeouts``): a wait that would end later fails now
@@ -119,9 +123,11 @@ class LiumProvider(Provider[LiumProviderConfig]):
                 sleep=sleep_within_the_operation(ctx.cancel),
                 cancel=lambda: ctx.cancel.cancelled,
             )
-        except ValueError as exc:
-            path = ("api_key",) if "key" in str(exc) else ("endpoint",)
-            raise TFError("Invalid provider configuration", str(exc), path=path) from None
+            # After the client: a feed derived from a bad endpoint is the endpoint's fault.
+            feed_url = check_feed_url(feed_url_for(endpoint, config.nodes_feed_url))
+        except InvalidArgument as exc:
+            attribute = _ATTRIBUTE_OF_CLIENT_ARGUMENT[exc.argument]
+            raise TFError("Invalid provider configuration", str(exc), path=(attribute,)) from None
         try:
             client.me()
         except LiumAuthError:
@@ -134,15 +140,13 @@ class LiumProvider(Provider[LiumProviderConfig]):
             raise TFError("Cannot reach the Lium API", str(exc), path=("endpoint",)) from None
         return LiumSession(
             client=client,
-            feed_url=feed_url_for(endpoint, config.nodes_feed_url),
+            feed_url=feed_url,
             ssh_private_key=private_key,
             runner_download_url=config.runner_download_url or os.environ.get("LIUM_RUNNER_DOWNLOAD_URL"),
             journal=RentJournal(journal_dir()),
         )
 
     def diagnose(self, error: Exception) -> list[Diagnostic] | None:
-        if isinstance(error, LiumCancelled):
-            return [Diagnostic.error("Cancelled", "Terraform asked the provider to stop (Ctrl-C).")]
         if isinstance(error, LiumProtocolError):
             return [Diagnostic.error("Lium answered something unusable", str(error))]
         if isinstance(error, LiumError):

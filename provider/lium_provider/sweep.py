@@ -49,7 +49,7 @@ class Leftovers:
 
 def find_leftovers(client: LiumClient, prefix: str, journal: RentJournal | None = None) -> Leftovers:
     me = client.me()
-    pods = [p for p in client.list_pods() if p.pod_name.startswith(prefix) and p.status not in (DELETED,)]
+    pods = [p for p in client.list_pods() if p.pod_name.startswith(prefix) and p.status != DELETED]
     templates = [t for t in client.list_templates() if t.user_id == me.id and t.name.startswith(prefix)]
     swept_ids = {t.id for t in templates}
     kept_refs = {
@@ -81,7 +81,7 @@ def delete_leftovers(
     deadline = time.monotonic() + POD_GONE_TIMEOUT
     while pod_ids:
         live = {p.id: p for p in client.list_pods()}
-        pod_ids = {i for i in pod_ids if i in live and live[i].status not in (DELETED,)}
+        pod_ids = {i for i in pod_ids if i in live and live[i].status != DELETED}
         for pod_id in pod_ids:
             if live[pod_id].status != DELETING:
                 client.delete_pod(pod_id)

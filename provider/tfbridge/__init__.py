@@ -23,7 +23,7 @@ _EXPORTS = {
     "Context": "tfbridge.resource",
     "current_context": "tfbridge.resource",
     "DataSource": "tfbridge.resource",
-    "PlanChange": "tfbridge.resource",
+    "PlanChange": "tfbridge.plan",
     "Provider": "tfbridge.resource",
     "Resource": "tfbridge.resource",
     "Attribute": "tfbridge.schema",
@@ -36,12 +36,14 @@ _EXPORTS = {
     "TIMEOUTS_BLOCK": "tfbridge.timeouts",
     "Timeouts": "tfbridge.timeouts",
     "parse_duration": "tfbridge.timeouts",
+    "ConfigView": "tfbridge.values",
 }
 
 if TYPE_CHECKING:
     from tfbridge.cancel import Cancelled, CancelToken
     from tfbridge.diagnostics import AttributePath, Diagnostic, Severity, TFError
-    from tfbridge.resource import Context, DataSource, PlanChange, Provider, Resource, current_context
+    from tfbridge.plan import PlanChange
+    from tfbridge.resource import Context, DataSource, Provider, Resource, current_context
     from tfbridge.schema import (
         Attribute,
         Block,
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
         schema_of,
     )
     from tfbridge.timeouts import TIMEOUTS_BLOCK, Timeouts, parse_duration
+    from tfbridge.values import ConfigView
 
 
 def __getattr__(name: str) -> Any:
@@ -68,6 +71,7 @@ __all__ = [
     "Block",
     "CancelToken",
     "Cancelled",
+    "ConfigView",
     "Context",
     "DataSource",
     "Diagnostic",

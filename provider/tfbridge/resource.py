@@ -18,7 +18,9 @@ from pydantic import BaseModel
 from tfbridge.cancel import CancelToken
 from tfbridge.diagnostics import AttributePath, Diagnostic, TFError
 from tfbridge.logs import Logger
+from tfbridge.plan import PlanChange
 from tfbridge.schema import Schema, schema_of
+from tfbridge.values import ConfigView
 
 StateT = TypeVar("StateT", bound=BaseModel)
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
@@ -83,25 +85,6 @@ def current_context() -> Context | None:
     return _CURRENT.get()
 
 
-@dataclass
-class PlanChange:
-    """A planned change a resource may adjust in :meth:`Resource.modify_plan`.
-
-    Values are Terraform's decoded objects: dicts with ``None`` for null and
-    :data:`tfbridge.cty.UNKNOWN` for values known only after apply.
-    """
-
-    config: dict[str, Any]
-    prior: dict[str, Any] | None
-    planned: dict[str, Any]
-    requires_replace: list[AttributePath] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-
-    @property
-    def creating(self) -> bool:
-        return self.prior is None
-
-
 class Resource(Generic[StateT]):
     """Base class of a managed resource. Subclasses set ``type_name`` and ``model`` and implement CRUD."""
 
@@ -116,11 +99,11 @@ class Resource(Generic[StateT]):
     def schema(cls) -> Schema:
         return schema_of(cls.model, version=cls.schema_version, description=cls.description)
 
-    def validate_config(self, config: Mapping[str, Any]) -> list[Diagnostic]:
-        """Cross-attribute checks on a raw config (may hold unknowns). Field checks live on the model."""
+    def validate_config(self, config: ConfigView[StateT]) -> list[Diagnostic]:
+        """Cross-attribute checks on the configuration (it may hold unknowns). Field checks live on the model."""
         return []
 
-    def modify_plan(self, ctx: Context, change: PlanChange) -> None:
+    def modify_plan(self, ctx: Context, change: PlanChange[StateT]) -> None:
         """Adjust a plan after the declarative rules ran (defaults, unknowns, requires-replace)."""
 
     def create(self, ctx: Context, plan: StateT, config: StateT) -> StateT:
@@ -158,7 +141,8 @@ class DataSource(Generic[StateT]):
     def schema(cls) -> Schema:
         return schema_of(cls.model, description=cls.description)
 
-    def validate_config(self, config: Mapping[str, Any]) -> list[Diagnostic]:
+    def validate_config(self, config: ConfigView[StateT]) -> list[Diagnostic]:
+        """Cross-attribute checks on the configuration (it may hold unknowns)."""
         return []
 
     def read(self, ctx: Context, config: StateT) -> StateT:
@@ -178,7 +162,8 @@ class Provider(Generic[ConfigT]):
     def schema(cls) -> Schema:
         return schema_of(cls.model, description=cls.description)
 
-    def validate_config(self, config: Mapping[str, Any]) -> list[Diagnostic]:
+    def validate_config(self, config: ConfigView[ConfigT]) -> list[Diagnostic]:
+        """Cross-attribute checks on the provider's configuration (it may hold unknowns)."""
         return []
 
     def configure(self, ctx: Context, config: ConfigT) -> Any:

@@ -6,7 +6,7 @@ rules) or, for a nested block such as ``timeouts``, :class:`Block`. From the mod
 
 * the Terraform schema (cty types come from the Python annotations),
 * config validation (pydantic validators; errors become diagnostics with attribute paths),
-* typed values for CRUD (values decoded from Terraform become model instances and back),
+* typed values for CRUD (:mod:`tfbridge.values` turns decoded values into model instances and back),
 * the Markdown docs (:mod:`tfbridge.docs`).
 """
 
@@ -17,14 +17,12 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
 from tfbridge import cty
 from tfbridge.diagnostics import AttributePath, Diagnostic
-
-ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 class _Missing:
@@ -37,7 +35,7 @@ MISSING: Any = _Missing()
 
 
 # ----------------------------------------------------------------------------------------------
-# Plan rules, declared per attribute and applied by the server at PlanResourceChange.
+# Plan rules, declared per attribute and applied at PlanResourceChange by :mod:`tfbridge.plan`.
 
 
 @dataclass(frozen=True)
@@ -157,7 +155,8 @@ class Schema:
         return self.block.type
 
 
-def _unwrap_optional(annotation: Any) -> Any:
+def unwrap_optional(annotation: Any) -> Any:
+    """The one type inside ``Annotated[...]`` and ``X | None`` (a field's Terraform type is X's)."""
     if get_origin(annotation) is typing.Annotated:
         annotation = get_args(annotation)[0]
     origin = get_origin(annotation)
@@ -167,13 +166,13 @@ def _unwrap_optional(annotation: Any) -> Any:
             raise TypeError(
                 f"unsupported union type {annotation!r}: use exactly one type, optionally with None"
             )
-        return _unwrap_optional(members[0])
+        return unwrap_optional(members[0])
     return annotation
 
 
 def cty_type_of(annotation: Any) -> cty.CtyType:
     """The cty type Terraform uses for a Python annotation (``str | None`` → string, ``list[int]`` → list of number)."""
-    annotation = _unwrap_optional(annotation)
+    annotation = unwrap_optional(annotation)
     if annotation is str:
         return cty.STRING
     if annotation is bool:
@@ -211,7 +210,7 @@ def block_schema(model: type[BaseModel], description: str = "") -> BlockSchema:
             )
         spec = specs[0]
         if isinstance(spec, Block):
-            inner = _unwrap_optional(info.annotation)
+            inner = unwrap_optional(info.annotation)
             nesting: Literal["single", "list"] = "single"
             if get_origin(inner) is list:
                 nesting, inner = "list", get_args(inner)[0]
@@ -226,101 +225,6 @@ def block_schema(model: type[BaseModel], description: str = "") -> BlockSchema:
 
 def schema_of(model: type[BaseModel], *, version: int = 0, description: str = "") -> Schema:
     return Schema(block_schema(model, description), version)
-
-
-# ----------------------------------------------------------------------------------------------
-# Values: Terraform's decoded values (dicts, lists, None, UNKNOWN) <-> model instances.
-
-
-Converter = Callable[[object], object]
-
-
-def _converter(annotation: Any) -> Converter:
-    """How a decoded Terraform value becomes the Python value of a field of this annotation.
-
-    Built once per model field (the typing introspection is the costly part), then applied to every
-    request's values. Unknown values become ``None``; values of an unexpected shape pass unchanged.
-    """
-    annotation = _unwrap_optional(annotation)
-    origin, args = get_origin(annotation), get_args(annotation)
-    convert: Converter
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        model = annotation
-
-        def convert(value: object) -> object:
-            return to_model(model, value) if isinstance(value, dict) else value
-
-    elif origin is list or origin in (set, frozenset):
-        element, collection = _converter(args[0]), origin
-
-        def convert(value: object) -> object:
-            return collection(element(v) for v in value) if isinstance(value, list) else value
-
-    elif origin is dict:
-        item = _converter(args[1])
-
-        def convert(value: object) -> object:
-            return {k: item(v) for k, v in value.items()} if isinstance(value, dict) else value
-
-    elif annotation is float:
-
-        def convert(value: object) -> object:
-            return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-    else:
-
-        def convert(value: object) -> object:
-            return value
-
-    def known(value: object) -> object:
-        return None if value is None or cty.is_unknown(value) else convert(value)
-
-    return known
-
-
-@cache
-def _field_converters(model: type[BaseModel]) -> tuple[tuple[str, Converter], ...]:
-    return tuple((name, _converter(info.annotation)) for name, info in model.model_fields.items())
-
-
-def to_model(model: type[ModelT], value: Mapping[str, object]) -> ModelT:
-    """Build a model from a decoded Terraform object without validating it.
-
-    Unknown values become ``None``; validation happened at ValidateResourceConfig, and state read back
-    from Terraform (after an import, say) may legitimately lack required values.
-    """
-    data: dict[str, Any] = {name: convert(value.get(name)) for name, convert in _field_converters(model)}
-    return model.model_construct(**data)
-
-
-def _terraform_value(t: cty.CtyType, value: object) -> object:
-    if value is None or cty.is_unknown(value):
-        return value
-    if isinstance(value, BaseModel):
-        return from_model(value)
-    if isinstance(t, cty.ListType | cty.SetType) and isinstance(value, list | set | frozenset | tuple):
-        items = [_terraform_value(t.element, v) for v in value]
-        if isinstance(value, set | frozenset):
-            items.sort(key=repr)
-        return items
-    if isinstance(t, cty.MapType) and isinstance(value, dict):
-        return {k: _terraform_value(t.element, v) for k, v in value.items()}
-    return value
-
-
-def from_model(instance: BaseModel) -> dict[str, object]:
-    """The Terraform object value of a model instance (every attribute present, nulls included)."""
-    block = block_schema(type(instance))
-    result: dict[str, object] = {}
-    for name, attr in block.attributes.items():
-        result[name] = _terraform_value(attr.type, getattr(instance, name, None))
-    for name, nested in block.blocks.items():
-        value = getattr(instance, name, None)
-        if nested.nesting == "list":
-            result[name] = [from_model(v) for v in value or []]
-        else:
-            result[name] = from_model(value) if value is not None else None
-    return result
 
 
 # ----------------------------------------------------------------------------------------------
@@ -365,11 +269,6 @@ def validate(model: type[BaseModel], config: Mapping[str, object]) -> list[Diagn
     return []
 
 
-def default_values(block: BlockSchema) -> dict[str, object]:
-    """Static defaults of a block's attributes, by name."""
-    return {name: a.spec.default for name, a in block.attributes.items() if a.spec.default is not MISSING}
-
-
 __all__ = [
     "MISSING",
     "Attribute",
@@ -384,9 +283,7 @@ __all__ = [
     "UseStateForUnknown",
     "block_schema",
     "cty_type_of",
-    "default_values",
-    "from_model",
     "schema_of",
-    "to_model",
+    "unwrap_optional",
     "validate",
 ]

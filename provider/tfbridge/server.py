@@ -1,9 +1,11 @@
 """The tfplugin6 Provider service: Terraform's RPCs mapped onto :mod:`tfbridge.resource` classes.
 
 A request flows: gRPC (``tfbridge.plugin``) → a method here → decode ``DynamicValue`` with the
-schema's cty type (``tfbridge.cty``) → plan rules or a typed model (``tfbridge.schema``) → the
-resource's method → the result encoded back. Every failure becomes a diagnostic; nothing escapes as a
-gRPC error, because Terraform treats those as a crashed plugin and forgets in-flight objects.
+schema's cty type (``tfbridge.cty``) → the plan engine (``tfbridge.plan``) or a typed model
+(``tfbridge.values``) → the resource's method → the result encoded back. This module is the adapter
+only: it decides nothing about plans. Every failure becomes a diagnostic in one place
+(:meth:`ProviderServer._answering`); nothing escapes as a gRPC error, because Terraform treats those as
+a crashed plugin and forgets in-flight objects.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import time
 import traceback
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import grpc
 from pydantic import BaseModel
@@ -22,24 +24,13 @@ from tfbridge import cty
 from tfbridge.cancel import Cancelled, CancelToken
 from tfbridge.diagnostics import AttributePath, Diagnostic, Severity, TFError, has_errors
 from tfbridge.logs import REDACTOR, Logger
+from tfbridge.plan import plan_change
 from tfbridge.proto import tfplugin6_pb2 as pb
 from tfbridge.proto import tfplugin6_pb2_grpc as pb_grpc
-from tfbridge.resource import Context, DataSource, PlanChange, Provider, Resource
-from tfbridge.schema import (
-    MISSING,
-    BlockSchema,
-    RequiresReplace,
-    RequiresReplaceIf,
-    Schema,
-    UseStateForUnknown,
-    from_model,
-    to_model,
-    validate,
-)
+from tfbridge.resource import Context, DataSource, Provider, Resource
+from tfbridge.schema import MISSING, BlockSchema, Schema, validate
 from tfbridge.timeouts import operation_budget
-
-ResponseT = TypeVar("ResponseT")
-
+from tfbridge.values import ConfigView, from_model, to_model
 
 # ----------------------------------------------------------------------------------------------
 # Conversions between tfbridge types and protocol messages.
@@ -169,18 +160,27 @@ def _register_leaf_strings(value: object) -> None:
             _register_leaf_strings(item)
 
 
-def _equal(a: object, b: object) -> bool:
-    if cty.is_unknown(a) or cty.is_unknown(b):
-        return False
-    return a == b
-
-
 # ----------------------------------------------------------------------------------------------
 # The service.
 
 
+class _WithDiagnostics(Protocol):
+    """Every tfplugin6 response carries its diagnostics in a repeated ``diagnostics`` field."""
+
+    @property
+    def diagnostics(self) -> Any: ...
+
+
+ResponseT = TypeVar("ResponseT", bound=_WithDiagnostics)
+
+
 class ProviderServer(pb_grpc.ProviderServicer):
-    """Serves one :class:`tfbridge.resource.Provider` over tfplugin6."""
+    """Serves one :class:`tfbridge.resource.Provider` over tfplugin6.
+
+    Each RPC decodes its values, calls the plan engine or the provider, and encodes the answer inside
+    :meth:`_answering`, the one place where failures become diagnostics and diagnostics reach the
+    response.
+    """
 
     def __init__(self, provider: Provider[Any], *, cancel: CancelToken | None = None) -> None:
         self._provider = provider
@@ -205,8 +205,21 @@ class ProviderServer(pb_grpc.ProviderServicer):
         return ctx
 
     @contextmanager
+    def _answering(
+        self, response: _WithDiagnostics, operation: str, root: cty.CtyType | None
+    ) -> Iterator[list[Diagnostic]]:
+        """Collect an RPC's diagnostics (failures included) and put them into its response.
+
+        ``root`` is the type of the object the diagnostics' attribute paths point into (None: none).
+        """
+        diagnostics: list[Diagnostic] = []
+        with self._guard(operation, diagnostics):
+            yield diagnostics
+        response.diagnostics.extend(_diagnostics_pb(diagnostics, root))
+
+    @contextmanager
     def _guard(self, operation: str, diagnostics: list[Diagnostic]) -> Iterator[None]:
-        """Turn any failure inside an RPC into diagnostics: Terraform must always get an answer."""
+        """Turn any failure into diagnostics: Terraform must always get an answer."""
         try:
             yield
         except TFError as exc:
@@ -235,6 +248,7 @@ class ProviderServer(pb_grpc.ProviderServicer):
 
     @staticmethod
     def _type_of(schemas: Mapping[str, Schema], type_name: str) -> cty.CtyType | None:
+        """The object type a diagnostic's path points into; None for an unknown type name."""
         schema = schemas.get(type_name)
         return schema.type if schema else None
 
@@ -253,6 +267,10 @@ class ProviderServer(pb_grpc.ProviderServicer):
     def _budget(self, resource: Resource[Any], model: BaseModel, operation: str) -> float | None:
         timeouts = getattr(model, "timeouts", None)
         return operation_budget(timeouts, operation, resource.default_timeouts.get(operation))
+
+    def _deadline(self, resource: Resource[Any], model: BaseModel, operation: str) -> float | None:
+        budget = self._budget(resource, model, operation)
+        return None if budget is None else time.monotonic() + budget
 
     # -- metadata and schema ------------------------------------------------------------------
 
@@ -281,27 +299,26 @@ class ProviderServer(pb_grpc.ProviderServicer):
     def ValidateProviderConfig(
         self, request: pb.ValidateProviderConfig.Request, context: grpc.ServicerContext
     ) -> Any:
-        diagnostics: list[Diagnostic] = []
-        with self._guard("validating the provider configuration", diagnostics):
-            config = _decode(request.config, self._provider_schema.type)
-            _register_secrets(self._provider_schema.block, config)
-            diagnostics += validate(type(self._provider).model, config or {})
-            diagnostics += self._provider.validate_config(config or {})
-        return pb.ValidateProviderConfig.Response(
-            diagnostics=_diagnostics_pb(diagnostics, self._provider_schema.type)
-        )
+        response = pb.ValidateProviderConfig.Response()
+        schema = self._provider_schema
+        with self._answering(response, "validating the provider configuration", schema.type) as diagnostics:
+            config = _decode(request.config, schema.type) or {}
+            _register_secrets(schema.block, config)
+            model = type(self._provider).model
+            diagnostics += validate(model, config)
+            diagnostics += self._provider.validate_config(ConfigView(model, config))
+        return response
 
     def ConfigureProvider(self, request: pb.ConfigureProvider.Request, context: grpc.ServicerContext) -> Any:
-        diagnostics: list[Diagnostic] = []
-        with self._guard("configuring the provider", diagnostics):
-            config = _decode(request.config, self._provider_schema.type) or {}
-            _register_secrets(self._provider_schema.block, config)
+        response = pb.ConfigureProvider.Response()
+        schema = self._provider_schema
+        with self._answering(response, "configuring the provider", schema.type) as diagnostics:
+            config = _decode(request.config, schema.type) or {}
+            _register_secrets(schema.block, config)
             ctx = self._context()
             self._configured = self._provider.configure(ctx, to_model(type(self._provider).model, config))
             diagnostics += ctx.warnings
-        return pb.ConfigureProvider.Response(
-            diagnostics=_diagnostics_pb(diagnostics, self._provider_schema.type)
-        )
+        return response
 
     def StopProvider(self, request: pb.StopProvider.Request, context: grpc.ServicerContext) -> Any:
         # Never stop the server here: in-flight applies must still reach Terraform with what they made.
@@ -314,8 +331,11 @@ class ProviderServer(pb_grpc.ProviderServicer):
     def ValidateResourceConfig(
         self, request: pb.ValidateResourceConfig.Request, context: grpc.ServicerContext
     ) -> Any:
-        diagnostics: list[Diagnostic] = []
-        with self._guard(f"validating {request.type_name}", diagnostics):
+        response = pb.ValidateResourceConfig.Response()
+        operation = f"validating {request.type_name}"
+        with self._answering(
+            response, operation, self._type_of(self._resource_schemas, request.type_name)
+        ) as diagnostics:
             resource, schema = self._resource(request.type_name)
             config = _decode(request.config, schema.type) or {}
             _register_secrets(schema.block, config)
@@ -332,17 +352,15 @@ class ProviderServer(pb_grpc.ProviderServicer):
                     )
                 )
             diagnostics += validate(resource.model, config)
-            diagnostics += resource.validate_config(config)
-        return pb.ValidateResourceConfig.Response(
-            diagnostics=_diagnostics_pb(diagnostics, self._type_of(self._resource_schemas, request.type_name))
-        )
+            diagnostics += resource.validate_config(ConfigView(resource.model, config))
+        return response
 
     def UpgradeResourceState(
         self, request: pb.UpgradeResourceState.Request, context: grpc.ServicerContext
     ) -> Any:
-        diagnostics: list[Diagnostic] = []
         response = pb.UpgradeResourceState.Response()
-        with self._guard(f"upgrading the state of {request.type_name}", diagnostics):
+        operation = f"upgrading the state of {request.type_name}"
+        with self._answering(response, operation, self._type_of(self._resource_schemas, request.type_name)):
             resource, schema = self._resource(request.type_name)
             if not request.raw_state.json:
                 raise TFError("state in the legacy flatmap format is not supported; re-import the resource")
@@ -355,15 +373,14 @@ class ProviderServer(pb_grpc.ProviderServicer):
                     f"provider's {schema.version}: upgrade the provider"
                 )
             response.upgraded_state.CopyFrom(_encode(_normalize(schema.block, state), schema.type))
-        response.diagnostics.extend(
-            _diagnostics_pb(diagnostics, self._type_of(self._resource_schemas, request.type_name))
-        )
         return response
 
     def ReadResource(self, request: pb.ReadResource.Request, context: grpc.ServicerContext) -> Any:
-        diagnostics: list[Diagnostic] = []
         response = pb.ReadResource.Response(new_state=request.current_state, private=request.private)
-        with self._guard(f"reading {request.type_name}", diagnostics):
+        operation = f"reading {request.type_name}"
+        with self._answering(
+            response, operation, self._type_of(self._resource_schemas, request.type_name)
+        ) as diagnostics:
             resource, schema = self._resource(request.type_name)
             current = _decode(request.current_state, schema.type)
             if current is not None:
@@ -374,110 +391,95 @@ class ProviderServer(pb_grpc.ProviderServicer):
                 response.new_state.CopyFrom(_encode(new, schema.type))
                 response.private = ctx.private
                 diagnostics += ctx.warnings
-        response.diagnostics.extend(
-            _diagnostics_pb(diagnostics, self._type_of(self._resource_schemas, request.type_name))
-        )
         return response
 
     def PlanResourceChange(
         self, request: pb.PlanResourceChange.Request, context: grpc.ServicerContext
     ) -> Any:
-        diagnostics: list[Diagnostic] = []
         response = pb.PlanResourceChange.Response(
             planned_state=request.proposed_new_state, planned_private=request.prior_private
         )
-        with self._guard(f"planning {request.type_name}", diagnostics):
+        operation = f"planning {request.type_name}"
+        with self._answering(
+            response, operation, self._type_of(self._resource_schemas, request.type_name)
+        ) as diagnostics:
             resource, schema = self._resource(request.type_name)
             proposed = _decode(request.proposed_new_state, schema.type)
             if proposed is None:  # destroy: nothing to decide
-                response.diagnostics.extend(
-                    _diagnostics_pb(diagnostics, self._type_of(self._resource_schemas, request.type_name))
-                )
                 return response
-            change = PlanChange(
-                config=_decode(request.config, schema.type) or {},
-                prior=_decode(request.prior_state, schema.type),
-                planned=dict(proposed),
-            )
-            _register_secrets(schema.block, change.config)
-            _apply_plan_rules(schema.block, change)
+            config = _decode(request.config, schema.type) or {}
+            _register_secrets(schema.block, config)
+            change = plan_change(schema.block, config, _decode(request.prior_state, schema.type), proposed)
             ctx = self._context(private=request.prior_private)
             resource.modify_plan(ctx, change)
             diagnostics += change.diagnostics + ctx.warnings
-            response.planned_state.CopyFrom(_encode(change.planned, schema.type))
+            response.planned_state.CopyFrom(_encode(change.planned_value, schema.type))
             response.planned_private = ctx.private
             response.requires_replace.extend(_path_pb(p, schema.type) for p in change.requires_replace)
-        response.diagnostics.extend(
-            _diagnostics_pb(diagnostics, self._type_of(self._resource_schemas, request.type_name))
-        )
         return response
 
     def ApplyResourceChange(
         self, request: pb.ApplyResourceChange.Request, context: grpc.ServicerContext
     ) -> Any:
-        diagnostics: list[Diagnostic] = []
         response = pb.ApplyResourceChange.Response(
             new_state=request.prior_state, private=request.planned_private
         )
-        try:
-            resource, schema = self._resource(request.type_name)
-        except TFError as exc:
-            response.diagnostics.extend(_diagnostics_pb(exc.diagnostics()))
-            return response
-        ctx = self._context(private=request.planned_private)
-        new_state: Any = MISSING
         operation = "applying " + request.type_name
-        with self._guard(operation, diagnostics):
-            prior = _decode(request.prior_state, schema.type)
-            planned = _decode(request.planned_state, schema.type)
-            config = _decode(request.config, schema.type)
-            _register_secrets(schema.block, config)
-            if planned is None:
-                operation = "deleting " + request.type_name
-                prior_model = to_model(resource.model, prior)
-                ctx.deadline = self._deadline(resource, prior_model, "delete")
-                resource.delete(ctx, prior_model)
-                new_state = None
-            elif prior is None:
-                operation = "creating " + request.type_name
-                planned_model = to_model(resource.model, planned)
-                ctx.deadline = self._deadline(resource, planned_model, "create")
-                result = resource.create(ctx, planned_model, to_model(resource.model, config))
-                new_state = from_model(result)
-            else:
-                operation = "updating " + request.type_name
-                planned_model = to_model(resource.model, planned)
-                ctx.deadline = self._deadline(resource, planned_model, "update")
-                result = resource.update(
-                    ctx, to_model(resource.model, prior), planned_model, to_model(resource.model, config)
-                )
-                new_state = from_model(result)
-        if new_state is MISSING and ctx.partial_state is not None:
-            # The operation failed after creating something: hand it to Terraform so it is tracked.
-            new_state = from_model(ctx.partial_state)
-        if new_state is not MISSING:
-            with self._guard(operation, diagnostics):
-                normalized = None if new_state is None else _normalize(schema.block, new_state)
-                response.new_state.CopyFrom(_encode(normalized, schema.type))
-        response.private = ctx.private
-        diagnostics += ctx.warnings
-        response.diagnostics.extend(
-            _diagnostics_pb(diagnostics, self._type_of(self._resource_schemas, request.type_name))
-        )
-        if has_errors(diagnostics):
-            self._log.warn(f"{operation} failed", diagnostics=len(diagnostics))
+        with self._answering(
+            response, operation, self._type_of(self._resource_schemas, request.type_name)
+        ) as diagnostics:
+            resource, schema = self._resource(request.type_name)
+            ctx = self._context(private=request.planned_private)
+            new_state: Any = MISSING
+            with self._guard(operation, diagnostics):  # on failure, still hand back what was recorded
+                prior = _decode(request.prior_state, schema.type)
+                planned = _decode(request.planned_state, schema.type)
+                config = _decode(request.config, schema.type)
+                _register_secrets(schema.block, config)
+                verb = "deleting" if planned is None else "creating" if prior is None else "updating"
+                operation = f"{verb} {request.type_name}"  # what the log and an encoding error say
+                new_state = self._apply(ctx, resource, prior, planned, config)
+            if new_state is MISSING and ctx.partial_state is not None:
+                # The operation failed after creating something: hand it to Terraform so it is tracked.
+                new_state = from_model(ctx.partial_state)
+            if new_state is not MISSING:
+                with self._guard(operation, diagnostics):
+                    normalized = None if new_state is None else _normalize(schema.block, new_state)
+                    response.new_state.CopyFrom(_encode(normalized, schema.type))
+            response.private = ctx.private
+            diagnostics += ctx.warnings
+            if has_errors(diagnostics):
+                self._log.warn(f"{operation} failed", diagnostics=len(diagnostics))
         return response
 
-    def _deadline(self, resource: Resource[Any], model: BaseModel, operation: str) -> float | None:
-        budget = self._budget(resource, model, operation)
-        return None if budget is None else time.monotonic() + budget
+    def _apply(
+        self, ctx: Context, resource: Resource[Any], prior: Any, planned: Any, config: Any
+    ) -> dict[str, object] | None:
+        """Delete, create or update, as the planned and prior states say; the new state (None: gone)."""
+        if planned is None:
+            prior_model = to_model(resource.model, prior)
+            ctx.deadline = self._deadline(resource, prior_model, "delete")
+            resource.delete(ctx, prior_model)
+            return None
+        planned_model = to_model(resource.model, planned)
+        if prior is None:
+            ctx.deadline = self._deadline(resource, planned_model, "create")
+            return from_model(resource.create(ctx, planned_model, to_model(resource.model, config)))
+        ctx.deadline = self._deadline(resource, planned_model, "update")
+        return from_model(
+            resource.update(
+                ctx, to_model(resource.model, prior), planned_model, to_model(resource.model, config)
+            )
+        )
 
     def ImportResourceState(
         self, request: pb.ImportResourceState.Request, context: grpc.ServicerContext
     ) -> Any:
-        diagnostics: list[Diagnostic] = []
         response = pb.ImportResourceState.Response()
-        with self._guard(f"importing {request.type_name}", diagnostics):
+        operation = f"importing {request.type_name}"
+        with self._answering(
+            response, operation, self._type_of(self._resource_schemas, request.type_name)
+        ) as diagnostics:
             resource, schema = self._resource(request.type_name)
             ctx = self._context()
             state = _normalize(schema.block, resource.import_state(ctx, request.id))
@@ -487,46 +489,42 @@ class ProviderServer(pb_grpc.ProviderServicer):
                 )
             )
             diagnostics += ctx.warnings
-        response.diagnostics.extend(
-            _diagnostics_pb(diagnostics, self._type_of(self._resource_schemas, request.type_name))
-        )
         return response
 
     def MoveResourceState(self, request: pb.MoveResourceState.Request, context: grpc.ServicerContext) -> Any:
-        return pb.MoveResourceState.Response(
-            diagnostics=_diagnostics_pb(
-                [Diagnostic.error("moving state between resource types is not supported")]
-            )
-        )
+        response = pb.MoveResourceState.Response()
+        with self._answering(response, "moving state", None):
+            raise TFError("moving state between resource types is not supported")
+        return response
 
     # -- data sources --------------------------------------------------------------------------
 
     def ValidateDataResourceConfig(
         self, request: pb.ValidateDataResourceConfig.Request, context: grpc.ServicerContext
     ) -> Any:
-        diagnostics: list[Diagnostic] = []
-        with self._guard(f"validating data source {request.type_name}", diagnostics):
+        response = pb.ValidateDataResourceConfig.Response()
+        operation = f"validating data source {request.type_name}"
+        with self._answering(
+            response, operation, self._type_of(self._data_schemas, request.type_name)
+        ) as diagnostics:
             data_source, schema = self._data_source(request.type_name)
             config = _decode(request.config, schema.type) or {}
             diagnostics += validate(data_source.model, config)
-            diagnostics += data_source.validate_config(config)
-        return pb.ValidateDataResourceConfig.Response(
-            diagnostics=_diagnostics_pb(diagnostics, self._type_of(self._data_schemas, request.type_name))
-        )
+            diagnostics += data_source.validate_config(ConfigView(data_source.model, config))
+        return response
 
     def ReadDataSource(self, request: pb.ReadDataSource.Request, context: grpc.ServicerContext) -> Any:
-        diagnostics: list[Diagnostic] = []
         response = pb.ReadDataSource.Response()
-        with self._guard(f"reading data source {request.type_name}", diagnostics):
+        operation = f"reading data source {request.type_name}"
+        with self._answering(
+            response, operation, self._type_of(self._data_schemas, request.type_name)
+        ) as diagnostics:
             data_source, schema = self._data_source(request.type_name)
             config = _decode(request.config, schema.type) or {}
             ctx = self._context()
             result = data_source.read(ctx, to_model(data_source.model, config))
             response.state.CopyFrom(_encode(_normalize(schema.block, from_model(result)), schema.type))
             diagnostics += ctx.warnings
-        response.diagnostics.extend(
-            _diagnostics_pb(diagnostics, self._type_of(self._data_schemas, request.type_name))
-        )
         return response
 
     # -- not offered ---------------------------------------------------------------------------
@@ -540,16 +538,17 @@ class ProviderServer(pb_grpc.ProviderServicer):
     def ValidateEphemeralResourceConfig(
         self, request: pb.ValidateEphemeralResourceConfig.Request, context: grpc.ServicerContext
     ) -> Any:
-        return pb.ValidateEphemeralResourceConfig.Response(
-            diagnostics=_diagnostics_pb([Diagnostic.error(f"unknown ephemeral resource {request.type_name}")])
-        )
+        return self._no_ephemeral(pb.ValidateEphemeralResourceConfig.Response(), request.type_name)
 
     def OpenEphemeralResource(
         self, request: pb.OpenEphemeralResource.Request, context: grpc.ServicerContext
     ) -> Any:
-        return pb.OpenEphemeralResource.Response(
-            diagnostics=_diagnostics_pb([Diagnostic.error(f"unknown ephemeral resource {request.type_name}")])
-        )
+        return self._no_ephemeral(pb.OpenEphemeralResource.Response(), request.type_name)
+
+    def _no_ephemeral(self, response: ResponseT, type_name: str) -> ResponseT:
+        with self._answering(response, "ephemeral resource", None):
+            raise TFError(f"unknown ephemeral resource {type_name}")
+        return response
 
     def RenewEphemeralResource(
         self, request: pb.RenewEphemeralResource.Request, context: grpc.ServicerContext
@@ -560,34 +559,3 @@ class ProviderServer(pb_grpc.ProviderServicer):
         self, request: pb.CloseEphemeralResource.Request, context: grpc.ServicerContext
     ) -> Any:
         return pb.CloseEphemeralResource.Response()
-
-
-def _apply_plan_rules(block: BlockSchema, change: PlanChange) -> None:
-    """Defaults, computed unknowns, use-state-for-unknown, write-only nulls and requires-replace."""
-    planned, prior, config = change.planned, change.prior, change.config
-    for name, attr in block.attributes.items():
-        spec = attr.spec
-        if spec.write_only:
-            planned[name] = None
-        elif spec.computed and config.get(name) is None:
-            if spec.default is not MISSING:
-                planned[name] = spec.default
-            elif prior is None:
-                planned[name] = cty.UNKNOWN
-    if prior is not None and any(not _equal(planned.get(n), prior.get(n)) for n in planned):
-        for name, attr in block.attributes.items():
-            spec = attr.spec
-            keep = any(isinstance(rule, UseStateForUnknown) for rule in spec.plan)
-            if spec.computed and config.get(name) is None and spec.default is MISSING and not keep:
-                planned[name] = cty.UNKNOWN
-    if prior is None:
-        return
-    for name, attr in block.attributes.items():
-        if _equal(planned.get(name), prior.get(name)):
-            continue
-        for rule in attr.spec.plan:
-            if isinstance(rule, RequiresReplace) or (
-                isinstance(rule, RequiresReplaceIf) and rule.predicate(prior.get(name), planned.get(name))
-            ):
-                change.requires_replace.append((name,))
-                break

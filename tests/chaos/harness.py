@@ -256,8 +256,8 @@ class ScenarioRun:
         try:
             if s.phase != "apply":
                 self._apply_cleanly("setup apply")
-            result = self._chaos()
-            self._set_faults({"seed": 0, "rules": []})
+            with self.account.faults(s.fault_plan):
+                result = self._chaos()
             if s.phase == "apply" and result.returncode == 0:
                 self._check_plan_is_empty("after the chaos apply")
             self._converge()
@@ -295,12 +295,9 @@ class ScenarioRun:
         s = self.scenario
         command = PHASE_COMMANDS[s.phase]
         if s.category == "fault":
-            self._set_faults(s.fault_plan)
             result = self._run(f"{s.phase} under faults", command)
             self.outcome.faults_injected += self._fired()
             return result
-        if s.rules:
-            self._set_faults(s.fault_plan)
         action = {
             "sigint": self._ctrl_c,
             "kill-terraform": self._kill_terraform,
@@ -396,9 +393,6 @@ class ScenarioRun:
         self.outcome.secrets = audit.find_secrets(texts, self.secrets)
 
     # -- emulator access -------------------------------------------------------------------------
-
-    def _set_faults(self, plan: dict[str, Any]) -> None:
-        self.account.set_faults(plan)
 
     def _report(self) -> dict[str, Any]:
         return admin_report(self.account, self.user_id)

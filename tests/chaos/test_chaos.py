@@ -64,10 +64,8 @@ def test_scenario(
             )
     else:
         account = new_account(shared_emulator, tmp_path)
-        try:
+        with account.faults():
             outcome = run(scenario, account, make_terraform, None)
-        finally:
-            account.set_faults({"seed": 0, "rules": []})
     chaos_log.append(outcome)
     print(f"{scenario.name}: {outcome.seconds:.1f} s; " + "; ".join(outcome.steps + outcome.notes))
     assert not outcome.failures, (

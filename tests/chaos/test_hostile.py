@@ -47,8 +47,8 @@ def garbage(route: str, body: str) -> dict[str, object]:
 @pytest.fixture
 def account(shared_emulator: RunningEmulator, tmp_path: Path) -> Iterator[Account]:
     account = new_account(shared_emulator, tmp_path)
-    yield account
-    account.set_faults({"seed": 0, "rules": []})
+    with account.faults():
+        yield account
 
 
 @pytest.fixture
@@ -72,7 +72,6 @@ def holdings(report: dict[str, Any]) -> dict[str, list[str]]:
 
 def converge_and_check(tf: Terraform, account: Account, outputs: dict[str, str]) -> None:
     """Faults gone: destroy (at most three runs) leaves nothing; no output showed a crash."""
-    account.set_faults({"seed": 0, "rules": []})
     for _ in range(3):
         result = run_command(tf, DESTROY)
         outputs[f"converge destroy {len(outputs)}"] = result.output
@@ -92,8 +91,8 @@ def test_garbage_during_refresh_stops_plan_and_destroy_cleanly(stack: Terraform,
     for route in REFRESH_READS:
         for label, command in (("plan", ["plan", "-input=false", "-no-color"]), ("destroy", DESTROY)):
             body = next(bodies)
-            account.set_faults(garbage(route, body))
-            result = run_command(stack, command)
+            with account.faults(garbage(route, body)):
+                result = run_command(stack, command)
             outputs[f"{label} with {body} garbage on {route}"] = result.output
             assert result.returncode == 1 and "Error: " in result.output, result.output
             assert holdings(admin_report(account, user_id)) == held, "nothing may change"
@@ -103,8 +102,8 @@ def test_garbage_during_refresh_stops_plan_and_destroy_cleanly(stack: Terraform,
 def test_garbage_while_destroy_waits_for_the_pod_is_a_clear_error(stack: Terraform, account: Account) -> None:
     """GET /pods is read only after the pod's DELETE: the destroy stops half-way, recorded as it is."""
     assert run_command(stack, APPLY).returncode == 0
-    account.set_faults(garbage("pods-list", "not_json"))
-    result = run_command(stack, DESTROY)
+    with account.faults(garbage("pods-list", "not_json")):
+        result = run_command(stack, DESTROY)
     outputs = {"destroy with not_json garbage on pods-list": result.output}
     assert result.returncode == 1 and "Error: " in result.output, result.output
     converge_and_check(stack, account, outputs)
@@ -113,8 +112,8 @@ def test_garbage_while_destroy_waits_for_the_pod_is_a_clear_error(stack: Terrafo
 @pytest.mark.parametrize("route", APPLY_READS)
 def test_garbage_during_apply_is_a_clear_error(route: str, stack: Terraform, account: Account) -> None:
     body = BODIES[APPLY_READS.index(route) % len(BODIES)]
-    account.set_faults(garbage(route, body))
-    result = run_command(stack, APPLY)
+    with account.faults(garbage(route, body)):
+        result = run_command(stack, APPLY)
     outputs = {f"apply with {body} garbage on {route}": result.output}
     assert result.returncode == 0 or "Error: " in result.output, result.output
     converge_and_check(stack, account, outputs)

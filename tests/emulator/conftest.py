@@ -2,12 +2,15 @@
 accounts on it so tests never see each other's resources."""
 
 from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any
 
 import httpx
 import pytest
 
 from lium_emulator.launcher import RunningEmulator, launch
 from tests.emulator.testkit import FAST_TIMINGS, SshKey, new_account
+from tests.support.faults import faults, put_fault_plan
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +42,14 @@ def make_account(emulator: RunningEmulator) -> Iterator[Callable[..., httpx.Clie
 def account(make_account: Callable[..., httpx.Client]) -> httpx.Client:
     """A client of a new account on ``emulator``."""
     return make_account()
+
+
+@pytest.fixture
+def set_faults(emulator: RunningEmulator) -> Iterator[Callable[[dict[str, Any]], dict[str, Any]]]:
+    """``set_faults(plan)`` installs a fault plan and returns the emulator's snapshot of it; the test
+    starts and ends without faults, whatever it installed."""
+    with faults(emulator):
+        yield partial(put_fault_plan, emulator)
 
 
 @pytest.fixture(scope="session")

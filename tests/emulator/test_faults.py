@@ -4,7 +4,7 @@ fault kind observed over real HTTP, plus the seeded engine's determinism."""
 import json
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,21 +36,6 @@ from tests.emulator.testkit import (
     wait_status,
     wait_until,
 )
-
-
-@pytest.fixture
-def set_faults(emulator: RunningEmulator) -> Iterator[Callable[[dict[str, Any]], dict[str, Any]]]:
-    """Install a fault plan for one test; the empty plan is restored afterwards."""
-    with admin_client(emulator) as admin:
-
-        def install(plan: dict[str, Any]) -> dict[str, Any]:
-            response = admin.put("/_emulator/faults", json=plan)
-            assert response.status_code == 200, response.text
-            snapshot: dict[str, Any] = response.json()
-            return snapshot
-
-        yield install
-        install({})
 
 
 def test_a_plan_from_a_file_injects_status_errors_and_rate_limits(tmp_path: Path) -> None:
@@ -210,13 +195,18 @@ def test_rent_refusals_are_stored_under_the_key(
     assert account_report(emulator, account)["pods"][0]["status"] == "DELETED"
 
 
-def test_stuck_pending_holds_the_pod_until_the_rule_is_removed(
-    account: httpx.Client, set_faults: Callable[[dict[str, Any]], dict[str, Any]]
-) -> None:
+def rent_stuck_pod(account: httpx.Client, set_faults: Callable[[dict[str, Any]], dict[str, Any]]) -> str:
+    """Rent a pod under a ``stuck_pending`` rule, so it stays PENDING until the rule is removed."""
     set_faults({"rules": [{"name": "stuck", "path": "/executors/*/rent", "kind": "stuck_pending"}]})
     template = create_template(account)
     node = splittable_node(account, "RTX 4090")
-    pod_id = rent_pod(account, node["id"], rent_body(template["id"]))
+    return rent_pod(account, node["id"], rent_body(template["id"]))
+
+
+def test_stuck_pending_holds_the_pod_until_the_rule_is_removed(
+    account: httpx.Client, set_faults: Callable[[dict[str, Any]], dict[str, Any]]
+) -> None:
+    pod_id = rent_stuck_pod(account, set_faults)
     pending = next(p for p in account.get("/pods").json() if p["id"] == pod_id)
     assert (pending["status"], pending["ssh_connect_cmd"], pending["ports_mapping"]) == (
         "PENDING",
@@ -239,10 +229,7 @@ def test_stuck_pending_holds_the_pod_until_the_rule_is_removed(
 def test_delete_while_pending_cancels_the_creation(
     account: httpx.Client, set_faults: Callable[[dict[str, Any]], dict[str, Any]]
 ) -> None:
-    set_faults({"rules": [{"name": "stuck", "path": "/executors/*/rent", "kind": "stuck_pending"}]})
-    template = create_template(account)
-    node = splittable_node(account, "RTX 4090")
-    pod_id = rent_pod(account, node["id"], rent_body(template["id"]))
+    pod_id = rent_stuck_pod(account, set_faults)
     assert account.delete(f"/pods/{pod_id}").json()["status"] == "DELETING"
     wait_gone(account, pod_id)
     events = account.get(f"/pods/{pod_id}/events").json()

@@ -3,7 +3,7 @@ unknown after a dropped connection, per-account scope, body mismatch, fresh pre-
 
 import secrets
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -30,18 +30,6 @@ from tests.emulator.testkit import (
     splittable_node,
     wait_until,
 )
-
-
-@pytest.fixture
-def set_faults(emulator: RunningEmulator) -> Iterator[Callable[[dict[str, Any]], None]]:
-    """Install a fault plan for one test; the empty plan is restored afterwards."""
-    with admin_client(emulator) as admin:
-
-        def install(plan: dict[str, Any]) -> None:
-            assert admin.put("/_emulator/faults", json=plan).status_code == 200
-
-        yield install
-        install({})
 
 
 def _key_report(emulator: RunningEmulator, client: httpx.Client, key: str) -> dict[str, Any]:

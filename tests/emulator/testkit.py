@@ -13,20 +13,14 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from lium_emulator.launcher import RunningEmulator
+from tests.support.lium import FAST_TIMINGS as FAST_LIFECYCLE
+from tests.support.lium import register_account
 
 T = TypeVar("T")
 
-# Short lifecycle timings keep each pod test around a second.
-FAST_TIMINGS = (
-    "--pending-seconds",
-    "0.3",
-    "--ssh-delay-seconds",
-    "0.2",
-    "--deleting-seconds",
-    "0.2",
-    "--failed-seconds",
-    "1",
-)
+# The end-to-end tests' short lifecycle, and CREATION_FAILED rows that expire after a second (so the
+# expiry itself can be watched).
+FAST_TIMINGS = (*FAST_LIFECYCLE, "--failed-seconds", "1")
 DEFAULT_KEY = "lium-emulator-key"
 
 
@@ -56,12 +50,7 @@ def admin_client(emulator: RunningEmulator) -> httpx.Client:
 def new_account(emulator: RunningEmulator, balance: float | None = None) -> tuple[str, httpx.Client]:
     """A fresh account (random API key) and a client for it."""
     api_key = "test-" + secrets.token_hex(12)
-    body: dict[str, Any] = {"api_key": api_key}
-    if balance is not None:
-        body["balance"] = balance
-    with admin_client(emulator) as admin:
-        response = admin.post("/_emulator/accounts", json=body)
-    assert response.status_code == 200, response.text
+    register_account(emulator, api_key, balance)
     return api_key, api_client(emulator, api_key)
 
 

@@ -21,10 +21,10 @@ def emulator() -> Iterator[RunningEmulator]:
 
 @pytest.fixture
 def account(emulator: RunningEmulator, tmp_path: Path) -> Iterator[Account]:
-    """A fresh account; the emulator's fault plan is cleared afterwards, whatever the test set."""
+    """A fresh account; the emulator has no faults before the test and none after, whatever it set."""
     account = new_account(emulator, tmp_path)
-    yield account
-    account.set_faults({"seed": 0, "rules": []})
+    with account.faults():
+        yield account
 
 
 @pytest.fixture

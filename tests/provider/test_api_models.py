@@ -10,6 +10,10 @@ from pydantic import ValidationError
 
 from lium_provider.api.errors import LiumProtocolError
 from lium_provider.api.models import (
+    DEAD_POD_STATES,
+    DELETED,
+    DELETING,
+    TERMINAL_POD_STATES,
     DockerCredential,
     Event,
     Pod,
@@ -48,6 +52,23 @@ def test_pod_row_variants() -> None:
     assert pod.ports_mapping == {"22": 40022, "10022": 40023}
     assert pod.template_id == "tpl-1" and pod.volume_id is None
     assert pod.created_at == datetime(2026, 9, 6, 10, 28, 0, 123456, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("status", "dead", "terminal"),
+    [
+        ("stopped", True, True),
+        ("CREATION_FAILED", True, True),
+        ("DELETING", False, True),
+        ("PENDING", False, False),
+    ],
+)
+def test_dead_pods_still_exist_and_terminal_ones_include_the_removed(
+    status: str, dead: bool, terminal: bool
+) -> None:
+    pod = parse_pod({**POD_ROW, "status": status})
+    assert (pod.status in DEAD_POD_STATES, pod.is_terminal) == (dead, terminal)
+    assert {DELETING, DELETED} == TERMINAL_POD_STATES - DEAD_POD_STATES
 
 
 def test_executor_id_lifted_from_nested_executor() -> None:

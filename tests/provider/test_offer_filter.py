@@ -183,7 +183,7 @@ def test_pod_facts_come_from_state_and_the_rented_offer() -> None:
         gpu_model="RTX 4090", gpu_memory_gib=24.0, memory_gib=62.0, disk_gb=680.0, spot=False
     )
     private = rented.to_private()
-    state = {"gpu": "RTX 4090", "gpu_count": 1, "price_per_hour": 0.39, "region": "us-tx"}
+    state = PodModel.model_construct(gpu="RTX 4090", gpu_count=1, price_per_hour=0.39, region="us-tx")
     facts = pod_facts(state, RentedOffer.from_private(private))
     assert facts == PodFacts(
         gpu="RTX 4090",

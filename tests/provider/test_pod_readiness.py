@@ -47,19 +47,12 @@ def test_apply_waits_for_ssh_after_running(
     fault: str | None,
 ) -> None:
     account = new_account(slow_ssh_emulator, tmp_path)
-    if fault:  # the address is published on time, but sshd stays silent 2 s longer
-        account.set_faults(
-            {
-                "seed": 0,
-                "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": fault, "seconds": 2}],
-            }
-        )
-    try:
+    # With the fault, the address is published on time, but sshd stays silent 2 s longer.
+    rules = [{"method": "POST", "path": "/executors/*/rent", "kind": fault, "seconds": 2}] if fault else []
+    with account.faults({"seed": 0, "rules": rules}):
         tf = make_terraform(STACK, **account.env)
         tf.init()
         tf.apply()
-    finally:
-        account.set_faults({"seed": 0, "rules": []})
     (pod,) = [i["attributes"] for r in tf.resources() if r["type"] == "lium_pod" for i in r["instances"]]
     assert pod["status"] == "RUNNING" and pod["ssh_host_key"].startswith("ssh-")
     tf.destroy()

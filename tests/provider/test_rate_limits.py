@@ -219,13 +219,10 @@ def test_fifty_pods_under_sustained_429s(
             PROVIDER_BLOCK + STACK, **env, TF_VAR_executors=json.dumps(one_gpu_slots(emulator))
         )
         tf.init()
-        account.set_faults(LIMITS)
-        try:
+        with account.faults(LIMITS):
             applied = tf.apply(check=False)
             running = [p for p in account.live()["pods"] if p["status"] == "RUNNING"]
             destroyed = tf.destroy(check=False)
-        finally:
-            account.set_faults({"seed": 0, "rules": []})
         exchanges = list(proxy.exchanges)
     limited = [e for e in exchanges if e.status == 429]
     assert len(limited) >= 100, f"only {len(limited)} 429s: the limits were not sustained"
@@ -267,12 +264,9 @@ def test_a_lasting_429_ends_at_the_operation_timeout(
     """Reliability finding 6: the client's 15-minute 429 budget gives way to the resource's timeouts."""
     tf = make_terraform(PROVIDER_BLOCK + TIMED_POD, **account.env)
     tf.init()
-    account.set_faults(ENDLESS_RENT_LIMIT)
-    try:
+    with account.faults(ENDLESS_RENT_LIMIT):
         # Without the deadline the apply would wait out the 900 s budget: Terraform.run's timeout fails it.
         applied = tf.run("apply", "-auto-approve", "-no-color", check=False, timeout=120)
-    finally:
-        account.set_faults({"seed": 0, "rules": []})
     assert applied.returncode != 0
     assert "timeout" in applied.stderr.lower(), applied.stderr
     assert account.live()["pods"] == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -188,6 +189,25 @@ def test_nothing_matches_the_price_limit(stack: Callable[[str], Terraform], acco
     assert "max_price_per_hour" in output
 
 
+def test_raising_the_price_limit_of_a_running_pod_plans_without_a_crash(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    # The pod's computed gpu is unknown in the planned update: the plan once failed on it with an
+    # internal provider error ('Unknown' object has no attribute 'strip').
+    tf = stack(TEMPLATE % ("python:3.11-slim", "") + POD % ("priced", "max_price_per_hour = 0.80"))
+    tf.apply()
+    (pod,) = instances(tf, "lium_pod")
+    assert pod["price_per_hour"] <= 0.80 and pod["max_price_per_hour"] == 0.80
+    tf.write(
+        PROVIDER_BLOCK + TEMPLATE % ("python:3.11-slim", "") + POD % ("priced", "max_price_per_hour = 0.90")
+    )
+    code, plan = tf.plan_exitcode()  # raises with Terraform's output if the plan fails
+    assert code == 2 and "max_price_per_hour = 0.8 -> 0.9" in plan, plan
+    assert "internal provider error" not in plan
+    tf.destroy()
+    assert_nothing_left(account)
+
+
 @pytest.mark.parametrize(
     ("body", "attribute", "message"),
     [
@@ -231,10 +251,9 @@ def test_invalid_configs_fail_at_plan_naming_the_attribute(
 def test_sigint_while_provisioning_then_destroy_leaves_nothing(
     stack: Callable[[str], Terraform], account: Account
 ) -> None:
-    account.set_faults(
+    with account.faults(
         {"seed": 1, "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "stuck_pending"}]}
-    )
-    try:
+    ):
         tf = stack(TEMPLATE % ("python:3.11-slim", "") + POD % ("ctrl-c", ""))
         process = tf.start("apply", "-auto-approve", "-no-color")
         try:
@@ -252,26 +271,20 @@ def test_sigint_while_provisioning_then_destroy_leaves_nothing(
         assert [r["type"] for r in tf.resources()] == ["lium_pod", "lium_template"] or {
             r["type"] for r in tf.resources()
         } == {"lium_pod", "lium_template"}, "the pod rented before Ctrl-C must be in state"
-    finally:
-        account.set_faults({"seed": 0, "rules": []})
     tf.destroy()
     assert_nothing_left(account)
 
 
+def first_rent_fails_with(kind: str, seed: int) -> dict[str, Any]:
+    """A fault plan under which the first rent meets fault ``kind``."""
+    rule = {"method": "POST", "path": "/executors/*/rent", "kind": kind, "first": 1}
+    return {"seed": seed, "rules": [rule]}
+
+
 def test_uncertain_rent_makes_exactly_one_pod(stack: Callable[[str], Terraform], account: Account) -> None:
-    account.set_faults(
-        {
-            "seed": 2,
-            "rules": [
-                {"method": "POST", "path": "/executors/*/rent", "kind": "drop_after_commit", "first": 1}
-            ],
-        }
-    )
-    try:
+    with account.faults(first_rent_fails_with("drop_after_commit", seed=2)):
         tf = stack(TEMPLATE % ("python:3.11-slim", "") + POD % ("uncertain", ""))
         tf.apply()
-    finally:
-        account.set_faults({"seed": 0, "rules": []})
     (pod,) = instances(tf, "lium_pod")
     pods = account.report()["pods"]
     assert [p["id"] for p in pods] == [pod["id"]], "exactly one pod, and it is the one in state"
@@ -280,19 +293,9 @@ def test_uncertain_rent_makes_exactly_one_pod(stack: Callable[[str], Terraform],
 
 
 def test_offer_fallback_on_no_capacity(stack: Callable[[str], Terraform], account: Account) -> None:
-    account.set_faults(
-        {
-            "seed": 3,
-            "rules": [
-                {"method": "POST", "path": "/executors/*/rent", "kind": "node_rent_in_progress", "first": 1}
-            ],
-        }
-    )
-    try:
+    with account.faults(first_rent_fails_with("node_rent_in_progress", seed=3)):
         tf = stack(TEMPLATE % ("python:3.11-slim", "") + POD % ("fallback", ""))
         tf.apply()
-    finally:
-        account.set_faults({"seed": 0, "rules": []})
     (pod,) = instances(tf, "lium_pod")
     data = tf.show_json()
     assert pod["status"] == "RUNNING" and data

@@ -151,7 +151,6 @@ def test_no_secret_in_any_output(
 
     # Crash output: replace the pod, hold it PENDING, and kill the provider / press Ctrl-C mid-create.
     tf.write(config(variant, 2, "audit-1"))
-    account.set_faults(STUCK)
 
     def crash(process: subprocess.Popen[str]) -> None:
         rented = wait_until(lambda: _renting(account, "audit-1"), process, time.monotonic() + 60)
@@ -163,8 +162,8 @@ def test_no_secret_in_any_output(
         else:
             interrupt(process)
 
-    crashed = capture.run(f"apply-{variant}-crash", APPLY, during=crash)
-    account.set_faults({"seed": 0, "rules": []})
+    with account.faults(STUCK):
+        crashed = capture.run(f"apply-{variant}-crash", APPLY, during=crash)
     assert crashed.returncode != 0, crashed.output
 
     destroyed = capture.run("destroy", DESTROY)

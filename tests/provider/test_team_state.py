@@ -117,40 +117,41 @@ def collide(
     """
     runs: list[Background] = []
     try:
-        account.set_faults(HOLD_RENTS)
-        held = Background(holder.start("apply", "-auto-approve", "-input=false", "-no-color"))
-        runs.append(held)
-        # A pod of the holder's apply exists: the holder is mid-apply, so it holds the state lock.
-        pods_before = {p["id"] for p in account.live()["pods"] if p["status"] != "PENDING"}
-        wait_until(
-            lambda: any(
-                p["status"] == "PENDING" and p["id"] not in pods_before for p in account.live()["pods"]
-            ),
-            "the holder's pod is pending",
-        )
-        assert advisory_locks(postgres) >= 1, "the holder's lock is a PostgreSQL advisory lock"
+        with account.faults(HOLD_RENTS):  # the end of the block lets the held rents go on
+            held = Background(holder.start("apply", "-auto-approve", "-input=false", "-no-color"))
+            runs.append(held)
+            # A pod of the holder's apply exists: the holder is mid-apply, so it holds the state lock.
+            pods_before = {p["id"] for p in account.live()["pods"] if p["status"] != "PENDING"}
+            wait_until(
+                lambda: any(
+                    p["status"] == "PENDING" and p["id"] not in pods_before for p in account.live()["pods"]
+                ),
+                "the holder's pod is pending",
+            )
+            assert advisory_locks(postgres) >= 1, "the holder's lock is a PostgreSQL advisory lock"
 
-        refused = loser.apply("-lock-timeout=0s", check=False)
-        assert refused.returncode == 1, refused.stdout
-        assert LOCK_ERROR in refused.stderr and "Operation: OperationTypeApply" in refused.stderr
+            refused = loser.apply("-lock-timeout=0s", check=False)
+            assert refused.returncode == 1, refused.stdout
+            assert LOCK_ERROR in refused.stderr and "Operation: OperationTypeApply" in refused.stderr
 
-        waiting = Background(
-            waiter.start("apply", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=2m")
-        )
-        runs.append(waiting)
-        # Terraform prints this only when the lock is not granted at once (an uncontended run does not).
-        wait_until(lambda: "Acquiring state lock" in waiting.output, "the waiter waits for the lock")
-        assert waiting.process.poll() is None and held.process.poll() is None
-        assert "Refreshing state" not in waiting.output, "the waiter must not read the state before the lock"
+            waiting = Background(
+                waiter.start("apply", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=2m")
+            )
+            runs.append(waiting)
+            # Terraform prints this only when the lock is not granted at once (an uncontended run
+            # does not).
+            wait_until(lambda: "Acquiring state lock" in waiting.output, "the waiter waits for the lock")
+            assert waiting.process.poll() is None and held.process.poll() is None
+            assert "Refreshing state" not in waiting.output, (
+                "the waiter must not read the state before the lock"
+            )
 
-        account.set_faults({"seed": 1, "rules": []})
         code, held_output = held.finish()
         assert code == 0, held_output
         code, waited_output = waiting.finish()
         assert code == 0, waited_output
         return waited_output
     finally:
-        account.set_faults({"seed": 1, "rules": []})
         for run in runs:
             if run.process.poll() is None:
                 kill_group(run.process)

@@ -6,6 +6,8 @@ import base64
 import io
 import secrets
 import subprocess
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ import httpx
 import paramiko
 
 from lium_emulator.launcher import RunningEmulator
+from tests.support.faults import NO_FAULTS, faults
 from tests.support.terraform import Terraform
 
 PROVIDER_BLOCK = """
@@ -25,6 +28,7 @@ terraform {
 provider "lium" {}
 """
 
+# Short lifecycle timings keep each pod test around a second.
 FAST_TIMINGS = ("--pending-seconds", "0.3", "--ssh-delay-seconds", "0.2", "--deleting-seconds", "0.2")
 
 
@@ -84,25 +88,27 @@ class Account:
             "volumes": report["volumes"],
         }
 
-    def set_faults(self, plan: dict[str, Any]) -> None:
-        response = httpx.put(
-            f"{self.emulator.root_url}/_emulator/faults",
-            json=plan,
-            headers=self.emulator.admin_headers,
-            timeout=30,
-        )
-        assert response.status_code == 200, response.text
+    def faults(self, plan: Mapping[str, Any] = NO_FAULTS) -> AbstractContextManager[None]:
+        """The emulator under ``plan`` for a ``with`` block, and without faults after it (see
+        :mod:`tests.support.faults`)."""
+        return faults(self.emulator, plan)
+
+
+def register_account(emulator: RunningEmulator, api_key: str, balance: float | None = None) -> None:
+    """Create the emulator account of ``api_key`` (with ``balance``, else the emulator's default)."""
+    body: dict[str, Any] = {"api_key": api_key}
+    if balance is not None:
+        body["balance"] = balance
+    response = httpx.post(
+        f"{emulator.root_url}/_emulator/accounts", json=body, headers=emulator.admin_headers, timeout=30
+    )
+    assert response.status_code == 200, response.text
 
 
 def new_account(emulator: RunningEmulator, directory: Path, balance: float = 1000.0) -> Account:
+    """A fresh account with ``balance``, its own SSH key pair and state directory under ``directory``."""
     api_key = "tf-" + secrets.token_hex(12)
-    response = httpx.post(
-        f"{emulator.root_url}/_emulator/accounts",
-        json={"api_key": api_key, "balance": balance},
-        headers=emulator.admin_headers,
-        timeout=30,
-    )
-    assert response.status_code == 200, response.text
+    register_account(emulator, api_key, balance)
     return Account(emulator, api_key, ssh_keypair(directory / "ssh"), directory / "state")
 
 

@@ -2,7 +2,9 @@
 
 It exercises every part of the bridge through real Terraform: create, update in place, replacement
 (unconditional and conditional), out-of-band deletion, import, a write-only secret, a slow cancellable
-create that records partial state, state upgrades and a data source. ``serve_bridgetest.py`` serves it.
+create that records partial state, state upgrades and a data source. ``bridgetest_label`` plans a
+computed value itself (a typed ``modify_plan``) and checks its configuration across attributes (a typed
+``validate_config``). ``serve_bridgetest.py`` serves it.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from tfbridge import (
     TIMEOUTS_BLOCK,
     Attribute,
+    ConfigView,
     Context,
     DataSource,
+    Diagnostic,
+    PlanChange,
     Provider,
     RequiresReplace,
     RequiresReplaceIf,
@@ -180,6 +185,70 @@ class ThingResource(Resource[Thing]):
         return super().upgrade_state(from_version, state)
 
 
+MAX_LABEL_LENGTH = 64
+
+
+class Label(BaseModel):
+    """A name repeated `copies` times: the label is planned by the resource, not by the apply."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: Annotated[
+        str | None, Attribute(computed=True, plan=(UseStateForUnknown(),), description="Label id.")
+    ] = None
+    name: Annotated[str, Attribute(required=True, description="What to repeat.")] = Field(min_length=1)
+    copies: Annotated[
+        int | None,
+        Attribute(optional=True, computed=True, default=1, description="How many times. Default 1."),
+    ] = Field(default=None, ge=1)
+    label: Annotated[str | None, Attribute(computed=True, description="`name` repeated, dash-joined.")] = None
+
+
+def label_of(name: str, copies: int) -> str:
+    return "-".join([name] * copies)
+
+
+class LabelResource(Resource[Label]):
+    type_name = "bridgetest_label"
+    model = Label
+    description = "A computed label the plan already shows."
+
+    def validate_config(self, config: ConfigView[Label]) -> list[Diagnostic]:
+        if config.is_unknown("name") or config.is_unknown("copies"):
+            return []  # Terraform validates again once both are known
+        label = config.model
+        # copies reads its default (1) when the configuration leaves it out
+        if len(label_of(label.name, label.copies or 0)) > MAX_LABEL_LENGTH:
+            return [
+                Diagnostic.error(
+                    "The label is too long",
+                    f"{label.copies} copies of {label.name!r} exceed {MAX_LABEL_LENGTH} characters.",
+                    ("copies",),
+                )
+            ]
+        return []
+
+    def modify_plan(self, ctx: Context, change: PlanChange[Label]) -> None:
+        if change.is_unknown("name") or change.is_unknown("copies"):
+            change.set_unknown("label")
+            return
+        planned = change.planned
+        change.set_planned("label", label_of(planned.name, planned.copies or 0))
+
+    def create(self, ctx: Context, plan: Label, config: Label) -> Label:
+        return plan.model_copy(
+            update={"id": uuid.uuid4().hex[:12], "label": label_of(plan.name, plan.copies or 0)}
+        )
+
+    def read(self, ctx: Context, state: Label) -> Label | None:
+        return state
+
+    def update(self, ctx: Context, prior: Label, plan: Label, config: Label) -> Label:
+        return plan.model_copy(update={"label": label_of(plan.name, plan.copies or 0)})
+
+    def delete(self, ctx: Context, state: Label) -> None:
+        return None
+
+
 class ThingsQuery(BaseModel):
     """All stored objects with a name prefix."""
 
@@ -205,7 +274,7 @@ class ThingsDataSource(DataSource[ThingsQuery]):
 class BridgeTestProvider(Provider[BridgeTestConfig]):
     type_name = "bridgetest"
     model = BridgeTestConfig
-    resources = (ThingResource,)
+    resources = (ThingResource, LabelResource)
     data_sources = (ThingsDataSource,)
 
     def configure(self, ctx: Context, config: BridgeTestConfig) -> Store:

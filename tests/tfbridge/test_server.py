@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.tfbridge.bridgetest_provider import BridgeTestProvider, Thing
+from tests.tfbridge.bridgetest_provider import BridgeTestProvider, Label, Thing
 from tfbridge import cty
 from tfbridge.proto import tfplugin6_pb2 as pb
 from tfbridge.schema import schema_of
@@ -154,3 +154,60 @@ def test_validation_skips_unknown_values(server: ProviderServer) -> None:
         None,  # type: ignore[arg-type]
     )
     assert [[s.attribute_name for s in d.attribute.steps] for d in bad.diagnostics] == [["size"]]
+
+
+LABEL_TYPE = schema_of(Label).type
+
+
+def label_dv(**values: Any) -> pb.DynamicValue:
+    value: dict[str, Any] = {name: None for name in Label.model_fields}
+    value.update(values)
+    return pb.DynamicValue(msgpack=cty.encode_msgpack(value, LABEL_TYPE))
+
+
+def plan_label(server: ProviderServer, **config: Any) -> dict[str, Any]:
+    response = server.PlanResourceChange(
+        pb.PlanResourceChange.Request(
+            type_name="bridgetest_label",
+            prior_state=pb.DynamicValue(msgpack=cty.encode_msgpack(None, LABEL_TYPE)),
+            proposed_new_state=label_dv(**config),
+            config=label_dv(**config),
+        ),
+        None,  # type: ignore[arg-type]
+    )
+    assert not response.diagnostics, response.diagnostics
+    planned: dict[str, Any] = cty.decode_msgpack(response.planned_state.msgpack, LABEL_TYPE)
+    return planned
+
+
+def test_a_typed_modify_plan_is_encoded_back_with_its_unknowns(server: ProviderServer) -> None:
+    planned = plan_label(server, name="a", copies=3)
+    assert planned["label"] == "a-a-a" and cty.is_unknown(planned["id"])
+    defaulted = plan_label(server, name="b")
+    assert defaulted["copies"] == 1 and defaulted["label"] == "b", "copies read its default in the model"
+    unknown = plan_label(server, name=cty.UNKNOWN)
+    assert cty.is_unknown(unknown["name"]) and cty.is_unknown(unknown["label"])
+
+
+def test_a_typed_validate_config_skips_unknowns_and_names_the_attribute(server: ProviderServer) -> None:
+    def validate(**config: Any) -> list[Any]:
+        response = server.ValidateResourceConfig(
+            pb.ValidateResourceConfig.Request(type_name="bridgetest_label", config=label_dv(**config)),
+            None,  # type: ignore[arg-type]
+        )
+        return list(response.diagnostics)
+
+    assert validate(name="x" * 40, copies=cty.UNKNOWN) == []
+    (too_long,) = validate(name="x" * 40, copies=2)
+    assert too_long.summary == "The label is too long"
+    assert [s.attribute_name for s in too_long.attribute.steps] == ["copies"]
+
+
+def test_rpcs_not_offered_answer_with_one_error_each(server: ProviderServer) -> None:
+    moved = server.MoveResourceState(pb.MoveResourceState.Request(), None)  # type: ignore[arg-type]
+    assert [d.summary for d in moved.diagnostics] == ["moving state between resource types is not supported"]
+    ephemeral = server.OpenEphemeralResource(
+        pb.OpenEphemeralResource.Request(type_name="bridgetest_key"),
+        None,  # type: ignore[arg-type]
+    )
+    assert [d.summary for d in ephemeral.diagnostics] == ["unknown ephemeral resource bridgetest_key"]

@@ -6,6 +6,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -253,3 +254,69 @@ def test_sigint_during_slow_create_keeps_the_object(
     tf.destroy()
     assert list(store.glob("*.json")) == []
     assert tf.resources() == []
+
+
+LABELS = """
+resource "bridgetest_label" "from_thing" {
+  name = bridgetest_thing.t.id
+}
+resource "bridgetest_label" "solo" {
+  name = "solo"
+}
+resource "bridgetest_label" "twice" {
+  name   = "%s"
+  copies = 2
+}
+"""
+
+
+def planned_changes(tf: Terraform) -> dict[str, dict[str, Any]]:
+    """``terraform plan`` as JSON: each resource's change (``after``, ``after_unknown``, ``actions``)."""
+    tf.run("plan", "-input=false", "-no-color", "-out=plan.bin")
+    return {c["address"]: c["change"] for c in tf.show_json("plan.bin")["resource_changes"]}
+
+
+def test_typed_modify_plan_sees_defaults_and_unknowns(
+    make_terraform: Callable[..., Terraform], store: Path
+) -> None:
+    tf = make_terraform(config(store, thing("alpha") + LABELS % "two"))
+    tf.init()
+    plan = planned_changes(tf)
+    # The name comes from an object not created yet: the label is known only after apply.
+    assert plan["bridgetest_label.from_thing"]["after_unknown"].get("label") is True
+    # copies is unset: the resource's typed plan read the schema default, 1.
+    assert plan["bridgetest_label.solo"]["after"]["label"] == "solo"
+    assert plan["bridgetest_label.twice"]["after"]["label"] == "two-two"
+    tf.apply()  # Terraform fails the apply if a planned known value differs from the result
+    labels = {
+        r["name"]: r["instances"][0]["attributes"] for r in tf.resources() if r["type"] == "bridgetest_label"
+    }
+    thing_id = next(r for r in tf.resources() if r["type"] == "bridgetest_thing")["instances"][0][
+        "attributes"
+    ]["id"]
+    assert labels["from_thing"]["label"] == thing_id
+    assert labels["solo"]["copies"] == 1 and labels["solo"]["label"] == "solo"
+
+    # An update: the declarative rules make the computed label unknown; the resource plans it again.
+    tf.write(config(store, thing("alpha") + LABELS % "three"))
+    plan = planned_changes(tf)
+    assert plan["bridgetest_label.twice"]["actions"] == ["update"]
+    assert plan["bridgetest_label.twice"]["after"]["label"] == "three-three"
+    assert plan["bridgetest_label.solo"]["actions"] == ["no-op"]
+    tf.apply()
+    tf.destroy()
+    assert tf.resources() == []
+
+
+def test_typed_validate_config_reads_defaults_and_names_the_attribute(
+    make_terraform: Callable[..., Terraform], store: Path
+) -> None:
+    long_name = 'resource "bridgetest_label" "long" {\n  name = "%s"\n}\n' % ("y" * 65)
+    tf = make_terraform(config(store, thing("alpha") + LABELS % ("x" * 40) + long_name))
+    tf.init()
+    result = tf.run("plan", "-no-color", check=False)
+    output = " ".join((result.stdout + result.stderr).split())  # Terraform wraps long lines
+    assert result.returncode == 1, output
+    assert output.count("The label is too long") == 2, output
+    assert "2 copies of 'xxxx" in output and "copies = 2" in output, "the diagnostic points at the line"
+    assert "1 copies of 'yyyy" in output, "an unset copies reads its default, 1"

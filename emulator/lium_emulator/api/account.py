@@ -1,6 +1,5 @@
 """Account routes: ``/users/me``, the account event log, ``/version`` and account SSH keys."""
 
-import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any
 from uuid import UUID
@@ -9,9 +8,8 @@ from fastapi import APIRouter, Query
 
 from lium_emulator.api.deps import AccountDep, RuntimeDep
 from lium_emulator.api.models import SshKeyRequest
+from lium_emulator.api.owned import new_owned, owned, owned_by
 from lium_emulator.entities import SshKey
-from lium_emulator.errors import ApiError
-from lium_emulator.runtime import Runtime
 from lium_emulator.timeutil import to_naive_utc, utcnow
 from lium_emulator.views import event_object, me_object, ssh_key_object
 
@@ -66,32 +64,17 @@ async def get_version(runtime: RuntimeDep) -> dict[str, Any]:
 @router.get("/ssh-keys")
 async def list_ssh_keys(runtime: RuntimeDep, account: AccountDep) -> list[dict[str, Any]]:
     """The caller's SSH keys."""
-    return [ssh_key_object(k) for k in runtime.state.ssh_keys.values() if k.user_id == account.user_id]
+    return [ssh_key_object(k) for k in owned_by(runtime.state.ssh_keys.values(), account)]
 
 
 @router.post("/ssh-keys")
 async def create_ssh_key(body: SshKeyRequest, runtime: RuntimeDep, account: AccountDep) -> dict[str, Any]:
     """Register an SSH key (it is not added to pods by itself; rent takes ``user_public_key``)."""
-    now = utcnow()
-    key = SshKey(
-        id=str(uuid.uuid4()),
-        user_id=account.user_id,
-        name=body.name,
-        public_key=body.public_key,
-        created_at=now,
-        updated_at=now,
-    )
+    key = SshKey(**new_owned(account), name=body.name, public_key=body.public_key)
     runtime.state.ssh_keys[key.id] = key
     runtime.state.save(key)
     runtime.state.record_event(account.user_id, "ssh-key-create.success", actor=account, detail=key.name)
     return ssh_key_object(key)
-
-
-def _owned_key(runtime: Runtime, user_id: str, key_id: UUID) -> SshKey:
-    key = runtime.state.ssh_keys.get(str(key_id))
-    if key is None or key.user_id != user_id:
-        raise ApiError(404, "ssh_key_not_found", "SSH key not found.")
-    return key
 
 
 @router.put("/ssh-keys/{key_id}")
@@ -99,7 +82,7 @@ async def update_ssh_key(
     key_id: UUID, body: SshKeyRequest, runtime: RuntimeDep, account: AccountDep
 ) -> dict[str, Any]:
     """Rename or replace an SSH key."""
-    key = _owned_key(runtime, account.user_id, key_id)
+    key = owned(runtime.state.ssh_keys, account, key_id, "SSH key")
     key.name, key.public_key, key.updated_at = body.name, body.public_key, utcnow()
     runtime.state.save(key)
     return ssh_key_object(key)
@@ -108,7 +91,7 @@ async def update_ssh_key(
 @router.delete("/ssh-keys/{key_id}")
 async def delete_ssh_key(key_id: UUID, runtime: RuntimeDep, account: AccountDep) -> dict[str, Any]:
     """Remove an SSH key."""
-    key = _owned_key(runtime, account.user_id, key_id)
+    key = owned(runtime.state.ssh_keys, account, key_id, "SSH key")
     del runtime.state.ssh_keys[key.id]
     runtime.state.forget(key)
     runtime.state.record_event(account.user_id, "ssh-key-delete.success", actor=account, detail=key.name)

@@ -2,7 +2,6 @@
 it); the item path has none. Passwords are kept only as a SHA-256 and never returned."""
 
 import secrets
-import uuid
 from typing import Any
 from uuid import UUID
 
@@ -10,21 +9,13 @@ from fastapi import APIRouter
 
 from lium_emulator.api.deps import AccountDep, RuntimeDep
 from lium_emulator.api.models import DockerCredentialRequest
-from lium_emulator.entities import Account, DockerCredential
-from lium_emulator.errors import ApiError
-from lium_emulator.runtime import Runtime
+from lium_emulator.api.owned import new_owned, owned, owned_by
+from lium_emulator.entities import DockerCredential
 from lium_emulator.state import sha256_hex
 from lium_emulator.timeutil import utcnow
 from lium_emulator.views import credential_object
 
 router = APIRouter()
-
-
-def _owned(runtime: Runtime, account: Account, credential_id: UUID) -> DockerCredential:
-    credential = runtime.state.credentials.get(str(credential_id))
-    if credential is None or credential.user_id != account.user_id:
-        raise ApiError(404, "docker_credential_not_found", "Docker credential not found.")
-    return credential
 
 
 @router.post("/docker-credentials/")
@@ -36,14 +27,8 @@ async def create_docker_credential(
         username, password = f"lium-default-{secrets.token_hex(4)}", secrets.token_urlsafe(24)
     else:
         username, password = body.docker_username, body.docker_password
-    now = utcnow()
     credential = DockerCredential(
-        id=str(uuid.uuid4()),
-        user_id=account.user_id,
-        username=username,
-        password_sha256=sha256_hex(password),
-        created_at=now,
-        updated_at=now,
+        **new_owned(account), username=username, password_sha256=sha256_hex(password)
     )
     runtime.state.credentials[credential.id] = credential
     runtime.state.save(credential)
@@ -53,7 +38,7 @@ async def create_docker_credential(
 @router.get("/docker-credentials/")
 async def list_docker_credentials(runtime: RuntimeDep, account: AccountDep) -> list[dict[str, Any]]:
     """The caller's credentials (without passwords)."""
-    return [credential_object(c) for c in runtime.state.credentials.values() if c.user_id == account.user_id]
+    return [credential_object(c) for c in owned_by(runtime.state.credentials.values(), account)]
 
 
 @router.put("/docker-credentials/{credential_id}")
@@ -61,7 +46,7 @@ async def update_docker_credential(
     credential_id: UUID, body: DockerCredentialRequest, runtime: RuntimeDep, account: AccountDep
 ) -> dict[str, Any]:
     """Replace a credential's username and password."""
-    credential = _owned(runtime, account, credential_id)
+    credential = owned(runtime.state.credentials, account, credential_id, "Docker credential")
     credential.username = body.docker_username
     credential.password_sha256 = sha256_hex(body.docker_password)
     credential.updated_at = utcnow()
@@ -74,7 +59,7 @@ async def delete_docker_credential(
     credential_id: UUID, runtime: RuntimeDep, account: AccountDep
 ) -> dict[str, Any]:
     """Delete a credential; templates that reference it can no longer be rented (``template_invalid``)."""
-    credential = _owned(runtime, account, credential_id)
+    credential = owned(runtime.state.credentials, account, credential_id, "Docker credential")
     del runtime.state.credentials[credential.id]
     runtime.state.forget(credential)
     return {"success": True}

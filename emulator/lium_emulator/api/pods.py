@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request
 
 from lium_emulator.api.deps import AccountDep, RuntimeDep, fault_decision
 from lium_emulator.api.models import DeletePodRequest
+from lium_emulator.api.owned import owned
 from lium_emulator.entities import VISIBLE_STATUSES, Account, Pod
 from lium_emulator.errors import ApiError
 from lium_emulator.runtime import Runtime
@@ -65,7 +66,5 @@ async def delete_pod(
 @router.get("/pods/{pod_id}/events")
 async def get_pod_events(pod_id: UUID, runtime: RuntimeDep, account: AccountDep) -> list[dict[str, Any]]:
     """A pod's events, oldest first; also after the pod was deleted."""
-    pod = runtime.state.pods.get(str(pod_id))
-    if pod is None or pod.user_id != account.user_id:
-        raise ApiError(404, "pod_not_found", "Pod not found.")
+    pod = owned(runtime.state.pods, account, pod_id, "Pod")
     return [event_object(e) for e in runtime.state.pod_events(pod.id)]

@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 
 from lium_emulator.api.deps import AccountDep, RuntimeDep, fault_decision, request_id
 from lium_emulator.api.models import RentRequest
+from lium_emulator.api.owned import owned
 from lium_emulator.catalog import Node, pod_share
 from lium_emulator.entities import Account, Pod, PodFaults, Template
 from lium_emulator.errors import ApiError
@@ -143,9 +144,7 @@ def _template(runtime: Runtime, account: Account, template_id: UUID) -> Template
 def _volume_id(runtime: Runtime, account: Account, volume_id: UUID | None) -> str | None:
     if volume_id is None:
         return None
-    volume = runtime.state.volumes.get(str(volume_id))
-    if volume is None or volume.user_id != account.user_id:
-        raise ApiError(404, "volume_not_found", "Volume not found.")
+    volume = owned(runtime.state.volumes, account, volume_id, "Volume")
     holder = runtime.state.volume_holder(volume.id)
     if holder is not None:
         raise ApiError(

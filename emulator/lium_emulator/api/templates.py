@@ -9,6 +9,7 @@ from fastapi import APIRouter
 
 from lium_emulator.api.deps import AccountDep, RuntimeDep
 from lium_emulator.api.models import TemplateRequest
+from lium_emulator.api.owned import owned
 from lium_emulator.entities import Account, Template
 from lium_emulator.errors import ApiError
 from lium_emulator.runtime import Runtime
@@ -28,9 +29,7 @@ def _fields(runtime: Runtime, account: Account, body: TemplateRequest) -> dict[s
             docker_image=image, docker_image_tag=tag, docker_image_digest=body.docker_image_digest or digest
         )
     if body.docker_credential_id is not None:
-        credential = runtime.state.credentials.get(str(body.docker_credential_id))
-        if credential is None or credential.user_id != account.user_id:
-            raise ApiError(404, "docker_credential_not_found", "Docker credential not found.")
+        credential = owned(runtime.state.credentials, account, body.docker_credential_id, "Docker credential")
         fields["docker_credential_id"] = credential.id
     return fields
 

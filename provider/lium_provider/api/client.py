@@ -13,12 +13,13 @@ import threading
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
+from pydantic import BaseModel
 
-from lium_provider.api.errors import LiumCancelled, LiumError, LiumNotFound, LiumProtocolError
+from lium_provider.api.errors import InvalidArgument, LiumError, LiumNotFound, LiumProtocolError
 from lium_provider.api.models import (
     DockerCredential,
     Event,
@@ -34,6 +35,7 @@ from lium_provider.api.models import (
 from lium_provider.api.retry import RetryPolicy
 from lium_provider.api.transport import Answer, HttpTransport
 
+_M = TypeVar("_M", bound=BaseModel)
 RENT_IDEMPOTENCY = "rent_idempotency"
 MAX_EVENTS_LIMIT = 1000
 
@@ -46,16 +48,24 @@ def default_user_agent() -> str:
         return "lium-stacks/0+unknown"
 
 
-def _check_http_url(url: str, what: str) -> str:
-    """``url`` if it is an http(s) URL with a host, else ValueError (not echoing credentials in it)."""
+def _check_http_url(url: str, argument: str, what: str) -> str:
+    """``url`` if it is an http(s) URL with a host, else :class:`InvalidArgument` naming ``argument``
+    (not echoing credentials in it)."""
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL:
         parsed = None
     if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host or parsed.userinfo:
         shown = "" if "@" in url else f", got {url!r}"
-        raise ValueError(f"{what} must be an http(s) URL with a host and no credentials{shown}")
+        raise InvalidArgument(
+            argument, f"{what} must be an http(s) URL with a host and no credentials{shown}"
+        )
     return url
+
+
+def _credential_body(username: str, password: str) -> dict[str, str]:
+    """The body of a credential create or update (the password is also passed as a secret)."""
+    return {"docker_username": username, "docker_password": password}
 
 
 def _segment(value: str) -> str:
@@ -70,7 +80,7 @@ class LiumClient:
 
     ``sleep`` waits between retries and must return early when ``cancel()`` becomes true (the provider
     passes a cancellable sleep); after every wait the client checks ``cancel`` and raises
-    :class:`LiumCancelled`. ``rng`` seeds the backoff jitter. ``transport`` replaces httpx's network
+    :class:`tfbridge.Cancelled` (not a :class:`LiumError`: a cancelled call failed nowhere). ``rng`` seeds the backoff jitter. ``transport`` replaces httpx's network
     transport (tests only). The API key travels only in the ``X-API-KEY`` header to ``base_url``.
     """
 
@@ -90,8 +100,10 @@ class LiumClient:
     ) -> None:
         if not api_key or not all("\x21" <= ch <= "\x7e" for ch in api_key):
             # The key itself must not appear in the message.
-            raise ValueError("the Lium API key must be a non-empty string of printable ASCII without spaces")
-        self.base_url = _check_http_url(base_url, "the Lium API URL").rstrip("/")
+            raise InvalidArgument(
+                "api_key", "the Lium API key must be a non-empty string of printable ASCII without spaces"
+            )
+        self.base_url = _check_http_url(base_url, "base_url", "the Lium API URL").rstrip("/")
         self._api_key = api_key
         self._http = HttpTransport(
             timeout=timeout,
@@ -147,9 +159,27 @@ class LiumClient:
             secrets=(self._api_key, *secrets),
         )
 
-    def _get_optional(self, path: str) -> object | None:
+    def _object(
+        self,
+        model: type[_M],
+        method: str,
+        path: str,
+        *,
+        json_body: object = None,
+        secrets: tuple[str, ...] = (),
+    ) -> _M:
+        """One call whose answer is one ``model`` object; a bad body is an error naming this request."""
+        data = self._call(method, path, json_body=json_body, secrets=secrets).data
+        return parse_object(model, data, method=method, path=path)
+
+    def _list(self, model: type[_M], path: str, params: Mapping[str, str | int] | None = None) -> list[_M]:
+        """``GET path`` whose answer is an array of ``model`` objects."""
+        return parse_list(model, self._call("GET", path, params=params).data, method="GET", path=path)
+
+    def _get_optional(self, model: type[_M], path: str) -> _M | None:
+        """``GET path`` as one ``model`` object, or None when it is not found."""
         try:
-            return self._call("GET", path).data
+            return self._object(model, "GET", path)
         except LiumNotFound:
             return None
 
@@ -160,7 +190,7 @@ class LiumClient:
     # --- account ---------------------------------------------------------------------------------------
 
     def me(self) -> User:
-        return parse_object(User, self._call("GET", "/users/me").data, method="GET", path="/users/me")
+        return self._object(User, "GET", "/users/me")
 
     def version_features(self) -> frozenset[str]:
         """Feature names from ``GET /version`` (docs/lium-api.md#version), fetched once per client.
@@ -173,8 +203,6 @@ class LiumClient:
                 return self._features
         try:
             data = self._call("GET", "/version").data
-        except LiumCancelled:
-            raise
         except LiumError:
             return frozenset()
         raw = data.get("features") if isinstance(data, dict) else None
@@ -195,18 +223,15 @@ class LiumClient:
             params["since"] = aware.astimezone(UTC).isoformat()
         if pod_id is not None:
             params["pod_id"] = pod_id
-        path = "/users/me/events"
-        return parse_list(Event, self._call("GET", path, params=params).data, method="GET", path=path)
+        return self._list(Event, "/users/me/events", params)
 
     # --- pods -----------------------------------------------------------------------------------------
 
     def list_pods(self) -> list[Pod]:
-        return parse_list(Pod, self._call("GET", "/pods").data, method="GET", path="/pods")
+        return self._list(Pod, "/pods")
 
     def get_pod(self, pod_id: str) -> Pod | None:
-        path = f"/pods/{_segment(pod_id)}"
-        data = self._get_optional(path)
-        return None if data is None else parse_object(Pod, data, method="GET", path=path)
+        return self._get_optional(Pod, f"/pods/{_segment(pod_id)}")
 
     def delete_pod(self, pod_id: str) -> None:
         self._delete(f"/pods/{_segment(pod_id)}")
@@ -237,22 +262,16 @@ class LiumClient:
     # --- templates ------------------------------------------------------------------------------------
 
     def create_template(self, body: TemplateSpec) -> Template:
-        data = self._call("POST", "/templates", json_body=body.to_body()).data
-        return parse_object(Template, data, method="POST", path="/templates")
+        return self._object(Template, "POST", "/templates", json_body=body.to_body())
 
     def list_templates(self) -> list[Template]:
-        return parse_list(Template, self._call("GET", "/templates").data, method="GET", path="/templates")
+        return self._list(Template, "/templates")
 
     def get_template(self, template_id: str) -> Template | None:
-        path = f"/templates/{_segment(template_id)}"
-        data = self._get_optional(path)
-        return None if data is None else parse_object(Template, data, method="GET", path=path)
+        return self._get_optional(Template, f"/templates/{_segment(template_id)}")
 
     def update_template(self, template_id: str, body: TemplateSpec) -> Template:
-        path = f"/templates/{_segment(template_id)}"
-        return parse_object(
-            Template, self._call("PUT", path, json_body=body.to_body()).data, method="PUT", path=path
-        )
+        return self._object(Template, "PUT", f"/templates/{_segment(template_id)}", json_body=body.to_body())
 
     def delete_template(self, template_id: str) -> None:
         self._delete(f"/templates/{_segment(template_id)}")
@@ -260,18 +279,16 @@ class LiumClient:
     # --- docker credentials (paths as dstack uses them: POST/GET with a trailing slash) ----------------
 
     def create_docker_credential(self, username: str, password: str) -> DockerCredential:
-        path = "/docker-credentials/"
-        answer = self._call(
+        return self._object(
+            DockerCredential,
             "POST",
-            path,
-            json_body={"docker_username": username, "docker_password": password},
+            "/docker-credentials/",
+            json_body=_credential_body(username, password),
             secrets=(password,),
         )
-        return parse_object(DockerCredential, answer.data, method="POST", path=path)
 
     def list_docker_credentials(self) -> list[DockerCredential]:
-        path = "/docker-credentials/"
-        return parse_list(DockerCredential, self._call("GET", path).data, method="GET", path=path)
+        return self._list(DockerCredential, "/docker-credentials/")
 
     def get_docker_credential(self, credential_id: str) -> DockerCredential | None:
         """Lium has no single-credential GET route (docs/lium-api.md#docker-credentials), so this searches the list."""
@@ -279,12 +296,7 @@ class LiumClient:
 
     def update_docker_credential(self, credential_id: str, username: str, password: str) -> DockerCredential:
         path = f"/docker-credentials/{_segment(credential_id)}"
-        answer = self._call(
-            "PUT",
-            path,
-            json_body={"docker_username": username, "docker_password": password},
-            secrets=(password,),
-        )
+        answer = self._call("PUT", path, json_body=_credential_body(username, password), secrets=(password,))
         if answer.data is None:
             found = self.get_docker_credential(credential_id)
             if found is None:
@@ -301,24 +313,19 @@ class LiumClient:
         body: dict[str, Any] = {"name": name}
         if description is not None:
             body["description"] = description
-        return parse_object(
-            Volume, self._call("POST", "/volumes", json_body=body).data, method="POST", path="/volumes"
-        )
+        return self._object(Volume, "POST", "/volumes", json_body=body)
 
     def list_volumes(self) -> list[Volume]:
-        return parse_list(Volume, self._call("GET", "/volumes").data, method="GET", path="/volumes")
+        return self._list(Volume, "/volumes")
 
     def get_volume(self, volume_id: str) -> Volume | None:
-        path = f"/volumes/{_segment(volume_id)}"
-        data = self._get_optional(path)
-        return None if data is None else parse_object(Volume, data, method="GET", path=path)
+        return self._get_optional(Volume, f"/volumes/{_segment(volume_id)}")
 
     def update_volume(
         self, volume_id: str, *, name: str | None = None, description: str | None = None
     ) -> Volume:
-        path = f"/volumes/{_segment(volume_id)}"
         body = {k: v for k, v in (("name", name), ("description", description)) if v is not None}
-        return parse_object(Volume, self._call("PUT", path, json_body=body).data, method="PUT", path=path)
+        return self._object(Volume, "PUT", f"/volumes/{_segment(volume_id)}", json_body=body)
 
     def delete_volume(self, volume_id: str) -> None:
         self._delete(f"/volumes/{_segment(volume_id)}")
@@ -330,6 +337,11 @@ class LiumClient:
         return fetch_nodes_feed(self._http, feed_url, secrets=(self._api_key,))
 
 
+def check_feed_url(feed_url: str) -> str:
+    """``feed_url`` if it can be the nodes feed (an http(s) URL with a host), else :class:`InvalidArgument`."""
+    return _check_http_url(feed_url, "feed_url", "the nodes feed URL")
+
+
 def fetch_nodes_feed(
     http: HttpTransport, feed_url: str, *, secrets: tuple[str, ...] = ()
 ) -> list[dict[str, object]]:
@@ -337,7 +349,7 @@ def fetch_nodes_feed(
 
     ``secrets`` are kept out of error messages even though none of them is sent.
     """
-    url = _check_http_url(feed_url, "the nodes feed URL")
+    url = check_feed_url(feed_url)
     path = httpx.URL(url).path
     data = http.request("GET", url, path=path, secrets=secrets).data
     nodes = data.get("nodes") if isinstance(data, dict) else None

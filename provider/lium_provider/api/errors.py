@@ -1,10 +1,12 @@
 """Errors raised by the Lium API client, and the rules that classify them.
 
-Every failure of the client is a :class:`LiumError`. Its ``str()`` is safe to show to a user or to write to
-a log: it names the request (method and path, never the query or the body), the HTTP status, a validated
-machine code and at most a short, sanitised message taken from the server's error envelope. It never
-contains the API key, a request body or a raw response body, because providers sometimes echo what they
-were sent (registry passwords, keys) back in their error text.
+Every failed request is a :class:`LiumError` (an unusable argument is an :class:`InvalidArgument` before
+any request; a cancelled wait is :class:`tfbridge.Cancelled`, which is no failure of Lium's). Its
+``str()`` is safe to show to a user or to write to a log: it names the request (method and path, never
+the query or the body), the HTTP status, a validated machine code and at most a short, sanitised message
+taken from the server's error envelope. It never contains the API key, a request body or a raw response
+body, because providers sometimes echo what they were sent (registry passwords, keys) back in their
+error text.
 """
 
 from __future__ import annotations
@@ -123,20 +125,27 @@ class LiumUnavailable(LiumError):
     sent: bool = True
 
 
-class LiumCancelled(LiumError):
-    """The caller's cancel flag was set while the client waited to retry."""
+class InvalidArgument(ValueError):
+    """An argument given to the client is unusable, found before any request is sent.
+
+    ``argument`` is the parameter's name (``base_url``, ``api_key``, ``feed_url``), so a caller can point
+    at the setting it came from; ``str()`` never echoes a key or a URL's credentials.
+    """
+
+    def __init__(self, argument: str, message: str) -> None:
+        self.argument = argument
+        super().__init__(message)
 
 
 def is_definitive(error: LiumError) -> bool:
     """True when ``error`` proves the request was *not* executed (dstack's rule, docs/lium-api.md#status-codes).
 
     That is an HTTP refusal below 500, other than 408, whose code is not an idempotency "don't know"
-    code, or a request that never left this machine. A garbage 2xx, a redirect, a timeout or a cancelled
-    wait prove nothing.
+    code, or a request that never left this machine. A garbage 2xx, a redirect or a timeout prove nothing.
     """
     if isinstance(error, LiumUnavailable):
         return not error.sent
-    if isinstance(error, LiumUncertainOutcome | LiumProtocolError | LiumCancelled):
+    if isinstance(error, LiumUncertainOutcome | LiumProtocolError):
         return False
     return (
         error.status is not None

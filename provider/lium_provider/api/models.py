@@ -10,7 +10,7 @@ code fails loudly instead of being silently dropped on the wire.
 from __future__ import annotations
 
 import shlex
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, TypeVar
 
 from pydantic import (
@@ -29,10 +29,12 @@ RUNNING = "RUNNING"
 PENDING = "PENDING"
 DELETING = "DELETING"
 DELETED = "DELETED"
-# dstack's terminal set (docs/lium-api.md#lifecycle): a pod in one of these states will never become usable.
-TERMINAL_POD_STATES: frozenset[str] = frozenset(
-    {"STOPPED", "FAILED", "CREATION_FAILED", "BROKEN", "REBOOT_FAILED", DELETING, DELETED}
+# A pod listed in one of these states still exists but will never run again (a plan replaces it).
+DEAD_POD_STATES: frozenset[str] = frozenset(
+    {"STOPPED", "FAILED", "CREATION_FAILED", "BROKEN", "REBOOT_FAILED"}
 )
+# dstack's terminal set (docs/lium-api.md#lifecycle): a pod in one of these states will never become usable.
+TERMINAL_POD_STATES: frozenset[str] = DEAD_POD_STATES | {DELETING, DELETED}
 
 
 def _as_utc(value: datetime) -> datetime:
@@ -41,6 +43,9 @@ def _as_utc(value: datetime) -> datetime:
 
 
 UtcDatetime = Annotated[datetime, AfterValidator(_as_utc)]
+# How far Lium's clock may be behind this machine's when its timestamps are compared with ours: a search
+# for what a request made looks back this much before the request started (dstack uses 1 minute too).
+CLOCK_SKEW = timedelta(minutes=1)
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 
 

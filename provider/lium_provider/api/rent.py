@@ -29,18 +29,15 @@ from pydantic import ValidationError
 from lium_provider.api.client import RENT_IDEMPOTENCY, LiumClient
 from lium_provider.api.errors import (
     NO_CAPACITY_CODES,
-    LiumCancelled,
     LiumError,
     LiumUncertainOutcome,
     is_definitive,
 )
-from lium_provider.api.models import Pod, RentRequest
+from lium_provider.api.models import CLOCK_SKEW, Pod, RentRequest
 
 # Lium keeps a completed idempotency record 24 h (docs/lium-api.md#idempotency). Like the official SDK, stop replaying an
 # hour earlier: a key that expires while the resend is in flight would rent a second pod.
 REPLAY_WINDOW = timedelta(hours=23)
-# Clock skew tolerated between this machine and the server (dstack searches events from start - 1 min).
-CLOCK_SKEW = timedelta(minutes=1)
 DEFAULT_ROUNDS = 6
 _ATTEMPT_FORMAT = 1
 
@@ -158,8 +155,6 @@ def rent_reconciled(
     if not resume:
         try:
             return RentResult("rented", pod_id=_send(client, attempt))
-        except LiumCancelled:
-            raise
         except LiumError as exc:
             if is_definitive(exc):
                 return _refusal(exc, reconciled=False)
@@ -167,8 +162,6 @@ def rent_reconciled(
     for round_number in range(rounds):
         try:
             found = find_rented_pod(client, attempt)
-        except LiumCancelled:
-            raise
         except LiumError as exc:
             # The reads already retried; an idempotent resend below is still safe without them.
             found, last_error = None, exc
@@ -177,8 +170,6 @@ def rent_reconciled(
         if can_replay(client, attempt, now()):
             try:
                 return RentResult("rented", pod_id=_send(client, attempt), reconciled=True)
-            except LiumCancelled:
-                raise
             except LiumError as exc:
                 # A fresh refusal may come from checks that run before the key lookup (auth, balance):
                 # only a replayed one speaks for the first request.

@@ -4,6 +4,10 @@ Reads (GET) are resent after connection failures, timeouts, 408, 5xx and 429. Mu
 DELETE) are resent only when the server provably did not execute them: after a 429 (docs/lium-api.md#status-codes) or when
 the TCP connection could not even be opened. Any other failure of a mutation may have taken effect and
 raises :class:`LiumUncertainOutcome`; the caller reconciles instead of resending.
+
+A wait between attempts ends with :class:`tfbridge.Cancelled` once the caller's cancel flag is set: the
+one cancellation of the project, whoever waits. ``tfbridge.cancel`` is standard library only, so the
+client still imports none of the plugin framework (gRPC, schemas) and works without Terraform.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from lium_provider.api.errors import (
     IDEMPOTENCY_UNCERTAIN_CODES,
     SCOPE_CODES,
     LiumAuthError,
-    LiumCancelled,
     LiumError,
     LiumNotFound,
     LiumProtocolError,
@@ -33,6 +36,7 @@ from lium_provider.api.errors import (
     LiumUncertainOutcome,
 )
 from lium_provider.api.retry import RetryPolicy, parse_retry_after
+from tfbridge.cancel import Cancelled
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024  # the whole public feed is a few hundred KiB
 MAX_ERROR_BODY_BYTES = 64 * 1024  # an error envelope is tiny; a larger body is ignored, not parsed
@@ -88,12 +92,12 @@ class HttpTransport:
     def close(self) -> None:
         self._http.close()
 
-    def pause(self, seconds: float, *, method: str | None = None, path: str | None = None) -> None:
-        """Wait ``seconds`` through the caller's sleep; raise :class:`LiumCancelled` once cancel is set."""
-        self._raise_if_cancelled(method, path)
+    def pause(self, seconds: float) -> None:
+        """Wait ``seconds`` through the caller's sleep; raise :class:`Cancelled` once cancel is set."""
+        self._raise_if_cancelled()
         if seconds > 0:
             self._sleep(seconds)
-        self._raise_if_cancelled(method, path)
+        self._raise_if_cancelled()
 
     def backoff(self, retry_number: int) -> float:
         """The jittered delay before resend number ``retry_number`` (0-based)."""
@@ -121,7 +125,7 @@ class HttpTransport:
         # keeps its place and goes out again exactly when the server says, however often that takes.
         rate_limits = _RateLimitWait()
         while True:
-            self._raise_if_cancelled(method, path)
+            self._raise_if_cancelled()
             try:
                 reply = self._exchange(call)
             except httpx.DecodingError:
@@ -135,10 +139,10 @@ class HttpTransport:
                     return reply.answer(call)
                 if reply.status == 429:
                     delay = self._rate_limit_delay(reply, call, rate_limits)
-                    self.pause(delay, method=method, path=path)
+                    self.pause(delay)
                     continue
                 delay = self._after_error_status(reply, call, retry_number)
-            self.pause(delay, method=method, path=path)
+            self.pause(delay)
             retry_number += 1
 
     def _exchange(self, call: _Call) -> _Reply:
@@ -222,9 +226,9 @@ class HttpTransport:
         # Exactly when the server says, never earlier.
         return delay
 
-    def _raise_if_cancelled(self, method: str | None, path: str | None) -> None:
+    def _raise_if_cancelled(self) -> None:
         if self._cancel():
-            raise LiumCancelled("cancelled while waiting for the Lium API", method=method, path=path)
+            raise Cancelled()
 
 
 _MAY_HAVE_TAKEN_EFFECT = "the request may or may not have taken effect"

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from lium_provider.api.errors import LiumError, LiumNotFound, is_definitive
+from lium_provider.api.models import CLOCK_SKEW
 from tfbridge import Context, TFError
 
 T = TypeVar("T")
-CLOCK_SKEW = timedelta(minutes=1)
 RECONCILE_ROUNDS = 5
 RECONCILE_PAUSE_SECONDS = 1.0
 

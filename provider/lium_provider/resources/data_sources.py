@@ -55,10 +55,9 @@ class OffersDataSource(DataSource[OffersModel]):
         from lium_provider.api.offers import find_offers  # gpuhunt: loaded only when used
 
         s = session(ctx)
-        wanted = config.with_defaults()
         with api_errors("reading Lium offers"):
-            offers = find_offers(s.feed_url, wanted, client=s.client)
-        return wanted.model_copy(
+            offers = find_offers(s.feed_url, config, client=s.client)
+        return config.model_copy(
             update={
                 "offers": [
                     OfferModel(

@@ -10,13 +10,13 @@ blindly. Every rent attempt is journalled on disk before it is sent (see :mod:`l
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from lium_provider.api.errors import LiumError, LiumUncertainOutcome, is_definitive
-from lium_provider.api.models import DELETED, RUNNING, Pod, RentRequest
+from lium_provider.api.models import DEAD_POD_STATES, DELETED, RUNNING, Pod, RentRequest
 from lium_provider.api.rent import RentAttempt, find_rented_pod, rent_reconciled
 from lium_provider.offer_filter import OfferFilter, PodFacts, same_gpu_name
 from lium_provider.resources.common import api_errors
@@ -25,6 +25,7 @@ from lium_provider.sshkeys import fetch_host_key, public_key_line
 from tfbridge import (
     TIMEOUTS_BLOCK,
     Attribute,
+    ConfigView,
     Context,
     Diagnostic,
     PlanChange,
@@ -35,7 +36,6 @@ from tfbridge import (
     Timeouts,
     UseStateForUnknown,
 )
-from tfbridge.cty import UNKNOWN, is_unknown
 from tfbridge.schema import PlanRule
 
 if TYPE_CHECKING:  # gpuhunt costs ~100 ms to import: only plans and creates that search offers load it
@@ -45,8 +45,6 @@ _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
 # The pod's plan rules for fields of the shared offer filter (see PodResource.schema).
 FILTER_PLAN_RULES: dict[str, tuple[PlanRule, ...]] = {"gpu_count": _REPLACE, "gpu": _KEEP}
-# States after which a pod never runs again: the plan replaces such a pod.
-DEAD_STATES = frozenset({"STOPPED", "FAILED", "CREATION_FAILED", "BROKEN", "REBOOT_FAILED"})
 SSH_POLL_SECONDS = 0.25
 
 
@@ -148,15 +146,14 @@ class RentedOffer(BaseModel):
             return cls()
 
 
-def pod_facts(state: Mapping[str, Any], rented: RentedOffer) -> PodFacts:
+def pod_facts(state: PodModel, rented: RentedOffer) -> PodFacts:
     """What a running pod is: count, price and region from its state, the rest from the offer it rented."""
-    gpu = rented.gpu_model or state.get("gpu")
     return PodFacts(
-        gpu=gpu if isinstance(gpu, str) else None,
+        gpu=rented.gpu_model or state.gpu,
         gpu_memory_gib=rented.gpu_memory_gib,
-        gpu_count=state.get("gpu_count"),
-        price_per_hour=state.get("price_per_hour"),
-        region=state.get("region"),
+        gpu_count=state.gpu_count,
+        price_per_hour=state.price_per_hour,
+        region=state.region,
         memory_gib=rented.memory_gib,
         disk_gb=rented.disk_gb,
         spot=rented.spot,
@@ -185,30 +182,32 @@ def _apply_pod(state: PodModel, pod: Pod) -> PodModel:
     )
 
 
-def _plan_filter_change(change: PlanChange, rented: RentedOffer) -> None:
+def _plan_filter_change(change: PlanChange[PodModel], prior: PodModel, rented: RentedOffer) -> None:
     """A running pod's offer filter: keep a respelled ``gpu``; re-rent for what the pod no longer meets."""
-    planned, prior = change.planned, change.prior or {}
-    if _same_gpu_respelled(planned.get("gpu"), prior.get("gpu")):
-        planned["gpu"] = prior["gpu"]  # Terraform takes the prior value as equal to the configured one
-        _keep_computed_if_unchanged(change)
-    unknown = [n for n in OfferFilter.fields() if is_unknown(planned.get(n))]
-    known = {n: None if n in unknown else planned.get(n) for n in OfferFilter.fields()}
-    wanted, before = OfferFilter.of(known, validate=False), OfferFilter.of(prior, validate=False)
-    replace = refilter_replacements(wanted, before, pod_facts(prior, rented))
+    if _same_gpu_respelled(change.planned.gpu, prior.gpu):
+        change.set_planned("gpu", prior.gpu)  # Terraform takes the prior value as equal to the configured one
+        _keep_computed_if_unchanged(change, prior)
+    unknown = [name for name in OfferFilter.fields() if change.is_unknown(name)]
+    wanted = OfferFilter.of(dict(change.planned), validate=False)  # an unknown value reads as None
+    replace = refilter_replacements(
+        wanted, OfferFilter.of(dict(prior), validate=False), pod_facts(prior, rented)
+    )
     # A filter known only after apply cannot be checked against the pod now: re-rent to be safe.
-    forced = [(name,) for name in [*unknown, *replace] if (name,) not in change.requires_replace]
-    change.requires_replace.extend(forced)
+    for name in [*unknown, *replace]:
+        change.require_replace(name)
 
 
-def _keep_computed_if_unchanged(change: PlanChange) -> None:
+def _keep_computed_if_unchanged(change: PlanChange[PodModel], prior: PodModel) -> None:
     """With nothing left to change, computed values the plan rules marked unknown keep their prior value.
 
     The rules ran before ``modify_plan`` kept a respelled ``gpu``, and saw that as a change.
     """
-    prior, planned, config = change.prior or {}, change.planned, change.config
-    recomputed = [n for n, v in planned.items() if is_unknown(v) and config.get(n) is None and n in prior]
-    if all(planned.get(n) == prior.get(n) for n in planned if n not in recomputed):
-        planned.update({n: prior[n] for n in recomputed})
+    names = list(PodModel.model_fields)
+    recomputed = [n for n in names if change.is_unknown(n) and change.config_is_null(n)]
+    planned = change.planned
+    if all(getattr(planned, n) == getattr(prior, n) for n in names if n not in recomputed):
+        for name in recomputed:
+            change.set_planned(name, getattr(prior, name))
 
 
 def _same_gpu_respelled(planned: object, prior: object) -> bool:
@@ -222,7 +221,7 @@ def _same_gpu_respelled(planned: object, prior: object) -> bool:
 
 
 def _started_or_dead(pod: Pod | None) -> bool:
-    if pod is None or pod.status in DEAD_STATES:
+    if pod is None or pod.status in DEAD_POD_STATES:
         return True
     return pod.status == RUNNING and pod.ssh_host_port() is not None
 
@@ -251,10 +250,10 @@ class PodResource(Resource[PodModel]):
 
     # -- plan ------------------------------------------------------------------------------------
 
-    def validate_config(self, config: Mapping[str, Any]) -> list[Diagnostic]:
-        if config.get("executor_id") is None:
+    def validate_config(self, config: ConfigView[PodModel]) -> list[Diagnostic]:
+        if config.is_null("executor_id"):
             return []
-        chosen = [name for name in OfferFilter.search_fields() if config.get(name) is not None]
+        chosen = [name for name in OfferFilter.search_fields() if not config.is_null(name)]
         if not chosen:
             return []
         return [
@@ -266,29 +265,29 @@ class PodResource(Resource[PodModel]):
             )
         ]
 
-    def modify_plan(self, ctx: Context, change: PlanChange) -> None:
-        if change.prior is None:
+    def modify_plan(self, ctx: Context, change: PlanChange[PodModel]) -> None:
+        prior = change.prior
+        if prior is None:
             self._check_offers_exist(ctx, change)
             return
-        if change.prior.get("status") in DEAD_STATES:
-            change.planned["status"] = UNKNOWN
-            change.requires_replace.append(("status",))
-        _plan_filter_change(change, RentedOffer.from_private(ctx.private))
+        if prior.status in DEAD_POD_STATES:
+            change.set_unknown("status")
+            change.require_replace("status")
+        _plan_filter_change(change, prior, RentedOffer.from_private(ctx.private))
 
-    def _check_offers_exist(self, ctx: Context, change: PlanChange) -> None:
+    def _check_offers_exist(self, ctx: Context, change: PlanChange[PodModel]) -> None:
         """Creating by filter: check now that something matches, so `plan` fails, not a later `apply`."""
-        config, planned = change.config, change.planned
-        if config.get("executor_id") is not None or is_unknown(planned.get("gpu_count")):
+        if not change.config_is_null("executor_id") or change.is_unknown("gpu_count"):
             return
-        if any(is_unknown(config.get(n)) for n in OfferFilter.search_fields()):
+        if any(change.config_is_unknown(n) for n in OfferFilter.search_fields()):
             return
-        self._matching_offers(ctx, {**config, "gpu_count": planned.get("gpu_count")})
+        self._matching_offers(ctx, change.config)  # gpu_count: the default when unset, as planned
 
-    def _matching_offers(self, ctx: Context, values: Mapping[str, Any]) -> list[Offer]:
+    def _matching_offers(self, ctx: Context, pod: PodModel) -> list[Offer]:
         from lium_provider.api.offers import find_offers, known_gpu_names, matches
 
         s = session(ctx)
-        flt = OfferFilter.of(values).with_defaults()
+        flt = OfferFilter.of(dict(pod)).with_defaults()
         with api_errors("searching Lium offers"):
             everything = find_offers(s.feed_url, OfferFilter(gpu_count=flt.gpu_count), client=s.client)
         offers = [o for o in everything if matches(o, flt)]
@@ -333,7 +332,7 @@ class PodResource(Resource[PodModel]):
                     ),
                     RentedOffer.of(o),
                 )
-                for o in self._matching_offers(ctx, plan.model_dump())
+                for o in self._matching_offers(ctx, plan)
             ]
         adopted = self._adopt_unrecorded(ctx, s, state)
         if adopted is not None:

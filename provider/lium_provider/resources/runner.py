@@ -12,7 +12,7 @@ next plan replaces the runner, not the pod; a pod that is gone takes the runner 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,6 +29,7 @@ from lium_provider.sshkeys import public_key_line
 from tfbridge import (
     TIMEOUTS_BLOCK,
     Attribute,
+    ConfigView,
     Context,
     Diagnostic,
     PlanChange,
@@ -38,7 +39,6 @@ from tfbridge import (
     Timeouts,
     UseStateForUnknown,
 )
-from tfbridge.cty import UNKNOWN, is_unknown
 
 _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
@@ -225,8 +225,8 @@ class RunnerResource(Resource[RunnerModel]):
 
     # -- plan ------------------------------------------------------------------------------------
 
-    def validate_config(self, config: Mapping[str, Any]) -> list[Diagnostic]:
-        if config.get("runner_binary_path") is not None and config.get("runner_download_url") is not None:
+    def validate_config(self, config: ConfigView[RunnerModel]) -> list[Diagnostic]:
+        if not config.is_null("runner_binary_path") and not config.is_null("runner_download_url"):
             return [
                 Diagnostic.error(
                     "Choose either runner_binary_path or runner_download_url",
@@ -236,22 +236,19 @@ class RunnerResource(Resource[RunnerModel]):
             ]
         return []
 
-    def modify_plan(self, ctx: Context, change: PlanChange) -> None:
-        planned, prior = change.planned, change.prior
+    def modify_plan(self, ctx: Context, change: PlanChange[RunnerModel]) -> None:
+        prior = change.prior
         if prior is None:
-            if (
-                is_unknown(planned.get("runner_download_url"))
-                and change.config.get("runner_download_url") is None
-            ):
-                if change.config.get("runner_binary_path") is not None:
-                    planned["runner_download_url"] = None
+            if change.is_unknown("runner_download_url") and change.config_is_null("runner_download_url"):
+                if not change.config_is_null("runner_binary_path"):
+                    change.set_planned("runner_download_url", None)
                 elif isinstance(ctx.provider, LiumSession):  # so the plan shows where the runner comes from
-                    planned["runner_download_url"] = _default_download_url(ctx.provider)
+                    change.set_planned("runner_download_url", _default_download_url(ctx.provider))
             return
-        if prior.get("healthy") is False:
+        if prior.healthy is False:
             # The runner died (read found no healthy runner): replace it, on the same pod.
-            planned["healthy"] = UNKNOWN
-            change.requires_replace.append(("healthy",))
+            change.set_unknown("healthy")
+            change.require_replace("healthy")
 
     # -- create ----------------------------------------------------------------------------------
 
