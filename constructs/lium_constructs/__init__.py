@@ -27,6 +27,7 @@ from lium_constructs.generated import (
 )
 from lium_constructs.gpu_stack import GpuStack, RegistryAuth, RunnerOptions
 from lium_constructs.secrets import SecretVariable
+from lium_constructs.state import local_state
 
 __all__ = [
     "CDK_NAME",
@@ -45,5 +46,6 @@ __all__ = [
     "Template",
     "Volume",
     "cdk",
+    "local_state",
     "ssh_public_key_from_env",
 ]

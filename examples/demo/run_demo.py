@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -34,6 +35,12 @@ REPO = Path(__file__).resolve().parents[2]
 CDKTF = REPO / "node_modules" / ".bin" / "cdktf"
 EXAMPLE = "quickstart"
 QUIET = {"CHECKPOINT_DISABLE": "1", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+# The lines of cdktf's output the demo shows: each resource's progress and Terraform's closing line.
+PROGRESS = re.compile(
+    r": (Creating|Creation complete|Still creating|Destroying|Destruction complete|Still destroying)"
+    r"|(Apply|Destroy) complete!"
+)
+TRANSCRIPT_TAIL = 60  # lines of cdktf's output shown when it fails
 # What the demo runs on the pod, through the SSH command the stack printed.
 POD_COMMAND = 'echo "$(hostname): $(uname -sr), $(nproc) CPUs, $(python3 --version)"; df -h /root | tail -1'
 
@@ -115,8 +122,8 @@ def _environment(target: Target, tmp: Path) -> dict[str, str]:
     env = {
         **os.environ,
         **QUIET,
-        # Without a terminal, cdktf's progress display repeats itself; CI mode prints plain lines.
-        **({} if sys.stdout.isatty() else {"CI": "1"}),
+        # cdktf's output goes through the demo, not to a terminal: CI mode prints plain lines once.
+        "CI": "1",
         "TF_CLI_CONFIG_FILE": str(cli_config),
         "LIUM_API_URL": target.api_url,
         "LIUM_API_KEY": target.api_key,
@@ -131,9 +138,31 @@ def _environment(target: Target, tmp: Path) -> dict[str, str]:
 
 
 def _cdktf(app_dir: Path, env: dict[str, str], *args: str) -> None:
-    command = [str(CDKTF), *args, "--auto-approve", "--skip-provider-lock"]
+    """Run cdktf, showing only its progress lines (:data:`PROGRESS`); all of its output when it fails.
+
+    Terraform's plan and outputs, and cdktf's own copy of the outputs, are left out: the demo prints the
+    outputs once, itself. ``--no-color`` keeps escape sequences out of logs and pipes.
+    """
+    command = [str(CDKTF), *args, "--auto-approve", "--skip-provider-lock", "--no-color"]
     print("    $ cdktf " + " ".join(args[:1]), flush=True)
-    subprocess.run(command, cwd=app_dir, env=env, check=True, stdin=subprocess.DEVNULL)
+    transcript: list[str] = []
+    with subprocess.Popen(
+        command,
+        cwd=app_dir,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            transcript.append(line)
+            if PROGRESS.search(line):
+                print("    " + line.strip(), flush=True)
+    if process.returncode != 0:
+        print("".join(transcript[-TRANSCRIPT_TAIL:]), end="", flush=True)
+        raise subprocess.CalledProcessError(process.returncode, command)
 
 
 def _write_app(app_dir: Path) -> None:

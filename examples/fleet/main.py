@@ -7,7 +7,7 @@ npx cdktf destroy --app ".venv/bin/python examples/fleet/main.py"
 from __future__ import annotations
 
 from constructs import Construct
-from lium_constructs import GpuStack, LiumProvider, OfferFilter, cdk, ssh_public_key_from_env
+from lium_constructs import GpuStack, LiumProvider, OfferFilter, cdk, local_state, ssh_public_key_from_env
 
 NODES = 3
 
@@ -17,6 +17,7 @@ class FleetStack(cdk.TerraformStack):
 
     def __init__(self, scope: Construct, id_: str) -> None:
         super().__init__(scope, id_)
+        local_state(self)  # terraform.<stack>.tfstate here, by a path that survives moving the project
         LiumProvider(self, "lium")
         GpuStack(
             self,

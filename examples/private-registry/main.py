@@ -1,7 +1,9 @@
 """Private registry: a pod from a private image, logged in with a temporary, write-only credential.
 
-    export TF_VAR_registry_password=...   # read by Terraform at apply time; never written to cdk.tf.json
-    npx cdktf deploy --app ".venv/bin/python examples/private-registry/main.py"
+    export TF_VAR_registry_password=...   # read by Terraform on every plan, apply and destroy; never stored
+    export TF_INPUT=0                     # without the password, fail at once instead of waiting at a prompt
+    npx cdktf deploy --app ".venv/bin/python examples/private-registry/main.py" --auto-approve --skip-provider-lock
+    npx cdktf destroy --app ".venv/bin/python examples/private-registry/main.py" --auto-approve --skip-provider-lock
 
 The image and user default to the Lium emulator's private image; set LIUM_PRIVATE_IMAGE and
 LIUM_REGISTRY_USERNAME for your own registry.
@@ -12,7 +14,15 @@ from __future__ import annotations
 import os
 
 from constructs import Construct
-from lium_constructs import GpuStack, LiumProvider, RegistryAuth, RunnerOptions, cdk, ssh_public_key_from_env
+from lium_constructs import (
+    GpuStack,
+    LiumProvider,
+    RegistryAuth,
+    RunnerOptions,
+    cdk,
+    local_state,
+    ssh_public_key_from_env,
+)
 
 DEFAULT_IMAGE = "registry.lium-emulator.local/team/private-trainer:1.0"
 DEFAULT_USERNAME = "trainer-bot"
@@ -25,6 +35,7 @@ class PrivateRegistryStack(cdk.TerraformStack):
 
     def __init__(self, scope: Construct, id_: str) -> None:
         super().__init__(scope, id_)
+        local_state(self)  # terraform.<stack>.tfstate here, by a path that survives moving the project
         LiumProvider(self, "lium")
         GpuStack(
             self,

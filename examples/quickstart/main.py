@@ -2,6 +2,7 @@
 
     npx cdktf deploy      # from the repository root (cdktf.json runs this file)
     npx cdktf destroy
+    LIUM_CDK=cdktn npx cdktn deploy   # the same with CDK Terrain (on the Node 22 in node_modules)
 
 The provider reads LIUM_API_URL, LIUM_API_KEY and LIUM_SSH_PRIVATE_KEY_FILE when Terraform runs; this
 program only reads the public key next to the private one (``<path>.pub``).
@@ -10,7 +11,7 @@ program only reads the public key next to the private one (``<path>.pub``).
 from __future__ import annotations
 
 from constructs import Construct
-from lium_constructs import GpuStack, LiumProvider, RunnerOptions, cdk, ssh_public_key_from_env
+from lium_constructs import GpuStack, LiumProvider, RunnerOptions, cdk, local_state, ssh_public_key_from_env
 
 # Run once through the dstack runner, as the image user, after the runner is healthy.
 SMOKE_TEST = ["python3 --version", "python3 -c 'import os; print(\"hello from\", os.uname().nodename)'"]
@@ -21,6 +22,7 @@ class QuickstartStack(cdk.TerraformStack):
 
     def __init__(self, scope: Construct, id_: str) -> None:
         super().__init__(scope, id_)
+        local_state(self)  # terraform.<stack>.tfstate here, by a path that survives moving the project
         LiumProvider(self, "lium")
         GpuStack(
             self,

@@ -13,7 +13,15 @@ from __future__ import annotations
 import os
 
 from constructs import Construct
-from lium_constructs import GpuStack, LiumProvider, RunnerOptions, Volume, cdk, ssh_public_key_from_env
+from lium_constructs import (
+    GpuStack,
+    LiumProvider,
+    RunnerOptions,
+    Volume,
+    cdk,
+    local_state,
+    ssh_public_key_from_env,
+)
 
 RENTAL_ENV = "LIUM_VOLUME_RENTAL"
 PROOF = "/mnt/proof.txt"
@@ -29,6 +37,7 @@ class VolumeStack(cdk.TerraformStack):
 
     def __init__(self, scope: Construct, id_: str, *, rental: int) -> None:
         super().__init__(scope, id_)
+        local_state(self)  # terraform.<stack>.tfstate here, by a path that survives moving the project
         LiumProvider(self, "lium")
         volume = Volume(self, "datasets", name="datasets", description="kept across rentals")
         GpuStack(

@@ -9,6 +9,21 @@ from pathlib import Path
 
 from lium_provider import PROVIDER_SOURCE, __version__
 
+DESCRIPTION = (
+    "Helpers around the Lium Terraform provider: install it for an offline terraform init, regenerate its "
+    "reference docs and typed CDKTF constructs, summarise plans with prices, sweep up leftovers."
+)
+# The Terraform Registry's navigation groups of the reference pages (front matter `subcategory`).
+DOCS_SUBCATEGORIES = {
+    "lium_pod": "Compute",
+    "lium_runner": "Compute",
+    "lium_offers": "Compute",
+    "lium_template": "Images",
+    "lium_templates": "Images",
+    "lium_docker_credential": "Images",
+    "lium_volume": "Storage",
+}
+
 
 def launcher_command() -> list[str]:
     """How Terraform starts the provider: this interpreter in isolated mode, so neither PYTHON* variables nor
@@ -29,11 +44,18 @@ def cmd_install(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_docs(args: argparse.Namespace) -> int:
+def reference_pages(examples_dir: Path) -> dict[str, str]:
+    """The generated pages of ``docs/`` (index, resources, data sources), keyed by their relative path."""
     from lium_provider.provider import LiumProvider
+    from tfbridge.docs import generate
+
+    return generate(LiumProvider, examples_dir, DOCS_SUBCATEGORIES)
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
     from tfbridge.docs import write
 
-    for path in write(LiumProvider, Path(args.docs_dir), Path(args.examples_dir)):
+    for path in write(reference_pages(Path(args.examples_dir)), Path(args.docs_dir)):
         print(path)
     return 0
 
@@ -95,7 +117,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lium-tf", description=__doc__)
+    parser = argparse.ArgumentParser(prog="lium-tf", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"lium-tf {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -119,18 +141,34 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.set_defaults(handler=cmd_sweep)
 
     docs = commands.add_parser(
-        "docs", help="regenerate docs/resources and docs/data-sources from the schemas"
+        "docs",
+        help="regenerate the Registry reference pages (docs/index.md, docs/resources, docs/data-sources)",
+        description="Write the provider's reference pages from its schemas, in tfplugindocs' format, with "
+        "the examples of the examples directory (provider/provider.tf, resources/<type>/resource.tf, "
+        "import-by-string-id.tf, import.sh, data-sources/<type>/data-source.tf). Run from the repository "
+        "root after changing a schema; tests/provider/test_docs.py fails while the pages are stale.",
     )
-    docs.add_argument("--docs-dir", default="docs")
-    docs.add_argument("--examples-dir", default="examples")
+    docs.add_argument("--docs-dir", default="docs", help="where the pages are written (default: %(default)s)")
+    docs.add_argument(
+        "--examples-dir", default="examples", help="where the examples are read (default: %(default)s)"
+    )
     docs.set_defaults(handler=cmd_docs)
 
     constructs = commands.add_parser(
         "constructs",
         help="regenerate the typed CDKTF constructs (lium_constructs.generated) from the schemas",
+        description="Write one typed construct module per resource and data source, and the provider's, "
+        "from the schemas. Run from the repository root after changing a schema; "
+        "tests/constructs/test_generator.py fails while they are stale.",
     )
-    constructs.add_argument("--out", default="constructs/lium_constructs/generated")
-    constructs.add_argument("--check", action="store_true", help="only report stale files (exit 1 if any)")
+    constructs.add_argument(
+        "--out",
+        default="constructs/lium_constructs/generated",
+        help="the generated package's directory (default: %(default)s)",
+    )
+    constructs.add_argument(
+        "--check", action="store_true", help="write nothing; list stale files and exit 1 if there are any"
+    )
     constructs.set_defaults(handler=cmd_constructs)
 
     summary = commands.add_parser(

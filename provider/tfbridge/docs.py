@@ -1,148 +1,326 @@
-"""Markdown reference docs generated from schemas, laid out as the Terraform Registry expects.
+"""Markdown reference docs generated from schemas, in the layout and format of HashiCorp's tfplugindocs.
 
-``docs/resources/<name>.md`` and ``docs/data-sources/<name>.md`` (name without the provider prefix),
-each with the description, an example usage and import command when ``examples/`` has them, and the
-argument/attribute reference split into required, optional, write-only and read-only.
+The Terraform Registry renders a provider's ``docs/`` directory; tfplugindocs is the tool Go providers
+generate it with, so its output is what Registry readers (and tools that lint Registry docs) expect:
+
+- ``docs/index.md`` for the provider, ``docs/resources/<name>.md`` and ``docs/data-sources/<name>.md``
+  (name without the provider prefix), each opening with front matter (``page_title``, ``subcategory``,
+  ``description`` in plain text);
+- ``## Example Usage`` from ``examples/provider/provider.tf``, ``examples/resources/<type>/resource.tf``
+  or ``examples/data-sources/<type>/data-source.tf``;
+- ``## Schema`` with ``### Required``, ``### Optional`` and ``### Read-Only`` groups, each entry
+  ``- `name` (String, Sensitive) description`` in name order, and every nested block or object-typed
+  attribute under its own ``<a id="nestedblock--path"></a>`` / ``### Nested Schema for `path```;
+- ``## Import`` from ``import-by-string-id.tf`` (an ``import`` block, Terraform 1.5+) and ``import.sh``
+  (the ``terraform import`` command) in the resource's example directory.
+
+Two facts tfplugindocs cannot know are added to the description: an attribute's default value and whether
+changing it replaces the resource. Hand-written pages (``docs/guides/``) are not touched.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tfbridge import cty
 from tfbridge.resource import Provider
-from tfbridge.schema import MISSING, AttributeSchema, BlockSchema, Schema
+from tfbridge.schema import MISSING, AttributeSchema, BlockSchema, NestedBlockSchema, Schema
+
+Kind = Literal["resource", "data-source"]
+# tfplugindocs' wording for write-only arguments (Terraform 1.11+).
+WRITE_ONLY_LINK = "[Write-only](https://developer.hashicorp.com/terraform/language/resources/ephemeral#write-only-arguments)"
+WRITE_ONLY_NOTE = (
+    "> **NOTE**: [Write-only arguments](https://developer.hashicorp.com/terraform/language/resources/"
+    "ephemeral#write-only-arguments) are supported in Terraform 1.11 and later."
+)
+GROUPS = ("Required", "Optional", "Read-Only")
+_MARKDOWN_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 
-def _type_name(t: cty.CtyType) -> str:
-    raw = json.loads(cty.type_to_json(t))
-    return _render_type(raw)
+def type_label(t: cty.CtyType) -> str:
+    """tfplugindocs' name of a type: ``String``, ``Number``, ``Boolean``, ``List of String``, ``Object``."""
+    return _label(json.loads(cty.type_to_json(t)))
 
 
-def _render_type(raw: Any) -> str:
+def _label(raw: Any) -> str:
     if isinstance(raw, str):
-        return str(raw)
+        return {"string": "String", "number": "Number", "bool": "Boolean", "dynamic": "Dynamic"}[raw]
     kind = raw[0]
     if kind in ("list", "set", "map"):
-        return f"{kind}({_render_type(raw[1])})"
-    if kind == "object":
-        return "object({" + ", ".join(f"{k} = {_render_type(v)}" for k, v in raw[1].items()) + "})"
-    return str(kind)
+        return f"{kind.capitalize()} of {_label(raw[1])}"
+    return "Tuple" if kind == "tuple" else "Object"
 
 
-def _line(attr: AttributeSchema) -> str:
+def _object_fields(raw: Any) -> dict[str, Any] | None:
+    """The attribute types of an object type (cty's JSON form), or of a collection's object elements; else
+    None. tfplugindocs documents these fields in a nested section of their own."""
+    while isinstance(raw, list) and raw[0] in ("list", "set", "map"):
+        raw = raw[1]
+    if isinstance(raw, list) and raw[0] == "object":
+        fields: dict[str, Any] = raw[1]
+        return fields
+    return None
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown as plain text for front matter: links keep their text, code spans lose their backticks."""
+    return _MARKDOWN_LINK.sub(r"\1", markdown).replace("`", "").strip()
+
+
+def _anchor(prefix: str, path: tuple[str, ...]) -> str:
+    return f"{prefix}--{'--'.join(path)}"
+
+
+def _see_below(anchor: str) -> str:
+    return f" (see [below for nested schema](#{anchor}))"
+
+
+@dataclass(frozen=True)
+class _Nested:
+    """A nested schema section still to be written: a block, or the fields of an object-typed attribute."""
+
+    anchor: str
+    path: tuple[str, ...]
+    group: str
+    block: BlockSchema | None = None
+    fields: Mapping[str, Any] | None = None
+
+
+def _group(attr: AttributeSchema) -> str:
+    if attr.spec.required:
+        return "Required"
+    return "Optional" if attr.spec.optional else "Read-Only"
+
+
+def _block_group(nested: NestedBlockSchema) -> str:
+    return "Required" if nested.spec.min_items > 0 else "Optional"
+
+
+def _attribute_line(attr: AttributeSchema, path: tuple[str, ...], pending: list[_Nested]) -> str:
     spec = attr.spec
-    notes = [_type_name(attr.type)]
+    notes = [type_label(attr.type)]
     if spec.sensitive:
-        notes.append("sensitive")
+        notes.append("Sensitive")
+    if spec.deprecated:
+        notes.append("Deprecated")
     if spec.write_only:
-        notes.append("write-only")
-    if spec.default is not MISSING:
-        notes.append(f"default `{json.dumps(spec.default)}`")
-    if any(type(rule).__name__ == "RequiresReplace" for rule in spec.plan):
-        notes.append("forces replacement")
-    return f"- `{attr.name}` ({', '.join(notes)}) {spec.description}".rstrip()
+        notes.append(WRITE_ONLY_LINK)
+    text = [spec.description.strip()]
+    if spec.default is not MISSING and "Default" not in spec.description:  # unless it says so already
+        text.append(f"Defaults to `{json.dumps(spec.default)}`.")
+    if attr.requires_replace:
+        text.append("Changing it replaces the resource.")
+    line = f"- `{attr.name}` ({', '.join(notes)}) {' '.join(t for t in text if t)}".rstrip()
+    fields = _object_fields(json.loads(cty.type_to_json(attr.type)))
+    if fields is not None:
+        anchor = _anchor("nestedatt", path)
+        pending.append(_Nested(anchor, path, _group(attr), fields=fields))
+        line += _see_below(anchor)
+    return line
 
 
-def _block_reference(block: BlockSchema, heading: str = "##") -> list[str]:
-    groups: dict[str, list[str]] = {"Required": [], "Optional": [], "Write-only": [], "Read-only": []}
+def _block_line(nested: NestedBlockSchema, path: tuple[str, ...], pending: list[_Nested]) -> str:
+    notes = ["Block"] if nested.nesting == "single" else ["Block List"]
+    if nested.nesting == "single":
+        notes.append(_block_group(nested))
+    elif nested.spec.min_items > 0:
+        notes.append(f"Min: {nested.spec.min_items}")
+    if nested.spec.max_items > 0:
+        notes.append(f"Max: {nested.spec.max_items}")
+    description = (nested.spec.description or nested.block.description).strip()
+    anchor = _anchor("nestedblock", path)
+    pending.append(_Nested(anchor, path, _block_group(nested), block=nested.block))
+    return f"- `{nested.name}` ({', '.join(notes)}) {description}".rstrip() + _see_below(anchor)
+
+
+def _block_children(block: BlockSchema, parents: tuple[str, ...]) -> list[str]:
+    """One block's groups (``### Required`` at the root, ``Required:`` below it), then its nested sections."""
+    entries: dict[str, list[tuple[str, AttributeSchema | NestedBlockSchema]]] = {g: [] for g in GROUPS}
     for attr in block.attributes.values():
-        spec = attr.spec
-        if spec.required:
-            groups["Required"].append(_line(attr))
-        elif spec.write_only:
-            groups["Write-only"].append(_line(attr))
-        elif spec.optional:
-            groups["Optional"].append(_line(attr))
-        else:
-            groups["Read-only"].append(_line(attr))
+        entries[_group(attr)].append((attr.name, attr))
+    for nested in block.blocks.values():
+        entries[_block_group(nested)].append((nested.name, nested))
     lines: list[str] = []
-    for title, entries in groups.items():
-        if entries:
-            lines += [f"{heading}# {title}", "", *entries, ""]
-    for name, nested in block.blocks.items():
-        lines += [
-            f"{heading}# Nested block `{name}`",
-            "",
-            nested.spec.description or nested.block.description,
-            "",
-        ]
-        lines += _block_reference(nested.block, heading + "#")
+    pending: list[_Nested] = []
+    for group in GROUPS:
+        if not entries[group]:
+            continue
+        lines += [f"### {group}" if not parents else f"{group}:", ""]
+        members = sorted(entries[group], key=lambda entry: entry[0])
+        if any(isinstance(m, AttributeSchema) and m.spec.write_only for _, m in members):
+            lines += [WRITE_ONLY_NOTE, ""]
+        for name, member in members:
+            path = (*parents, name)
+            if isinstance(member, AttributeSchema):
+                lines.append(_attribute_line(member, path, pending))
+            else:
+                lines.append(_block_line(member, path, pending))
+        lines.append("")
+    return lines + _nested_sections(pending)
+
+
+def _object_children(fields: Mapping[str, Any], parents: tuple[str, ...], group: str) -> list[str]:
+    lines = [f"{group}:", ""]
+    pending: list[_Nested] = []
+    for name in sorted(fields):
+        raw = fields[name]
+        path = (*parents, name)
+        line = f"- `{name}` ({_label(raw)})"
+        inner = _object_fields(raw)
+        if inner is not None:
+            anchor = _anchor("nestedobjatt", path)
+            pending.append(_Nested(anchor, path, group, fields=inner))
+            line += _see_below(anchor)
+        lines.append(line)
+    return [*lines, "", *_nested_sections(pending)]
+
+
+def _nested_sections(pending: list[_Nested]) -> list[str]:
+    lines: list[str] = []
+    for nested in pending:
+        lines += [f'<a id="{nested.anchor}"></a>', f"### Nested Schema for `{'.'.join(nested.path)}`", ""]
+        if nested.block is not None:
+            lines += _block_children(nested.block, nested.path)
+        elif nested.fields is not None:
+            lines += _object_children(nested.fields, nested.path, nested.group)
     return lines
 
 
-def render(kind: str, type_name: str, provider_name: str, schema: Schema, examples_dir: Path | None) -> str:
-    """The Markdown page of one resource (``kind="resource"``) or data source (``kind="data-source"``)."""
-    title = f"{type_name} ({'Resource' if kind == 'resource' else 'Data Source'})"
-    lines = [
+def schema_markdown(block: BlockSchema) -> list[str]:
+    """The ``## Schema`` section of a block, as tfplugindocs writes it."""
+    return ["<!-- schema generated by tfbridge.docs -->", "## Schema", "", *_block_children(block, ())]
+
+
+def _front_matter(page_title: str, subcategory: str, description: str) -> list[str]:
+    summary = plain_text(description).splitlines() or [""]
+    return [
         "---",
-        f'page_title: "{title} - {provider_name}"',
+        f"page_title: {json.dumps(page_title, ensure_ascii=False)}",
+        f"subcategory: {json.dumps(subcategory, ensure_ascii=False)}",
+        "description: |-",
+        *(f"  {line}".rstrip() for line in summary),
         "---",
-        "",
-        f"# {title}",
-        "",
-        schema.block.description,
         "",
     ]
-    folder = (
-        examples_dir / ("resources" if kind == "resource" else "data-sources") / type_name
-        if examples_dir
-        else None
-    )
+
+
+def _example(path: Path, language: str = "terraform") -> list[str]:
+    return [f"```{language}", path.read_text().strip(), "```", ""]
+
+
+def _import_section(folder: Path) -> list[str]:
+    block, command = folder / "import-by-string-id.tf", folder / "import.sh"
+    if not (block.exists() or command.exists()):
+        return []
+    lines = ["## Import", "", "Import is supported using the following syntax:", ""]
+    if block.exists():
+        lines += [
+            "In Terraform v1.5.0 and later, the [`import` block](https://developer.hashicorp.com/terraform/"
+            "language/import) can be used with the `id` attribute, for example:",
+            "",
+            *_example(block),
+        ]
+    if command.exists():
+        lines += [
+            "The [`terraform import` command](https://developer.hashicorp.com/terraform/cli/commands/import) "
+            "can be used, for example:",
+            "",
+            *_example(command, "shell"),
+        ]
+    return lines
+
+
+def render(
+    kind: Kind,
+    type_name: str,
+    provider_name: str,
+    schema: Schema,
+    examples_dir: Path | None,
+    subcategory: str = "",
+) -> str:
+    """The Markdown page of one resource (``kind="resource"``) or data source (``kind="data-source"``)."""
+    label = "Resource" if kind == "resource" else "Data Source"
+    description = schema.block.description.strip()
+    lines = [
+        *_front_matter(f"{type_name} {label} - {provider_name}", subcategory, description),
+        f"# {type_name} ({label})",
+        "",
+        description,
+        "",
+    ]
+    folder = (examples_dir / f"{kind}s" / type_name) if examples_dir else None
     if folder is not None and (folder / f"{kind}.tf").exists():
-        example = (folder / f"{kind}.tf").read_text().strip()
-        lines += ["## Example Usage", "", "```terraform", example, "```", ""]
-    lines += ["## Schema", "", *_block_reference(schema.block)]
-    if folder is not None and (folder / "import.sh").exists():
-        lines += ["## Import", "", "```shell", (folder / "import.sh").read_text().strip(), "```", ""]
+        lines += ["## Example Usage", "", *_example(folder / f"{kind}.tf")]
+    lines += schema_markdown(schema.block)
+    if folder is not None and kind == "resource":
+        lines += _import_section(folder)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render_provider(provider: type[Provider[Any]]) -> str:
-    """The provider's index page: what it manages and its configuration reference."""
+def render_provider(provider: type[Provider[Any]], examples_dir: Path | None = None) -> str:
+    """The provider's index page: what it manages, an example configuration and its schema."""
     schema = provider.schema()
+    description = schema.block.description.strip()
     lines = [
-        "---",
-        f'page_title: "Provider: {provider.type_name}"',
-        "---",
-        "",
+        *_front_matter(f"{provider.type_name} Provider", "", description),
         f"# {provider.type_name} Provider",
         "",
-        schema.block.description,
+        description,
         "",
         "Resources: " + ", ".join(f"`{r.type_name}`" for r in provider.resources) + ".",
         "",
         "Data sources: " + ", ".join(f"`{d.type_name}`" for d in provider.data_sources) + ".",
         "",
-        "## Schema",
-        "",
-        *_block_reference(schema.block),
     ]
+    example = examples_dir / "provider" / "provider.tf" if examples_dir else None
+    if example is not None and example.exists():
+        lines += ["## Example Usage", "", *_example(example)]
+    lines += schema_markdown(schema.block)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def generate(provider: type[Provider[Any]], examples_dir: Path | None = None) -> dict[str, str]:
-    """Every page, keyed by its path relative to ``docs/``."""
+def generate(
+    provider: type[Provider[Any]],
+    examples_dir: Path | None = None,
+    subcategories: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Every page, keyed by its path relative to ``docs/``; ``subcategories`` maps type names to the
+    Registry's navigation group of their pages (unlisted: none)."""
+    groups = subcategories or {}
     prefix = provider.type_name + "_"
-    pages: dict[str, str] = {"index.md": render_provider(provider)}
+    pages: dict[str, str] = {"index.md": render_provider(provider, examples_dir)}
     for resource in provider.resources:
         short = resource.type_name.removeprefix(prefix)
         pages[f"resources/{short}.md"] = render(
-            "resource", resource.type_name, provider.type_name, resource.schema(), examples_dir
+            "resource",
+            resource.type_name,
+            provider.type_name,
+            resource.schema(),
+            examples_dir,
+            groups.get(resource.type_name, ""),
         )
     for data_source in provider.data_sources:
         short = data_source.type_name.removeprefix(prefix)
         pages[f"data-sources/{short}.md"] = render(
-            "data-source", data_source.type_name, provider.type_name, data_source.schema(), examples_dir
+            "data-source",
+            data_source.type_name,
+            provider.type_name,
+            data_source.schema(),
+            examples_dir,
+            groups.get(data_source.type_name, ""),
         )
     return pages
 
 
-def write(provider: type[Provider[Any]], docs_dir: Path, examples_dir: Path | None = None) -> list[Path]:
+def write(pages: Mapping[str, str], docs_dir: Path) -> list[Path]:
+    """Write ``pages`` (from :func:`generate`) under ``docs_dir``; returns the paths written."""
     written = []
-    for relative, content in generate(provider, examples_dir).items():
+    for relative, content in pages.items():
         path = docs_dir / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)

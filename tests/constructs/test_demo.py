@@ -34,3 +34,7 @@ def test_demo_deploys_uses_destroys_and_leaves_nothing(tmp_path: Path) -> None:
     billed = re.search(r"cost: 1 pod\(s\), ([\d.]+) billed pod-seconds = \$([\d.]+)", out)
     assert billed and float(billed.group(1)) > 0 and float(billed.group(2)) > 0, out[-2000:]
     assert list(tmp_path.iterdir()) == [], "the demo's temporary directory must be removed"
+    # Readable in a log or a pipe: no terminal escape sequences, and the outputs printed once.
+    assert "\x1b" not in out + result.stderr, "the demo printed ANSI escape sequences"
+    assert out.count('"stack_price_per_hour"') == 1 and "stack_price_per_hour =" not in out, out[-3000:]
+    assert "Apply complete! Resources: 3 added" in out and "Destroy complete! Resources: 3 destroyed" in out

@@ -1,4 +1,4 @@
-"""The examples deployed for real against one emulator: cdktf CLI deploy/destroy, Python + Terraform, cdktn.
+"""The examples deployed for real against one emulator: cdktf and cdktn CLI deploy/destroy, Python + Terraform.
 
 After every test the emulator account must be empty: no pod, template, credential or volume left.
 """
@@ -14,7 +14,7 @@ import pytest
 
 from lium_emulator.images import image_catalog
 from lium_emulator.launcher import RunningEmulator, launch
-from tests.constructs.apps import CdktfApp, state_resources, synth
+from tests.constructs.apps import CDK_VERSIONS, CdktfApp, state_resources, synth
 from tests.support.lium import FAST_TIMINGS, Account, assert_nothing_left, new_account, ssh_run
 from tests.support.terraform import Terraform
 
@@ -41,11 +41,18 @@ def terraform_outputs(tf: Terraform) -> dict[str, Any]:
     return {name: output["value"] for name, output in json.loads(tf.run("output", "-json").stdout).items()}
 
 
-def test_quickstart_deploys_and_destroys_with_the_cdktf_cli(
-    account: Account, deploy_env: dict[str, str], tmp_path: Path
+@pytest.mark.parametrize("cli", ["cdktf", "cdktn"])
+def test_quickstart_deploys_and_destroys_with_the_cdk_cli(
+    cli: str, account: Account, deploy_env: dict[str, str], tmp_path: Path
 ) -> None:
-    app = CdktfApp("quickstart", tmp_path / "app", deploy_env)
+    """The same app, deployed by the cdktf CLI (synthesizing with cdktf) or the cdktn CLI (on Node 22,
+    synthesizing with cdktn): the same stack, reachable, destroyed to an empty account."""
+    app = CdktfApp("quickstart", tmp_path / "app", deploy_env, cli=cli)
     outputs = app.deploy()["quickstart"]
+    synthesized = json.loads(
+        (tmp_path / "app" / "cdktf.out" / "stacks" / "quickstart" / "cdk.tf.json").read_text()
+    )
+    assert synthesized["//"]["metadata"]["version"] == CDK_VERSIONS[cli]
     (pod,) = state_resources(app.state_file, "lium_pod")
     (runner,) = state_resources(app.state_file, "lium_runner")
     assert [p["pod_name"] for p in account.live()["pods"]] == ["quickstart-0"]
@@ -132,3 +139,15 @@ def test_private_registry_with_cdk_terrain(
 
     tf.destroy()
     assert_nothing_left(account)
+
+
+def test_private_registry_destroy_without_the_password_fails_at_once(
+    account: Account, deploy_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The documented setting: with ``TF_INPUT=0`` and no ``TF_VAR_registry_password``, ``cdktf destroy``
+    stops with Terraform's missing-variable error instead of waiting at a prompt for the password."""
+    app = CdktfApp("private-registry", tmp_path / "app", {**deploy_env, "TF_INPUT": "0"})
+    result = app.run("destroy", "--auto-approve", check=False, timeout=180)
+    assert result.returncode != 0
+    assert "No value for required variable" in result.stdout + result.stderr
+    assert "registry_password" in result.stdout + result.stderr

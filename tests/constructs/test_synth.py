@@ -1,6 +1,7 @@
 """Every example synthesizes to its checked-in snapshot, identically under cdktf and cdktn, and as valid HCL.
 
-Snapshots are normalised (the CDK's version and the state path are left out). After an intended change,
+Snapshots leave out the CDK's version; nothing else depends on the machine (the local state path is
+relative, so a copied or moved project keeps its backend). After an intended change,
 rewrite them with ``LIUM_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest tests/constructs/test_synth.py``
 and review the diff.
 """
@@ -9,18 +10,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from lium_emulator.images import image_catalog
-from tests.constructs.apps import EXAMPLES, SNAPSHOT_KEY, normalised, synth
+from tests.constructs.apps import CDK_VERSIONS, EXAMPLES, SNAPSHOT_KEY, normalised, synth
 from tests.support.terraform import Terraform
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("LIUM_UPDATE_SNAPSHOTS") == "1"
 SYNTH_ENV = {"LIUM_SSH_PRIVATE_KEY_FILE": str(SNAPSHOT_KEY)}
-CDK_VERSIONS = {"cdktf": "0.21.0", "cdktn": "0.24.0"}
 
 
 def _rendered(doc: dict[str, object]) -> str:
@@ -34,7 +35,7 @@ def test_example_matches_its_snapshot_under_cdktf_and_cdktn(example: str, tmp_pa
         stack = synth(example, tmp_path / cdk, cdk=cdk, env=SYNTH_ENV)
         synthesized_by = json.loads((stack / "cdk.tf.json").read_text())["//"]["metadata"]["version"]
         assert synthesized_by == version, f"LIUM_CDK={cdk} did not synthesize with {cdk} {version}"
-        docs[cdk] = normalised(stack, tmp_path / cdk)
+        docs[cdk] = normalised(stack)
     assert docs["cdktf"] == docs["cdktn"], "cdktf and cdktn synthesized different configurations"
     snapshot = SNAPSHOTS / f"{example}.json"
     if UPDATE:
@@ -85,3 +86,26 @@ def test_hcl_synth_is_valid_terraform(example: str, tmp_path: Path, terraform_en
     tf.run("init", "-backend=false", "-input=false", "-no-color")
     result = tf.run("validate", "-json")
     assert json.loads(result.stdout)["valid"] is True, result.stdout
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_the_local_state_stays_where_the_app_runs_by_a_relative_path(example: str, tmp_path: Path) -> None:
+    stack = synth(example, tmp_path, env=SYNTH_ENV)
+    path = json.loads((stack / "cdk.tf.json").read_text())["terraform"]["backend"]["local"]["path"]
+    assert not Path(path).is_absolute(), path
+    assert (stack / path).resolve() == tmp_path.resolve() / f"terraform.{example}.tfstate"
+
+
+def test_a_moved_project_initialises_without_backend_changes(
+    tmp_path: Path, terraform_env: dict[str, str]
+) -> None:
+    """A project copied elsewhere, with its ``cdktf.out`` and ``.terraform``, synthesizes and initialises
+    again without "Backend configuration changed" (cdktf's default backend path was absolute)."""
+    first = synth("quickstart", tmp_path / "checkout", env=SYNTH_ENV)
+    Terraform(first, terraform_env).init()
+    moved = tmp_path / "moved"
+    shutil.move(tmp_path / "checkout", moved)
+    stack = synth("quickstart", moved, env=SYNTH_ENV)
+    tf = Terraform(stack, terraform_env)
+    tf.init()  # -input=false: a changed backend would fail here instead of asking
+    assert (stack / ".terraform" / "terraform.tfstate").exists()

@@ -114,6 +114,9 @@ def test_pod_runs_the_image_like_docker_run(start_pod: StartPod, key: ClientKey,
         assert (
             check(client, "/opt/conda/bin/python -c 'import sys; print(sys.version_info[0])'").strip() == "3"
         )
+        # SSH sessions, login shells too, find what the image's PATH holds, as the image's command does.
+        assert check(client, "command -v python").strip() == "/opt/conda/bin/python"
+        assert check(client, "bash -l -c 'command -v python'").strip() == "/opt/conda/bin/python"
         assert check(client, f"curl -sS http://127.0.0.1:{emulator_port}/marker").encode() == MARKER
         # Its own PID namespace: the host's processes (this test runner included) are not there.
         assert run(client, f"grep -qs pytest /proc/{os.getpid()}/cmdline")[0] != 0

@@ -2,11 +2,11 @@
 
 An import test declares the imported object with its resource's own example, as a user following the
 docs would, but with the values of the object actually imported. The examples are ``terraform fmt``
-output, one argument per line, so they are adapted line by line: the example's ``variable`` blocks and
-its first ``resource "<type>"`` block are kept (other resources and outputs refer to objects the test
-does not have), and each top-level argument of that block takes the live object's value when the live
-state holds one; the others (nested blocks such as ``timeouts``, and inputs the state lacks) stay as
-the example wrote them.
+output, one argument per line, so they are adapted line by line: the example's first
+``resource "<type>"`` block and the ``variable`` blocks it still reads are kept (other resources and
+outputs refer to objects the test does not have), and each top-level argument of that block takes the
+live object's value when the live state holds one; the others (nested blocks such as ``timeouts``, and
+inputs the state lacks) stay as the example wrote them.
 """
 
 from __future__ import annotations
@@ -99,7 +99,11 @@ def adapt_example(type_name: str, live: Mapping[str, object]) -> AdaptedExample:
             arguments.add(nested["name"])
         depth += line.count("{") - line.count("}") if not argument else 0
         adapted.append(line)
-    variables = ["\n".join(b[2]) for b in blocks if b[0] == "variable"]
-    return AdaptedExample(
-        labels[1], "\n\n".join([*variables, "\n".join(adapted)]) + "\n", frozenset(arguments)
-    )
+    block = "\n".join(adapted)
+    # Only the variables the adapted block still reads: a live value replaced the others' references.
+    variables = [
+        "\n".join(body)
+        for kind, names, body in blocks
+        if kind == "variable" and re.search(rf"\bvar\.{names[0]}\b", block)
+    ]
+    return AdaptedExample(labels[1], "\n\n".join([*variables, block]) + "\n", frozenset(arguments))

@@ -1,3 +1,9 @@
+terraform {
+  required_providers {
+    lium = { source = "lium-stacks/lium" }
+  }
+}
+
 variable "registry_password" {
   type      = string
   sensitive = true

@@ -1,3 +1,9 @@
+terraform {
+  required_providers {
+    lium = { source = "lium-stacks/lium" }
+  }
+}
+
 resource "lium_template" "trainer" {
   name             = "trainer"
   image            = "python:3.11-slim"

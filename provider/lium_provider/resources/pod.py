@@ -10,6 +10,7 @@ blindly. Every rent attempt is journalled on disk before it is sent (see :mod:`l
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
@@ -50,7 +51,6 @@ SSH_POLL_SECONDS = 0.25
 
 class PodModel(OfferFilter):
     """A Lium GPU pod. Placed by `executor_id`, or by an offer filter (the cheapest match at apply time).
-
     Re-renting (a new pod, billed anew; the old one is deleted): changing `name`, `template_id`,
     `gpu_count`, `executor_id`, `ssh_public_key` or `volume_id`, or a dead pod. Changing an offer-filter
     field (`gpu`, `max_price_per_hour`, `regions`, `min_memory_gib`, `min_disk_gb`, `spot`) re-rents only
@@ -229,7 +229,7 @@ def _started_or_dead(pod: Pod | None) -> bool:
 class PodResource(Resource[PodModel]):
     type_name = "lium_pod"
     model = PodModel
-    description = PodModel.__doc__ or ""
+    description = inspect.cleandoc(PodModel.__doc__ or "")
     default_timeouts = {"create": 1800.0, "delete": 900.0, "read": 300.0}
 
     @classmethod
