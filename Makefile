@@ -40,9 +40,9 @@ node_modules/.installed: package.json package-lock.json
 
 /usr/sbin/sshd:
 	@if [ "$$(id -u)" = 0 ]; then \
-	  echo "installing Debian's openssh-server (pods of the emulator run a real sshd)"; \
+	  echo "installing Debian's openssh-server and libseccomp2 (emulator pods run a real sshd, confined)"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server libseccomp2 >/dev/null; \
 	else \
 	  echo "openssh-server is missing and this is not root: run 'sudo apt-get install openssh-server'"; exit 1; \
 	fi

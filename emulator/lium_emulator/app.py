@@ -11,7 +11,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from lium_emulator.api import account, admin, credentials, nodes, pods, rent, templates, volumes
+from lium_emulator.api import (
+    account,
+    admin,
+    billing,
+    credentials,
+    nodes,
+    pod_logs,
+    pods,
+    quotes,
+    rent,
+    templates,
+    volumes,
+)
 from lium_emulator.api.deps import request_id
 from lium_emulator.edge import API_PREFIX, AsgiApp, EdgeMiddleware, Scope
 from lium_emulator.errors import ApiError
@@ -41,7 +53,8 @@ def create_app(runtime: Runtime) -> AsgiApp:
         lifespan=lifespan,
     )
     app.state.runtime = runtime
-    for module in (account, nodes, rent, pods, templates, credentials, volumes):
+    modules = (account, billing, nodes, quotes, rent, pods, pod_logs, templates, credentials, volumes)
+    for module in modules:
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(admin.router)
     app.include_router(admin.runner_router)

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 KIB_PER_GIB = 1024 * 1024
+EARTH_RADIUS_MILES = 3958.8
 
 
 class Node(BaseModel):
@@ -41,6 +42,15 @@ class Node(BaseModel):
     country_code: str
     region: str
     city: str
+    latitude: float | None = Field(default=None, ge=-90, le=90, description="the city's; None = unknown")
+    longitude: float | None = Field(default=None, ge=-180, le=180)
+    # What Lium's node checks report (docs/lium-api.md#executors); defaults keep older catalog files valid.
+    max_cuda_version: float = Field(default=12.8, gt=0, description="highest CUDA the driver supports")
+    driver_version: str = Field(default="570.133.20", min_length=1)
+    nvlink: bool | None = Field(default=None, description="every GPU pair on NVLink; None = not reported")
+    reliability_score: float = Field(default=95.0, ge=0, le=100)
+    uptime_in_minutes: int = Field(default=43200, ge=0)
+    port_count: int = Field(default=100, ge=3, description="external ports the node can publish")
 
     @model_validator(mode="after")
     def _min_within_count(self) -> "Node":
@@ -52,6 +62,16 @@ class Node(BaseModel):
     def splittable(self) -> bool:
         """Whether orders smaller than the whole node are accepted."""
         return self.min_rentable_gpu_count < self.gpu_count
+
+    def miles_from(self, latitude: float, longitude: float) -> float | None:
+        """Great-circle distance in miles from the node's city to a point; None without coordinates."""
+        if self.latitude is None or self.longitude is None:
+            return None
+        lat1, lat2 = math.radians(self.latitude), math.radians(latitude)
+        half_dlat = (lat2 - lat1) / 2
+        half_dlon = math.radians(longitude - self.longitude) / 2
+        h = math.sin(half_dlat) ** 2 + math.cos(lat1) * math.cos(lat2) * math.sin(half_dlon) ** 2
+        return 2 * EARTH_RADIUS_MILES * math.asin(min(1.0, math.sqrt(h)))
 
     @property
     def host_ram_reserve_gib(self) -> float:

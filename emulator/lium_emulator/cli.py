@@ -9,7 +9,13 @@ from pathlib import Path
 import httpx
 
 from lium_emulator import __version__
-from lium_emulator.config import DEFAULT_ADMIN_KEY, DEFAULT_API_KEY, DEFAULT_FEATURES, EmulatorConfig
+from lium_emulator.config import (
+    ADMIN_KEY_FILE,
+    DEFAULT_API_KEY,
+    DEFAULT_FEATURES,
+    EmulatorConfig,
+    random_admin_key,
+)
 
 
 def _non_negative(text: str) -> float:
@@ -42,8 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--admin-key",
-        default=DEFAULT_ADMIN_KEY,
-        help="value of X-Emulator-Admin for /_emulator routes (default: %(default)s)",
+        help="value of X-Emulator-Admin for /_emulator routes "
+        f"(default: a random key per start, printed once and written to STATE_DIR/{ADMIN_KEY_FILE})",
     )
     serve.add_argument(
         "--state-dir", type=Path, help="keep state in SQLite here across restarts (default: memory)"
@@ -93,11 +99,7 @@ def _parser() -> argparse.ArgumentParser:
         "emulator, with their billing, as JSON (its /_emulator/resources route).",
     )
     resources.add_argument("--url", required=True, help="the emulator's URL, e.g. http://127.0.0.1:8787/api")
-    resources.add_argument(
-        "--admin-key",
-        default=DEFAULT_ADMIN_KEY,
-        help="value of X-Emulator-Admin for /_emulator routes (default: %(default)s)",
-    )
+    resources.add_argument("--admin-key", required=True, help="the emulator's admin key")
     return parser
 
 
@@ -108,7 +110,8 @@ def _serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         api_keys=tuple(args.api_keys or (DEFAULT_API_KEY,)),
-        admin_key=args.admin_key,
+        admin_key=args.admin_key or random_admin_key(),
+        admin_key_generated=args.admin_key is None,
         state_dir=args.state_dir,
         nodes_file=args.nodes,
         faults_file=args.faults,

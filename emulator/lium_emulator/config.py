@@ -1,11 +1,20 @@
 """Settings of one emulator process (what ``lium-emulator serve`` accepts)."""
 
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_API_KEY = "lium-emulator-key"
-DEFAULT_ADMIN_KEY = "lium-emulator-admin"
 DEFAULT_FEATURES = ("rent_idempotency",)
+ADMIN_KEY_FILE = "admin-key"  # in the state directory, 0600, when the key was generated
+
+
+def random_admin_key() -> str:
+    """A fresh admin key: without ``--admin-key`` every start gets its own (pods run hostile code).
+
+    Hex, so it never starts with ``-`` (a command line would take it for an option) and needs no quoting.
+    """
+    return secrets.token_hex(24)
 
 
 @dataclass(frozen=True)
@@ -15,7 +24,8 @@ class EmulatorConfig:
     host: str = "127.0.0.1"
     port: int = 8787
     api_keys: tuple[str, ...] = (DEFAULT_API_KEY,)
-    admin_key: str = DEFAULT_ADMIN_KEY
+    admin_key: str = field(default_factory=random_admin_key)
+    admin_key_generated: bool = False  # no --admin-key: announce it once and write ADMIN_KEY_FILE
     state_dir: Path | None = None
     nodes_file: Path | None = None
     faults_file: Path | None = None

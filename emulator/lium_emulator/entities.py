@@ -10,12 +10,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PodStatus = Literal["PENDING", "RUNNING", "CREATION_FAILED", "BROKEN", "DELETING", "DELETED"]
+PodStatus = Literal[
+    "PENDING",
+    "RUNNING",
+    "REBOOT_PENDING",
+    "REBOOT_FAILED",
+    "CREATION_FAILED",
+    "BROKEN",
+    "DELETING",
+    "DELETED",
+]
 
 # Statuses in which a pod holds its GPUs and its network volume.
-ACTIVE_STATUSES: frozenset[str] = frozenset({"PENDING", "RUNNING", "DELETING", "BROKEN"})
+ACTIVE_STATUSES: frozenset[str] = frozenset(
+    {"PENDING", "RUNNING", "REBOOT_PENDING", "REBOOT_FAILED", "DELETING", "BROKEN"}
+)
 # Statuses in which a pod row is listed and readable; DELETED rows only remain for inspection.
-VISIBLE_STATUSES: frozenset[str] = frozenset({"PENDING", "RUNNING", "CREATION_FAILED", "BROKEN", "DELETING"})
+VISIBLE_STATUSES: frozenset[str] = ACTIVE_STATUSES | {"CREATION_FAILED"}
 
 
 class Record(BaseModel):
@@ -146,6 +157,7 @@ class Pod(Record):
     deleting_at: datetime | None = None
     deleted_at: datetime | None = None
     removal_scheduled_at: datetime | None = None
+    reboot_requested_at: datetime | None = None
     failure_reason: str | None = None
     failure_detail: str | None = None
     delete_reason: str | None = None

@@ -18,7 +18,8 @@ from lium_emulator.views import (
 
 def resources_report(runtime: Runtime) -> dict[str, Any]:
     """Every account's pods (deleted ones too), templates, credentials (no passwords), volumes, SSH keys,
-    billed pod-seconds and idempotency keys with their rent counts; plus the nodes' free GPUs."""
+    billed pod-seconds and idempotency keys with their rent counts; plus the nodes' free GPUs and which of
+    the offer's limits pods get on this host (``pod_limits``)."""
     state = runtime.state
     now = utcnow()
     return {
@@ -34,6 +35,7 @@ def resources_report(runtime: Runtime) -> dict[str, Any]:
             for node in state.catalog.nodes.values()
         ],
         "stale_sandboxes_cleaned": list(runtime.stale_pods),
+        "pod_limits": runtime.sandboxes.limits_report(),
     }
 
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 
-from lium_emulator.config import DEFAULT_ADMIN_KEY
+from lium_emulator.config import random_admin_key
 
 _LISTENING = re.compile(r"^listening on (http://\S+/api)$")
 _RUNNER = re.compile(r"^runner download URL: (\S+)$")
@@ -68,11 +68,15 @@ class RunningEmulator:
 def launch(
     args: Sequence[str] = (),
     *,
-    admin_key: str = DEFAULT_ADMIN_KEY,
+    admin_key: str | None = None,
     env: Mapping[str, str] | None = None,
     startup_timeout: float = 20.0,
 ) -> RunningEmulator:
-    """Run ``lium-emulator serve --port 0 <args>`` with this interpreter and wait until it serves."""
+    """Run ``lium-emulator serve --port 0 <args>`` with this interpreter and wait until it serves.
+
+    ``admin_key`` defaults to a fresh random key, passed with ``--admin-key`` and kept in the result.
+    """
+    admin_key = admin_key or random_admin_key()
     command = [
         sys.executable,
         "-m",
@@ -80,8 +84,7 @@ def launch(
         "serve",
         "--port",
         "0",
-        "--admin-key",
-        admin_key,
+        f"--admin-key={admin_key}",  # one argument, whatever the key starts with
         *args,
     ]
     process = subprocess.Popen(

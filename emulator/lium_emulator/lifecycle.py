@@ -1,4 +1,5 @@
-"""Pod lifecycle (docs/lium-api.md#lifecycle): PENDING → RUNNING | CREATION_FAILED, then DELETING → DELETED.
+"""Pod lifecycle (docs/lium-api.md#lifecycle): PENDING → RUNNING | CREATION_FAILED, RUNNING →
+REBOOT_PENDING → RUNNING | REBOOT_FAILED, then DELETING → DELETED.
 
 Each pod is driven by asyncio tasks on the event loop; the blocking sandbox calls (start, stop) run in
 a dedicated thread pool. Timings come from ``EmulatorConfig``; faults attached to the pod at rent
@@ -10,12 +11,12 @@ import logging
 import shutil
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 from lium_emulator.config import EmulatorConfig
-from lium_emulator.entities import Account, Pod
+from lium_emulator.entities import Account, Pod, Template
 from lium_emulator.faults import FaultEngine
 from lium_emulator.images import ImageConfig, resolve_image
 from lium_emulator.sandbox import PodSpec, SandboxError, SandboxManager
@@ -29,6 +30,12 @@ _STUCK_POLL_SECONDS = 0.1
 _CONTAINER_POLL_SECONDS = 0.5
 _SSHD_POLL_SECONDS = 0.05
 _SSHD_WAIT_SECONDS = 60.0
+# Statuses a scheduled removal deletes: a pod that never became ready is removed all the same.
+REMOVABLE_STATUSES: frozenset[str] = frozenset(
+    {"PENDING", "RUNNING", "REBOOT_PENDING", "REBOOT_FAILED", "BROKEN"}
+)
+# Statuses a reboot (or a template switch) starts from: the billed ones whose container is not starting.
+REBOOTABLE_STATUSES: frozenset[str] = frozenset({"RUNNING", "REBOOT_FAILED"})
 
 
 class PodLifecycle:
@@ -50,6 +57,7 @@ class PodLifecycle:
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="sandbox")
         self._creating: dict[str, asyncio.Task[None]] = {}
         self._wake: dict[str, asyncio.Event] = {}
+        self._removals: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     # --- directories ---------------------------------------------------------------------------
@@ -62,6 +70,10 @@ class PodLifecycle:
         """Host directory backing a pod's local volume (template ``volumes[0]``, else /root)."""
         return self._data_dir / "pods" / pod_id / "local-volume"
 
+    def container_output(self, pod_id: str) -> Path:
+        """The file the pod's container writes its output to (absent before it starts and after stop)."""
+        return self._sandboxes.console_log(pod_id)
+
     # --- entry points ----------------------------------------------------------------------------
 
     def begin_create(self, pod: Pod) -> None:
@@ -69,10 +81,64 @@ class PodLifecycle:
         self._wake[pod.id] = asyncio.Event()
         self._creating[pod.id] = self._spawn(self._create(pod))
 
+    def begin_reboot(self, pod: Pod, *, actor: Account, template: Template | None = None) -> None:
+        """Replace the container of a pod in ``REBOOTABLE_STATUSES``, as Lium's reboot does.
+
+        The pod is REBOOT_PENDING (still billed) for the pending time while a fresh sandbox starts, then
+        RUNNING with new ports and a new SSH host key, or REBOOT_FAILED. Its local and network volumes
+        are kept. ``template`` (a template switch) is what the new container runs.
+        """
+        previous = pod.status
+        if template is not None:
+            pod.template = template.model_copy(deep=True)
+        pod.status = "REBOOT_PENDING"
+        pod.ssh_ready = False
+        pod.ports_mapping = None
+        pod.reboot_requested_at = pod.updated_at = utcnow()
+        self._state.save(pod)
+        # Lium's names for the request (its audit reads them as "reboot requested", "template switched")
+        requested = "pod-switch-template.success" if template is not None else "pod-reboot.success"
+        self._state.record_event(pod.user_id, requested, pod=pod, actor=actor)
+        self._status_event(pod, previous, "REBOOT_PENDING", "user_initiated")
+        self._start_reboot(pod)
+
+    def _start_reboot(self, pod: Pod) -> None:
+        self._wake[pod.id] = asyncio.Event()
+        self._creating[pod.id] = self._spawn(self._reboot(pod))
+
+    def schedule_removal(self, pod: Pod, at: datetime | None) -> None:
+        """Have the platform delete ``pod`` at ``at`` (reason ``scheduled_termination``); None cancels.
+
+        Replaces any earlier schedule. Cancelling also drops the rent's ``termination_hours``, so a
+        pending pod does not get a schedule back when it turns RUNNING.
+        """
+        pod.removal_scheduled_at = at
+        if at is None:
+            pod.termination_hours = None
+        pod.updated_at = utcnow()
+        self._state.save(pod)
+        self._arm_removal(pod)
+
+    def _arm_removal(self, pod: Pod) -> None:
+        armed = self._removals.pop(pod.id, None)
+        if armed is not None:
+            armed.cancel()
+        if pod.removal_scheduled_at is not None:
+            self._removals[pod.id] = self._spawn(self._remove_when_due(pod, pod.removal_scheduled_at))
+
+    async def _remove_when_due(self, pod: Pod, at: datetime) -> None:
+        await asyncio.sleep(max(0.0, (at - utcnow()).total_seconds()))
+        self._removals.pop(pod.id, None)
+        if pod.status in REMOVABLE_STATUSES:
+            self.begin_delete(pod, actor=None, reason="scheduled_termination")
+
     def begin_delete(
         self, pod: Pod, *, actor: Account | None, reason: str, extra_seconds: float = 0.0
     ) -> None:
         """Move ``pod`` to DELETING now and to DELETED after the deleting time."""
+        armed = self._removals.pop(pod.id, None)
+        if armed is not None:  # a removal that fires has already left the table
+            armed.cancel()
         previous = pod.status
         now = utcnow()
         pod.status = "DELETING"
@@ -84,8 +150,9 @@ class PodLifecycle:
         if actor is not None:
             self._state.record_event(pod.user_id, "pod-delete.success", pod=pod, actor=actor, reason=reason)
         self._status_event(pod, previous, "DELETING", reason)
+        if previous in ("PENDING", "REBOOT_PENDING"):
+            self._wake[pod.id].set()  # ends the wait for the pending time
         if previous == "PENDING":
-            self._wake[pod.id].set()
             self._state.record_event(
                 pod.user_id,
                 "pod-create.failed",
@@ -99,10 +166,14 @@ class PodLifecycle:
         """Resume every pod after a (re)start; the old sandboxes were already cleaned up."""
         now = utcnow()
         for pod in list(self._state.pods.values()):
+            if pod.status in REMOVABLE_STATUSES:
+                self._arm_removal(pod)
             if pod.status == "PENDING":
                 self.begin_create(pod)
             elif pod.status == "RUNNING":
                 self._creating[pod.id] = self._spawn(self._restart(pod))
+            elif pod.status == "REBOOT_PENDING":
+                self._start_reboot(pod)
             elif pod.status == "DELETING":
                 self._spawn(self._delete(pod, 0.0))
             elif pod.status == "CREATION_FAILED" and pod.failed_at is not None:
@@ -126,41 +197,60 @@ class PodLifecycle:
 
     async def _create(self, pod: Pod) -> None:
         try:
-            image, failure = self._resolve(pod)
-            # On Lium, PENDING covers pulling the image and starting the container, so the sandbox
-            # starts now and the pod turns RUNNING when the pending time is up: D is the whole
-            # provisioning time, not D plus the sandbox's own start-up.
-            starting = (
-                None
-                if image is None
-                else asyncio.ensure_future(
-                    self._in_pool(self._sandboxes.start, self._spec(pod, image, self._config.pending_seconds))
-                )
-            )
-            await self._hold_pending(pod)
-            if starting is None:
-                if pod.status == "PENDING":
-                    self._fail(pod, *failure)
-                return
-            try:
-                ports = await starting
-            except Exception as error:
-                if pod.status == "PENDING":
-                    self._fail(pod, "sandbox_error", _start_failure(pod, error))
-                return
-            if pod.status != "PENDING":
-                return  # deleted while pending: the delete step stops the sandbox
-            self._mark_running(pod, ports)
+            ports = await self._provision(pod, "PENDING", self._fail)
+            if ports is not None:
+                self._mark_running(pod, ports)
         finally:
             self._creating.pop(pod.id, None)
 
-    async def _hold_pending(self, pod: Pod) -> None:
+    async def _reboot(self, pod: Pod) -> None:
+        try:
+            await self._stop_sandbox(pod)
+            ports = await self._provision(pod, "REBOOT_PENDING", self._reboot_failed)
+            if ports is not None:
+                self._mark_rebooted(pod, ports)
+        finally:
+            self._creating.pop(pod.id, None)
+
+    async def _provision(
+        self, pod: Pod, waiting: str, fail: Callable[[Pod, str, str], None]
+    ) -> dict[int, int] | None:
+        """Start the pod's sandbox while it is ``waiting`` (PENDING or REBOOT_PENDING) for the pending time.
+
+        Returns the published ports; None when the pod failed (``fail`` got the reason and detail) or
+        left ``waiting`` meanwhile (deleted: the delete step stops the sandbox).
+        """
+        image, failure = self._resolve(pod)
+        # On Lium, PENDING covers pulling the image and starting the container, so the sandbox
+        # starts now and the pod turns RUNNING when the pending time is up: D is the whole
+        # provisioning time, not D plus the sandbox's own start-up.
+        starting = (
+            None
+            if image is None
+            else asyncio.ensure_future(
+                self._in_pool(self._sandboxes.start, self._spec(pod, image, self._config.pending_seconds))
+            )
+        )
+        await self._hold_pending(pod, waiting)
+        if starting is None:
+            if pod.status == waiting:
+                fail(pod, *failure)
+            return None
+        try:
+            ports = await starting
+        except Exception as error:
+            if pod.status == waiting:
+                fail(pod, "sandbox_error", _start_failure(pod, error))
+            return None
+        return ports if pod.status == waiting else None
+
+    async def _hold_pending(self, pod: Pod, waiting: str) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._config.pending_seconds
         wake = self._wake[pod.id]
-        while pod.status == "PENDING":
+        while pod.status == waiting:
             remaining = deadline - loop.time()
-            rule = pod.faults.stuck_pending_rule
+            rule = pod.faults.stuck_pending_rule if waiting == "PENDING" else None
             stuck = rule is not None and self._faults.has_rule(rule, "stuck_pending")
             if remaining <= 0 and not stuck:
                 return
@@ -231,18 +321,33 @@ class PodLifecycle:
         pod.status = "RUNNING"
         pod.running_at = pod.updated_at = now
         pod.ports_mapping = dict(ports)
-        if pod.termination_hours is not None:
-            pod.removal_scheduled_at = now + timedelta(hours=pod.termination_hours)
         self._state.save(pod)
         self._state.record_event(pod.user_id, "pod-create.success", pod=pod)
         self._status_event(pod, "PENDING", "RUNNING", None)
+        if pod.termination_hours is not None and pod.removal_scheduled_at is None:
+            # termination_hours counts from the start; a schedule set while pending takes precedence
+            self.schedule_removal(pod, now + timedelta(hours=pod.termination_hours))
         self._after_running(pod)
+
+    def _mark_rebooted(self, pod: Pod, ports: dict[int, int]) -> None:
+        pod.status = "RUNNING"
+        pod.ports_mapping = dict(ports)
+        pod.updated_at = utcnow()
+        self._state.save(pod)
+        self._status_event(pod, "REBOOT_PENDING", "RUNNING", None)
+        self._after_running(pod)
+
+    def _reboot_failed(self, pod: Pod, reason: str, detail: str) -> None:
+        """REBOOT_FAILED: the container did not come back; still billed until deleted (docs/lium-api.md#lifecycle)."""
+        pod.status = "REBOOT_FAILED"
+        pod.updated_at = utcnow()
+        self._state.save(pod)
+        self._state.record_event(pod.user_id, "pod-reboot.failed", pod=pod, reason=reason, error=detail)
+        self._status_event(pod, "REBOOT_PENDING", "REBOOT_FAILED", reason, detail)
 
     def _after_running(self, pod: Pod) -> None:
         self._spawn(self._publish_ssh(pod))
         self._spawn(self._watch_container(pod))
-        if pod.removal_scheduled_at is not None:
-            self._spawn(self._scheduled_removal(pod))
 
     async def _publish_ssh(self, pod: Pod) -> None:
         """Publish ``ssh_connect_cmd`` ``ssh_delay_seconds`` after RUNNING, once sshd answers.
@@ -283,12 +388,6 @@ class PodLifecycle:
                 self._status_event(
                     pod, "RUNNING", "BROKEN", "container_exited", "the container's main process exited"
                 )
-
-    async def _scheduled_removal(self, pod: Pod) -> None:
-        assert pod.removal_scheduled_at is not None
-        await asyncio.sleep(max(0.0, (pod.removal_scheduled_at - utcnow()).total_seconds()))
-        if pod.status == "RUNNING":
-            self.begin_delete(pod, actor=None, reason="scheduled_termination")
 
     def _fail(self, pod: Pod, reason: str, detail: str) -> None:
         now = utcnow()

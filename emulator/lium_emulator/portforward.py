@@ -5,7 +5,9 @@ Two directions, as a container runtime provides them:
 * published ports (``docker run -p``): a listener on a free ``127.0.0.1`` host port per internal
   port; each accepted connection is relayed to ``127.0.0.1:<internal>`` inside the pod;
 * reverse ports: a listener *inside* the pod (``127.0.0.1:<port>``) whose connections are relayed to
-  the host's ``127.0.0.1:<port>`` — how pods reach the emulator's HTTP server.
+  the host's ``127.0.0.1:<port>`` — how pods reach the emulator's HTTP server. The host-side
+  addresses of these relayed connections are kept while they are open, so the emulator can tell
+  a pod's request from the host's (:meth:`PortForwarder.is_reverse_connection`).
 
 Relays are asyncio protocols with flow control (a full outgoing buffer pauses reading on the other
 side) and half-close, so bulk transfers and SSH both work without a coroutine per chunk. Everything
@@ -50,6 +52,7 @@ class _RelayEnd(asyncio.Protocol):
         self.group = group
         self.transport: asyncio.Transport | None = None
         self.peer: _RelayEnd | None = None
+        self.on_lost: Callable[[], None] | None = None
         self._eof_received = False
         self._eof_sent = False
 
@@ -92,6 +95,8 @@ class _RelayEnd(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.group.relays.discard(self)
+        if self.on_lost is not None:
+            self.on_lost()
         peer = self.peer.transport if self.peer is not None else None
         if peer is not None and not peer.is_closing():
             if exc is None:
@@ -100,12 +105,37 @@ class _RelayEnd(asyncio.Protocol):
                 peer.abort()
 
 
-class _InboundEnd(_RelayEnd):
-    """An accepted connection: held (not read) until the upstream connection is established."""
+class _Addresses:
+    """Local addresses of open relayed sockets, shared between the relay thread and the server's."""
 
-    def __init__(self, group: _Group, dial: Dial) -> None:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: set[tuple[str, int]] = set()
+
+    def add(self, address: tuple[str, int]) -> None:
+        with self._lock:
+            self._open.add(address)
+
+    def discard(self, address: tuple[str, int]) -> None:
+        with self._lock:
+            self._open.discard(address)
+
+    def __contains__(self, address: object) -> bool:
+        with self._lock:
+            return address in self._open
+
+
+class _InboundEnd(_RelayEnd):
+    """An accepted connection: held (not read) until the upstream connection is established.
+
+    With ``track``, the upstream socket's local address is in it from before the first relayed byte
+    until the connection closes.
+    """
+
+    def __init__(self, group: _Group, dial: Dial, track: _Addresses | None) -> None:
         super().__init__(group)
         self._dial = dial
+        self._track = track
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -127,6 +157,10 @@ class _InboundEnd(_RelayEnd):
             return
         upstream = _RelayEnd(self.group)
         upstream.peer, self.peer = self, upstream
+        if self._track is not None:
+            address = sock.getsockname()
+            self._track.add(address)
+            upstream.on_lost = functools.partial(self._track.discard, address)
         try:
             await asyncio.get_running_loop().create_connection(lambda: upstream, sock=sock)
         except OSError:
@@ -165,6 +199,7 @@ class PortForwarder:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._groups: dict[str, _Group] = {}  # touched on the loop thread only
+        self._reverse_connections = _Addresses()
 
     def publish(self, owner: str, netns_fd: int, internal_ports: Iterable[int]) -> dict[int, int]:
         """Expose ``127.0.0.1:<internal>`` of the namespace on free host loopback ports: internal -> host."""
@@ -184,7 +219,9 @@ class PortForwarder:
             return lambda: _connect(socket_in_netns(fd), port)
 
         self._call(
-            self._serve(owner, fd, [(s, dial_into_pod(p)) for p, s in zip(ports, listeners, strict=True)])
+            self._serve(
+                owner, fd, [(s, dial_into_pod(p)) for p, s in zip(ports, listeners, strict=True)], None
+            )
         )
         return mapping
 
@@ -195,7 +232,11 @@ class PortForwarder:
         def dial_host() -> Awaitable[socket.socket]:
             return _connect(socket.socket(socket.AF_INET, socket.SOCK_STREAM), port)
 
-        self._call(self._serve(owner, None, [(listener, dial_host)]))
+        self._call(self._serve(owner, None, [(listener, dial_host)], self._reverse_connections))
+
+    def is_reverse_connection(self, address: tuple[str, int]) -> bool:
+        """True while ``address`` (host, port) is the host side of a connection relayed out of a pod."""
+        return address in self._reverse_connections
 
     def release(self, owner: str) -> None:
         """Close the owner's listeners and connections; its host ports are free when this returns."""
@@ -232,7 +273,11 @@ class PortForwarder:
         return asyncio.run_coroutine_threadsafe(coro, loop).result(_CALL_TIMEOUT_SECONDS)
 
     async def _serve(
-        self, owner: str, netns_fd: int | None, listeners: list[tuple[socket.socket, Dial]]
+        self,
+        owner: str,
+        netns_fd: int | None,
+        listeners: list[tuple[socket.socket, Dial]],
+        track: _Addresses | None,
     ) -> None:
         group = self._groups.setdefault(owner, _Group())
         if netns_fd is not None:
@@ -240,7 +285,9 @@ class PortForwarder:
         loop = asyncio.get_running_loop()
         for index, (sock, dial) in enumerate(listeners):
             try:
-                server = await loop.create_server(functools.partial(_InboundEnd, group, dial), sock=sock)
+                server = await loop.create_server(
+                    functools.partial(_InboundEnd, group, dial, track), sock=sock
+                )
             except BaseException:
                 for unserved, _ in listeners[index:]:
                     unserved.close()

@@ -34,6 +34,7 @@ class Runtime:
     faults: FaultEngine
     ledger: IdempotencyLedger
     lifecycle: PodLifecycle
+    sandboxes: SandboxManager
     work_dir: Path
     started_at: datetime
     stale_pods: list[str]
@@ -90,6 +91,7 @@ def build_runtime(config: EmulatorConfig, port: int) -> Runtime:
         faults=faults,
         ledger=IdempotencyLedger(state),
         lifecycle=PodLifecycle(state, config, faults, sandboxes, work_dir),
+        sandboxes=sandboxes,
         work_dir=work_dir,
         started_at=datetime.now(UTC),
         stale_pods=stale_pods,

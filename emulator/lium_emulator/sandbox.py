@@ -1,19 +1,23 @@
-"""Pods as real Linux sandboxes: own PID, mount, UTS, IPC and network namespaces, a real OpenSSH sshd.
+"""Pods as real Linux sandboxes: own user, PID, mount, UTS, IPC, network and cgroup namespaces, a real
+OpenSSH sshd, the offer's limits, and no way back to the host (docs/emulator.md, "Threat model").
 
 What a pod is (see ``sandbox_init.py`` for the filesystem it gets): ``unshare`` starts the init
-program as PID 1 of a new PID namespace; it builds a tmpfs root around the host's read-only ``/usr``,
-an overlay of ``/etc``, the template's local volume (``local_volume_dir`` at ``local_volume_path``)
-and the ``/mnt`` volume, ``pivot_root``s and ``execve``s the image entrypoint with the image
-environment and WORKDIR, like ``docker run``. ``ssh_delay_seconds`` after :meth:`SandboxManager.start`
-returns, ``/usr/sbin/sshd -D`` is started inside the pod's namespaces with ``nsenter`` (a fresh host key
-per pod; root logins with the spec's keys only). The template's internal ports are published on free
-host loopback ports, and ``127.0.0.1:<emulator_port>`` inside the pod reaches the emulator (see
-``portforward.py``). ``cpu_count``, ``memory_gib`` and ``disk_quota_gb`` are informational, except that
-the RAM-backed root filesystem is capped at ``min(disk_quota_gb, 4)`` GiB.
+program as PID 1 of a new PID namespace; it joins the pod's cgroups (``cgroups.py``), builds a tmpfs
+root with copy-on-write layers over the host's ``/usr`` and ``/etc``, the template's local volume
+(``local_volume_dir`` at ``local_volume_path``) and the ``/mnt`` volume, ``pivot_root``s, becomes
+root of the pod's own user namespace (an unprivileged host id range per pod, ``idmap.py``), confines
+itself (``confinement.py``) and ``execve``s the image entrypoint with the image environment and
+WORKDIR, like ``docker run``. ``ssh_delay_seconds`` after :meth:`SandboxManager.start` returns,
+``/usr/sbin/sshd -D`` is started in the pod by ``nsenter --pid`` and the same init script's ``--enter``
+mode, entered and confined like PID 1 (a fresh host key per pod; root logins with the spec's keys only). The template's
+internal ports are published on free host loopback ports, and ``127.0.0.1:<emulator_port>`` inside
+the pod reaches the emulator (see ``portforward.py``; :meth:`SandboxManager.comes_from_a_pod` tells
+those connections apart). ``memory_gib`` and ``cpu_count`` are cgroup limits where the host allows
+(:meth:`SandboxManager.limits_report`); the RAM-backed disk is capped at ``min(disk_quota_gb, 4)`` GiB.
 
-Root only: namespaces, mounts and ``setns`` into a pod's network namespace need real root. Without
-it :meth:`SandboxManager.start` raises :class:`SandboxError` saying so — a user-namespace variant
-could not ``setns`` into pods from the host process, so it would need a relay inside every pod.
+Root only: namespaces, mounts, idmapped layers and ``setns`` into a pod's network namespace need
+real root. Without it :meth:`SandboxManager.start` raises :class:`SandboxError` saying so. The pod
+itself never has host root: the emulator keeps it only to build and enter pods.
 
 Teardown SIGKILLs the pod's PID 1, which makes the kernel kill everything in its PID namespace;
 all mounts lived only in the pod's mount namespace, so nothing is left on the host. Pods must not
@@ -29,12 +33,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import select
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -45,19 +51,24 @@ from pathlib import Path, PurePosixPath
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
-from lium_emulator import sandbox_init
+from lium_emulator import idmap, sandbox_init
+from lium_emulator.cgroups import CgroupLimits, PodCgroups
+from lium_emulator.confinement import KEPT_CAPABILITIES, SeccompUnavailable, seccomp_program
 from lium_emulator.images import ImageConfig
 from lium_emulator.netns_socket import open_netns
 from lium_emulator.portforward import PortForwarder
 
+logger = logging.getLogger(__name__)
 SSHD = "/usr/sbin/sshd"
 HOST_PYTHON = "/usr/bin/python3"
 DEFAULT_PATH = sandbox_init.DEFAULT_PATH
 _INIT_SCRIPT = Path(sandbox_init.__file__).resolve()
 _START_TIMEOUT_SECONDS = 20.0
+_REAPING_PARENTS = ("unshare", "nsenter")  # host processes waiting on a pod's processes
 _EXIT_TIMEOUT_SECONDS = 10.0
 _MAX_ROOTFS_GIB = 4
 _POD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+CONSOLE_LOG = "console.log"  # PID 1's stdout and stderr, in the pod's directory
 # Children get no part of the emulator's environment (it may hold API keys).
 _CLEAN_ENV = {"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"}
 # A volume over these would hide what the pod needs to boot and run sshd.
@@ -118,6 +129,7 @@ class _Pod:
     pid1: int
     pid1_start: int
     ports: dict[int, int]
+    ids: idmap.IdRange
     sshd_timer: threading.Timer | None = None
     sshd: subprocess.Popen[bytes] | None = None
 
@@ -284,6 +296,19 @@ def _accounts(image: ImageConfig, etc: Path) -> dict[str, str]:
     }
 
 
+def host_private_paths(top: Path) -> list[str]:
+    """Entries under ``top`` that others may not read (directories whole, not descended into)."""
+    found = []
+    for parent, dirs, files in os.walk(top):
+        for name in [*dirs, *files]:
+            path = os.path.join(parent, name)
+            with contextlib.suppress(FileNotFoundError):
+                if not os.lstat(path).st_mode & stat.S_IROTH and not os.path.islink(path):
+                    found.append(path)
+        dirs[:] = [d for d in dirs if os.path.join(parent, d) not in found]
+    return found
+
+
 def _volume_target(local_volume_path: str) -> str:
     path = PurePosixPath(local_volume_path or "/root")
     parts = path.parts
@@ -292,8 +317,21 @@ def _volume_target(local_volume_path: str) -> str:
     return str(path)
 
 
-def build_plan(spec: PodSpec, pod_dir: Path, host_keys: dict[str, tuple[str, str]]) -> sandbox_init.Plan:
-    """Everything ``sandbox_init.py`` does for this pod, decided on the host side."""
+def build_plan(
+    spec: PodSpec,
+    pod_dir: Path,
+    host_keys: dict[str, tuple[str, str]],
+    *,
+    id_base: int = idmap.ID_BASE,
+    cgroups: PodCgroups | None = None,
+) -> sandbox_init.Plan:
+    """Everything ``sandbox_init.py`` does for this pod, decided on the host side (``id_base`` and
+    ``cgroups`` default to placeholders for checking a spec before anything is allocated)."""
+    cgroups = cgroups or PodCgroups((), {})
+    try:
+        seccomp_bpf = seccomp_program().hex()
+    except SeccompUnavailable as e:
+        raise SandboxError(f"pods cannot be confined: {e}") from e
     image = spec.image
     files: list[sandbox_init.FileSpec] = [
         {"path": path, "content": content, "mode": 0o640 if "shadow" in path else 0o644}
@@ -312,12 +350,15 @@ def build_plan(spec: PodSpec, pod_dir: Path, host_keys: dict[str, tuple[str, str
     for name, (private, public) in host_keys.items():
         files.append({"path": f"/etc/ssh/{name}", "content": private, "mode": 0o600})
         files.append({"path": f"/etc/ssh/{name}.pub", "content": public, "mode": 0o644})
-    # The host's own host keys must not be readable in pods.
-    stale_keys = [
+    # The host's own host keys, and whatever in its /etc it keeps from other users (password
+    # backups, TLS keys, database configs), must not be readable in pods.
+    written = {file["path"] for file in files}
+    hidden = {
         f"/etc/ssh/{p.name}"
         for p in Path("/etc/ssh").glob("ssh_host_*")
         if p.name.split(".")[0] not in host_keys
-    ]
+    }
+    hidden |= set(host_private_paths(Path("/etc"))) - written
     dirs: list[sandbox_init.DirSpec] = []
     if image.user_uid != 0:
         dirs.append({"path": image.user_home, "mode": 0o755, "uid": image.user_uid, "gid": image.user_gid})
@@ -342,8 +383,14 @@ def build_plan(spec: PodSpec, pod_dir: Path, host_keys: dict[str, tuple[str, str
         "dirs": dirs,
         "files": files,
         "symlinks": symlinks,
-        "remove": sorted(stale_keys),
+        "remove": sorted(hidden),
         "authorized_keys": [key.strip() for key in spec.authorized_keys if key.strip()],
+        "id_base": id_base,
+        "id_count": idmap.ID_COUNT,
+        "cgroup_procs": cgroups.procs_files,
+        "cgroup_mounts": cgroups.mounts,
+        "keep_capabilities": sorted(KEPT_CAPABILITIES.values()),
+        "seccomp_bpf": seccomp_bpf,
     }
 
 
@@ -377,6 +424,7 @@ class SandboxManager:
         self._pods_dir = self._root_dir / "pods"
         self._emulator_port = emulator_port
         self._forwarder = PortForwarder()
+        self._cgroups = CgroupLimits(str(self._root_dir))
         self._lock = threading.Lock()
         self._pods: dict[str, _Pod] = {}
         self._starting: dict[str, threading.Event] = {}
@@ -431,6 +479,10 @@ class SandboxManager:
         self._teardown(pods)
         self._forwarder.close()
 
+    def console_log(self, pod_id: str) -> Path:
+        """The file holding the pod's container output (PID 1's stdout and stderr); removed at stop."""
+        return self._pods_dir / pod_id / CONSOLE_LOG
+
     def pod_pids(self, pod_id: str) -> tuple[int, int] | None:
         """Host pid and start ticks of the pod's PID 1 (for diagnostics and leak checks)."""
         with self._lock:
@@ -440,6 +492,15 @@ class SandboxManager:
     def forwarded_connections(self) -> int:
         """Relayed sockets open for all pods (two per live connection); for leak checks."""
         return self._forwarder.connection_count()
+
+    def comes_from_a_pod(self, client: tuple[str, int]) -> bool:
+        """True when a TCP client address of the emulator is a connection a pod opened (relayed out of
+        its network namespace): such clients never get the admin routes."""
+        return self._forwarder.is_reverse_connection(client)
+
+    def limits_report(self) -> dict[str, dict[str, object]]:
+        """Which of the offer's limits pods get on this host, how, or why not."""
+        return self._cgroups.report()
 
     @staticmethod
     def cleanup_stale(root_dir: Path) -> list[str]:
@@ -471,11 +532,12 @@ class SandboxManager:
             # command line names (`unshare ... sandbox_init.py <pod_dir>/plan.json`).
             unrecorded = [p for p in processes_mentioning(str(pod_dir / "plan.json")) if p[:2] not in pids]
             pids += [(pid, start) for pid, start, _ in unrecorded]
-            # Only PID 1: its unshare parent must stay to reap it (an orphaned zombie would linger
-            # in the pod's PID namespace under an init that may never reap), then exits by itself.
-            # An unshare whose child was never recorded nor found is killed itself (its
-            # --kill-child takes a child still starting along).
-            inits = [(pid, start) for pid, start, program in unrecorded if program != "unshare"]
+            # Only PID 1 (the kernel then kills its whole PID namespace): its unshare parent, and the
+            # nsenter parent of the pod's sshd, must stay to reap their children (an orphaned zombie
+            # would linger under an init that may never reap, holding the pod's PID 1 in its exit),
+            # then exit by themselves. An unshare whose child was never recorded nor found is killed
+            # itself (its --kill-child takes a child still starting along).
+            inits = [(pid, start) for pid, start, program in unrecorded if program not in _REAPING_PARENTS]
             if "pid1" in record and "pid1_start" in record:
                 inits.append((record["pid1"], record["pid1_start"]))
             for pid, start in inits or pids:
@@ -484,24 +546,35 @@ class SandboxManager:
             while any(process_is_running(pid, start) for pid, start in pids) and time.monotonic() < deadline:
                 time.sleep(0.01)
             _remove_pod_dir(pod_dir)
+            _remove_cgroups(CgroupLimits(str(root_dir.resolve())), pod_dir.name)
             cleaned.append(pod_dir.name)
         return cleaned
 
     def _launch(self, spec: PodSpec, unshare: str) -> _Pod:
         pod_dir = self._pods_dir / spec.pod_id
-        plan = build_plan(spec, pod_dir, _host_keys())  # may refuse the spec before anything exists
+        host_keys = _host_keys()
+        build_plan(spec, pod_dir, host_keys)  # may refuse the spec before anything is allocated
         if pod_dir.exists():
             _remove_pod_dir(pod_dir)
         record = {"manager_pid": os.getpid(), "manager_start": process_start_ticks(os.getpid()) or 0}
         process: subprocess.Popen[bytes] | None = None
         ready: int | None = None
         try:
+            ids = idmap.acquire(spec.pod_id)
+        except (idmap.IdRangeError, OSError) as e:
+            raise SandboxError(f"pod sandbox could not be set up: {e}") from e
+        try:
+            for directory in (spec.local_volume_dir, spec.volume_dir):
+                if directory is not None:
+                    idmap.shift_ownership(directory, ids.base)
+            cgroups = self._cgroups.create(spec.pod_id, spec.memory_gib, spec.cpu_count)
+            plan = build_plan(spec, pod_dir, host_keys, id_base=ids.base, cgroups=cgroups)
             for directory in (pod_dir, pod_dir / "rootfs", pod_dir / "scratch"):
                 directory.mkdir(mode=0o700, parents=True)
             _write_private(pod_dir / "plan.json", json.dumps(plan))
             os.mkfifo(pod_dir / "ready", 0o600)
             ready = os.open(pod_dir / "ready", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-            with open(pod_dir / "console.log", "ab") as console:
+            with open(pod_dir / CONSOLE_LOG, "ab") as console:
                 process = subprocess.Popen(
                     [
                         unshare, "--pid", "--mount", "--uts", "--ipc", "--net", "--fork",
@@ -514,7 +587,7 @@ class SandboxManager:
             record.update(unshare_pid=process.pid, unshare_start=process_start_ticks(process.pid) or 0)
             _write_private(pod_dir / "pids.json", json.dumps(record))
             pid1, netns = _await_ready(ready, process, record, pod_dir)
-            pod = _Pod(spec, pod_dir, process, pid1, record["pid1_start"], {})
+            pod = _Pod(spec, pod_dir, process, pid1, record["pid1_start"], {}, ids)
             try:
                 pod.ports = self._forwarder.publish(spec.pod_id, netns, spec.internal_ports)
                 if self._emulator_port:
@@ -528,6 +601,8 @@ class SandboxManager:
                 process.kill()  # --kill-child takes PID 1 (and with it the whole PID namespace) along
                 process.wait(_EXIT_TIMEOUT_SECONDS)
             _remove_pod_dir(pod_dir)
+            _remove_cgroups(self._cgroups, spec.pod_id)
+            ids.release()
             if isinstance(e, OSError):
                 raise SandboxError(f"pod sandbox could not be set up: {e}") from e
             raise
@@ -541,11 +616,14 @@ class SandboxManager:
             if pod is None:
                 return
             with open(pod.pod_dir / "sshd.log", "ab") as log:
-                # A child (-D), not a daemon: a daemonizing sshd exits 0 even when it cannot bind.
+                # In the pod's PID namespace (nsenter forks into it and waits), then entered and
+                # confined like PID 1. A child (-D), not a daemon: a daemonizing sshd exits 0 even
+                # when it cannot bind.
                 pod.sshd = subprocess.Popen(
                     [
-                        nsenter, "--target", str(pod.pid1), "--mount", "--uts", "--ipc", "--net", "--pid",
-                        "--root", "--", SSHD, "-D", "-e",
+                        nsenter, "--target", str(pod.pid1), "--pid", "--",
+                        sys.executable, "-I", "-S", str(_INIT_SCRIPT), "--enter", str(pod.pid1),
+                        str(pod.pod_dir / "plan.json"), "--", SSHD, "-D", "-e",
                     ],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=_CLEAN_ENV, start_new_session=True,
                 )  # fmt: skip
@@ -562,6 +640,16 @@ class SandboxManager:
                 if process is not None:
                     _reap(process)
             _remove_pod_dir(pod.pod_dir)
+            _remove_cgroups(self._cgroups, pod.spec.pod_id)
+            pod.ids.release()
+
+
+def _remove_cgroups(cgroups: CgroupLimits, pod_id: str) -> None:
+    """Remove a dead pod's groups; one still busy is logged and left (it never blocks other pods)."""
+    try:
+        cgroups.remove(pod_id)
+    except OSError as e:
+        logger.warning("cannot remove the cgroups of pod %s: %s", pod_id, e)
 
 
 def _reap(process: subprocess.Popen[bytes]) -> None:

@@ -1,7 +1,9 @@
 """Runs the emulator under uvicorn on a pre-bound socket, so ``--port 0`` knows its port before the
-sandboxes (which need it) are set up, and announces itself once it serves."""
+sandboxes (which need it) are set up, and announces itself once it serves: its URLs, a generated
+admin key (once; also written 0600 to the state directory), and which pod limits it enforces."""
 
 import contextlib
+import os
 import signal
 import socket
 import sys
@@ -11,8 +13,8 @@ import uvicorn
 
 from lium_emulator.api.admin import RUNNER_PATH
 from lium_emulator.app import create_app
-from lium_emulator.config import EmulatorConfig
-from lium_emulator.runtime import build_runtime
+from lium_emulator.config import ADMIN_KEY_FILE, EmulatorConfig
+from lium_emulator.runtime import Runtime, build_runtime
 from lium_emulator.sandbox import SandboxError
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -50,11 +52,32 @@ def bind_listener(host: str, port: int) -> socket.socket:
     return listener
 
 
+def _write_admin_key(path: os.PathLike[str], key: str) -> None:
+    """Replace ``path`` with the key, readable by the emulator's user only (never by pods)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    os.fchmod(fd, 0o600)  # an older file may have had other bits
+    with os.fdopen(fd, "w") as out:
+        out.write(key + "\n")
+
+
+def limits_summary(runtime: Runtime) -> str:
+    """One line: each limit of the offer and whether (how, or why not) pods get it here."""
+    parts = []
+    for name, limit in runtime.sandboxes.limits_report().items():
+        if limit["enforced"]:
+            parts.append(f"{name} enforced ({limit['how']})")
+        else:
+            parts.append(f"{name} NOT enforced ({limit['why_not']})")
+    return "; ".join(parts)
+
+
 def serve(config: EmulatorConfig) -> int:
     """Serve until SIGTERM/SIGINT; every pod is torn down before returning. Returns the exit status."""
     try:
         listener = bind_listener(config.host, config.port)
         runtime = build_runtime(config, listener.getsockname()[1])
+        if config.admin_key_generated and config.state_dir is not None:
+            _write_admin_key(config.state_dir / ADMIN_KEY_FILE, config.admin_key)
     except (OSError, ValueError, SandboxError) as error:
         # A taken port, an unreadable or invalid --nodes/--faults file, an unusable --state-dir.
         print(f"lium-emulator cannot start: {error}", file=sys.stderr, flush=True)
@@ -63,6 +86,9 @@ def serve(config: EmulatorConfig) -> int:
     def announce() -> None:
         print(f"listening on {runtime.base_url}/api", flush=True)
         print(f"runner download URL: {runtime.base_url}{RUNNER_PATH}", flush=True)
+        if config.admin_key_generated:
+            print(f"admin key: {config.admin_key}", flush=True)
+        print(f"pod limits: {limits_summary(runtime)}", flush=True)
 
     uvicorn_config = uvicorn.Config(
         create_app(runtime),

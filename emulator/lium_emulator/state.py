@@ -205,12 +205,17 @@ class EmulatorState:
         return round(account.credit_usd - spent, 6)
 
 
-def billed_seconds(pod: Pod, now: datetime) -> float:
-    """Seconds the pod was billed for: from RUNNING until the delete request (or ``now``)."""
+def billed_interval(pod: Pod, now: datetime) -> tuple[datetime, datetime] | None:
+    """When the pod was billed: from RUNNING until the delete request or BROKEN (or ``now``)."""
     if pod.running_at is None:
-        return 0.0
-    end = pod.billing_stopped_at or now
-    return max(0.0, (end - pod.running_at).total_seconds())
+        return None
+    return pod.running_at, max(pod.running_at, pod.billing_stopped_at or now)
+
+
+def billed_seconds(pod: Pod, now: datetime) -> float:
+    """Seconds the pod was billed for (see ``billed_interval``)."""
+    interval = billed_interval(pod, now)
+    return 0.0 if interval is None else (interval[1] - interval[0]).total_seconds()
 
 
 def actor_of(account: Account) -> dict[str, Any]:

@@ -8,6 +8,12 @@ from lium_emulator.timeutil import utcnow
 
 # Public template ids are derived from the image reference, so they are stable across restarts.
 _PUBLIC_TEMPLATE_NAMESPACE = uuid.UUID("0c6f3d52-5f0e-4c39-9a57-3d1f7b0f2e61")
+# What ``GET /executors/default-docker-image`` names for every GPU: Lium's SDK rents the public template
+# of this image when ``up`` is given no template.
+DEFAULT_POD_IMAGE = "pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime"
+# Public templates keep the container up whatever the image's CMD (``bash`` exits without a terminal),
+# as the platform's own templates do; user templates run exactly what they say.
+PUBLIC_TEMPLATE_STARTUP = "sleep infinity"
 
 
 def split_image_reference(reference: str) -> tuple[str, str, str]:
@@ -39,6 +45,7 @@ def public_templates(images: list[ImageConfig]) -> list[Template]:
                 docker_image_tag=tag,
                 docker_image_digest=digest,
                 volumes=["/workspace"],
+                startup_commands=PUBLIC_TEMPLATE_STARTUP,
                 internal_ports=[22, 8888],
                 status="VERIFY_SUCCESS",
                 created_at=now,

@@ -7,8 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from lium_emulator.catalog import KIB_PER_GIB, Node
-from lium_emulator.entities import Account, DockerCredential, Event, Pod, SshKey, Template, Volume
-from lium_emulator.lifecycle import local_volume_path
+from lium_emulator.entities import (
+    ACTIVE_STATUSES,
+    Account,
+    DockerCredential,
+    Event,
+    Pod,
+    SshKey,
+    Template,
+    Volume,
+)
+from lium_emulator.lifecycle import local_volume_path, pod_internal_ports
 from lium_emulator.state import EmulatorState
 from lium_emulator.timeutil import iso
 
@@ -31,7 +40,11 @@ def pod_row(
     """
     node = state.catalog.get(pod.executor_id)
     account = state.accounts.get(pod.user_id)
-    executor = executor_object(node, state.available_gpus(node), price_per_gpu=None) if node else None
+    executor = (
+        executor_object(node, state.available_gpus(node), available_ports(state, node), price_per_gpu=None)
+        if node
+        else None
+    )
     volume = state.volumes.get(pod.volume_id or "")
     row: dict[str, Any] = {
         "id": pod.id,
@@ -73,7 +86,7 @@ def pod_row(
         "notice_period": None,
         "skip_add_agent_ssh_key": False,
     }
-    if pod.status == "PENDING":
+    if pod.status in ("PENDING", "REBOOT_PENDING"):
         row.update(pending_progress(pod, now, pending_seconds))
     if detailed:
         events = state.pod_events(pod.id)
@@ -84,8 +97,9 @@ def pod_row(
 
 
 def pending_progress(pod: Pod, now: datetime, pending_seconds: float) -> dict[str, Any]:
-    """``estimated_ready_seconds``, ``eta_basis`` and ``phase`` of a PENDING pod."""
-    elapsed = (now - pod.created_at).total_seconds()
+    """``estimated_ready_seconds``, ``eta_basis`` and ``phase`` of a PENDING or REBOOT_PENDING pod."""
+    since = pod.reboot_requested_at if pod.status == "REBOOT_PENDING" else None
+    elapsed = (now - (since or pod.created_at)).total_seconds()
     fraction = elapsed / pending_seconds if pending_seconds > 0 else 1.0
     phase = (
         "preparing node" if fraction < 0.34 else "pulling image" if fraction < 0.67 else "starting container"
@@ -204,18 +218,62 @@ def feed_node(node: Node, available: int, rent_url_base: str) -> dict[str, Any]:
     }
 
 
-def executor_object(node: Node, available: int, *, price_per_gpu: float | None) -> dict[str, Any]:
-    """A host row: embedded in pods (``price_per_gpu`` None) and listed by ``GET /executors``."""
+def available_ports(state: EmulatorState, node: Node) -> int:
+    """External ports ``node`` can still publish: its ``port_count`` minus those its active pods hold."""
+    held = sum(
+        len(pod_internal_ports(p.template.internal_ports))
+        for p in state.pods.values()
+        if p.executor_id == node.id and p.status in ACTIVE_STATUSES
+    )
+    return max(0, node.port_count - held)
+
+
+def interconnect_object(node: Node) -> dict[str, Any] | None:
+    """How the node's GPUs are wired, as Lium's ``nvidia-smi topo`` check reports it; None when unknown."""
+    if node.nvlink is None:
+        return None
+    pairs = node.gpu_count * (node.gpu_count - 1) // 2
+    return {
+        "gpu_count": node.gpu_count,
+        "gpu_pairs": pairs,
+        "nvlink": node.nvlink,
+        "nvlink_pairs": pairs if node.nvlink else 0,
+        "pcie_class": None if node.nvlink else "SYS",
+        "p2p": node.nvlink,
+        "p2p_pairs": pairs,
+        "p2p_ok_pairs": pairs if node.nvlink else 0,
+    }
+
+
+def executor_object(
+    node: Node, available: int, free_ports: int, *, price_per_gpu: float | None, with_ip: bool = True
+) -> dict[str, Any]:
+    """A host row: embedded in pods (``price_per_gpu`` None) and listed by ``GET /executors``.
+
+    ``with_ip`` False leaves ``executor_ip_address`` null: Lium sends a node's address only to a
+    signed-in caller.
+    """
+    interconnect = interconnect_object(node)
     return {
         "id": node.id,
         "machine_name": node.machine_name,
         "gpu_count": node.gpu_count,
         "available_gpu_count": available,
+        "is_whole_host_free": available == node.gpu_count,
         "min_gpu_count_for_rental": node.min_rentable_gpu_count if node.splittable else None,
         "price_per_gpu": price_per_gpu,
-        "executor_ip_address": POD_HOST,
+        "executor_ip_address": POD_HOST if with_ip else None,
         "tier": node.tier,
         "status": "online",
+        "reliability_score": node.reliability_score,
+        "uptime_in_minutes": node.uptime_in_minutes,
+        "max_cuda_version": node.max_cuda_version,
+        "interconnect": interconnect,
+        "nvlink": node.nvlink,
+        "gpu_power_limited": False,
+        "gpu_power_limit_w": None,
+        "gpu_power_limit_default_w": None,
+        "frequent_rent_failures": False,
         "effective_download_speed_mbps": node.network_download_mbps,
         "effective_upload_speed_mbps": node.network_upload_mbps,
         "location": {
@@ -223,10 +281,13 @@ def executor_object(node: Node, available: int, *, price_per_gpu: float | None) 
             "country_code": node.country_code,
             "region": node.region,
             "city": node.city,
+            "lat": node.latitude,
+            "lon": node.longitude,
         },
         "specs": {
             "gpu": {
                 "count": node.gpu_count,
+                "driver": node.driver_version,
                 "details": [{"name": node.machine_name, "capacity": int(node.gpu_memory_gb * 1024)}]
                 * node.gpu_count,
             },
@@ -239,5 +300,8 @@ def executor_object(node: Node, available: int, *, price_per_gpu: float | None) 
                 "total": int(node.disk_gb * 1e9 / 1024),
                 "free": int(node.disk_free_gb * 1e9 / 1024),
             },
+            "available_port_count": free_ports,
+            "sysbox_runtime": False,
+            "interconnect": interconnect,
         },
     }

@@ -6,11 +6,12 @@ import os
 from collections.abc import Callable
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from lium_provider import __version__
 from lium_provider.api.client import LiumClient, check_feed_url
 from lium_provider.api.errors import InvalidArgument, LiumAuthError, LiumError, LiumProtocolError
+from lium_provider.api.transport import DEFAULT_CONNECT_TIMEOUT_SECONDS, DEFAULT_REQUEST_TIMEOUT_SECONDS
 from lium_provider.endpoints import DEFAULT_ENDPOINT, feed_url_for
 from lium_provider.journal import RentJournal
 from lium_provider.resources.data_sources import OffersDataSource, PodDataSource, TemplatesDataSource
@@ -21,7 +22,21 @@ from lium_provider.resources.template import TemplateResource
 from lium_provider.resources.volume import VolumeResource
 from lium_provider.session import LiumSession, journal_dir
 from lium_provider.sshkeys import load_private_key
-from tfbridge import Attribute, CancelToken, Context, Diagnostic, Provider, TFError, current_context
+from tfbridge import (
+    Attribute,
+    CancelToken,
+    Context,
+    Diagnostic,
+    Provider,
+    TFError,
+    current_context,
+    parse_duration,
+)
+
+DEFAULT_REQUEST_TIMEOUT = f"{DEFAULT_REQUEST_TIMEOUT_SECONDS:g}s"
+DEFAULT_CONNECT_TIMEOUT = f"{DEFAULT_CONNECT_TIMEOUT_SECONDS:g}s"
+REQUEST_TIMEOUT_ENV = "LIUM_REQUEST_TIMEOUT"
+CONNECT_TIMEOUT_ENV = "LIUM_CONNECT_TIMEOUT"
 
 
 class LiumProviderConfig(BaseModel):
@@ -71,6 +86,50 @@ class LiumProviderConfig(BaseModel):
             "`{version}`). Default: env `LIUM_RUNNER_DOWNLOAD_URL`, else dstack's official URL.",
         ),
     ] = None
+    request_timeout: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            description="Longest one Lium API request may take, resends after failed connections and server "
+            f"errors included (a duration, e.g. `30s`, `2m`). Default: env `{REQUEST_TIMEOUT_ENV}`, else "
+            f"`{DEFAULT_REQUEST_TIMEOUT}`. Waits asked for by a 429 are bounded by the operation's `timeouts`.",
+        ),
+    ] = None
+    connect_timeout: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            description="Longest wait for a connection to the Lium API to open (a duration). Default: env "
+            f"`{CONNECT_TIMEOUT_ENV}`, else `{DEFAULT_CONNECT_TIMEOUT}`.",
+        ),
+    ] = None
+
+    @field_validator("request_timeout", "connect_timeout")
+    @classmethod
+    def _positive_duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            positive_seconds(value)
+        return value
+
+
+def positive_seconds(duration: str) -> float:
+    """Seconds in a duration such as ``"30s"``; ValueError unless it is one and above zero."""
+    seconds = parse_duration(duration)
+    if seconds <= 0:
+        raise ValueError(f'"{duration}" must be longer than zero')
+    return seconds
+
+
+def configured_seconds(value: str | None, env: str, default: str, attribute: str) -> float:
+    """The provider argument, else the environment variable ``env``, else ``default``, in seconds; a bad
+    environment value fails naming both."""
+    if value is not None:
+        return positive_seconds(value)
+    text = os.environ.get(env) or default
+    try:
+        return positive_seconds(text)
+    except ValueError as exc:
+        raise TFError(f"Invalid {env}", f"{exc} ({env} sets `{attribute}`).", path=(attribute,)) from None
 
 
 # The provider attribute each LiumClient argument comes from, for errors about a bad value.
@@ -115,10 +174,18 @@ class LiumProvider(Provider[LiumProviderConfig]):
         private_key = config.ssh_private_key or (
             load_private_key(key_file, "ssh_private_key_file") if key_file else None
         )
+        request_timeout = configured_seconds(
+            config.request_timeout, REQUEST_TIMEOUT_ENV, DEFAULT_REQUEST_TIMEOUT, "request_timeout"
+        )
+        connect_timeout = configured_seconds(
+            config.connect_timeout, CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT, "connect_timeout"
+        )
         try:
             client = LiumClient(
                 endpoint,
                 api_key,
+                timeout=request_timeout,
+                connect_timeout=connect_timeout,
                 user_agent=f"lium-stacks-terraform/{__version__}",
                 sleep=sleep_within_the_operation(ctx.cancel),
                 cancel=lambda: ctx.cancel.cancelled,
@@ -137,7 +204,11 @@ class LiumProvider(Provider[LiumProviderConfig]):
                 path=("api_key",),
             ) from None
         except LiumError as exc:
-            raise TFError("Cannot reach the Lium API", str(exc), path=("endpoint",)) from None
+            raise TFError(
+                "Cannot reach the Lium API",
+                f"{exc}. Check `endpoint` ({endpoint}); `request_timeout` and `connect_timeout` bound the wait.",
+                path=("endpoint",),
+            ) from None
         return LiumSession(
             client=client,
             feed_url=feed_url,

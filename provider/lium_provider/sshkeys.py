@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import io
 import socket
 from pathlib import Path
@@ -67,3 +70,15 @@ def fetch_host_key(host: str, port: int, timeout: float = 10.0) -> str | None:
     finally:
         transport.close()
         sock.close()
+
+
+def fingerprint(key_line: str) -> str:
+    """OpenSSH's fingerprint of a ``<type> <base64>`` key, ``SHA256:...`` as ``ssh-keygen -l`` prints it;
+    ``<type> (unparsable)`` when the base64 is broken, so a message about a bad key still renders."""
+    parts = key_line.split()
+    try:
+        blob = base64.b64decode(parts[1], validate=True)
+    except (IndexError, binascii.Error):
+        return f"{parts[0] if parts else '?'} (unparsable)"
+    digest = base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+    return f"{parts[0]} SHA256:{digest}"

@@ -1,4 +1,4 @@
-"""The ``lium-emulator`` console script: startup time and announcement, runner download, clean exits on
+"""The ``lium-emulator`` console script: its announcement, runner download, clean exits on
 SIGTERM and SIGINT, and the ``resources`` command."""
 
 import json
@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -19,9 +18,8 @@ from tests.emulator.testkit import DEFAULT_KEY, api_client, create_template
 CONSOLE_SCRIPT = Path(sys.executable).with_name("lium-emulator")
 
 
-def _start(*args: str) -> tuple[subprocess.Popen[str], list[str], float]:
+def _start(*args: str) -> tuple[subprocess.Popen[str], list[str]]:
     """Run the console script; its first two lines (a watchdog kills a silent process after 20 s)."""
-    started = time.monotonic()
     process = subprocess.Popen(
         [str(CONSOLE_SCRIPT), "serve", "--port", "0", *args], stdout=subprocess.PIPE, text=True
     )
@@ -32,14 +30,12 @@ def _start(*args: str) -> tuple[subprocess.Popen[str], list[str], float]:
         lines = [process.stdout.readline().strip(), process.stdout.readline().strip()]
     finally:
         watchdog.cancel()
-    return process, lines, time.monotonic() - started
+    return process, lines
 
 
-def test_serve_announces_itself_fast_serves_the_runner_and_exits_0_on_signals() -> None:
-    startup_seconds = []
+def test_serve_announces_itself_serves_the_runner_and_exits_0_on_signals() -> None:
     for stop_signal in (signal.SIGTERM, signal.SIGINT):
-        process, lines, elapsed = _start("--api-key", "k-one", "--api-key", "k-two")
-        startup_seconds.append(elapsed)
+        process, lines = _start("--api-key", "k-one", "--api-key", "k-two")
         try:
             listening = re.fullmatch(r"listening on (http://127\.0\.0\.1:(\d+)/api)", lines[0])
             assert listening is not None, lines
@@ -59,8 +55,6 @@ def test_serve_announces_itself_fast_serves_the_runner_and_exits_0_on_signals() 
         finally:
             process.send_signal(stop_signal)
             assert process.wait(30) == 0
-    # the faster of two starts, so that one scheduling hiccup on a busy machine does not decide
-    assert min(startup_seconds) < 2.0, f"took {startup_seconds} s to serve"
 
 
 def test_resources_command_prints_the_inspection_json(emulator: RunningEmulator) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
+from lium_emulator import idmap
 from lium_emulator.runner_standin import runner_standin_script
 from lium_emulator.sandbox import PodSpec, SandboxManager
 from tests.emulator.test_sandbox_support import (
@@ -87,6 +88,8 @@ def bootstrap(base: Path, pod_id: str, emulator_port: int, key: ClientKey) -> st
     directory.mkdir(parents=True)
     (directory / "runner.sh").write_text(startup + "\n")
     (directory / "monitor.sh").write_text(monitor)
+    # As if uploaded by the pod's root (dstack does it over SSH): owned by the pod's host id range.
+    idmap.shift_ownership(directory, directory.parent.stat().st_uid)
     return f"nohup /bin/sh {BOOTSTRAP_DIR}/monitor.sh > {BOOTSTRAP_DIR}/log 2>&1 < /dev/null & printf running"
 
 

@@ -1,11 +1,16 @@
-"""In-process checks of the image catalog and of how a pod's command and environment are derived."""
+"""In-process checks of the image catalog, of how a pod's command and environment are derived, and of
+its confinement: id ranges, volume ownership, capabilities, seccomp program, cgroup limits."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from lium_emulator import idmap
+from lium_emulator.cgroups import CgroupLimits
+from lium_emulator.confinement import DENIED_SYSCALLS, KEPT_CAPABILITIES, seccomp_program
 from lium_emulator.images import image_catalog, resolve_image
 from lium_emulator.sandbox import PodSpec, SandboxError, build_plan, pod_command, pod_environment
 from tests.emulator.test_sandbox_support import image
@@ -136,3 +141,73 @@ def test_plan_adds_the_image_user_and_never_host_secrets(tmp_path: Path) -> None
 def test_volume_paths_that_would_break_the_pod_are_refused(tmp_path: Path, path: str) -> None:
     with pytest.raises(SandboxError, match="cannot be mounted"):
         build_plan(spec(tmp_path, local_volume_path=path), tmp_path / "pod", {})
+
+
+def test_plan_confines_the_pod(tmp_path: Path) -> None:
+    plan = build_plan(spec(tmp_path), tmp_path / "pod", {}, id_base=idmap.ID_BASE + 3 * idmap.ID_COUNT)
+    assert (plan["id_base"], plan["id_count"]) == (idmap.ID_BASE + 3 * idmap.ID_COUNT, 65536)
+    kept = set(plan["keep_capabilities"])
+    sys_admin, dac_read_search, sys_module, net_admin = 21, 2, 16, 12
+    assert kept == set(KEPT_CAPABILITIES.values()) and not kept & {
+        sys_admin,
+        dac_read_search,
+        sys_module,
+        net_admin,
+    }
+    program = bytes.fromhex(plan["seccomp_bpf"])
+    assert program == seccomp_program() and len(program) % 8 == 0 and len(program) // 8 > len(DENIED_SYSCALLS)
+
+
+def test_id_ranges_are_exclusive_while_held_and_stable_per_pod() -> None:
+    first = idmap.acquire("unit-idmap-pod")
+    second = idmap.acquire("unit-idmap-pod")
+    try:
+        assert first.slot != second.slot and first.base == idmap.ID_BASE + first.slot * idmap.ID_COUNT
+        assert idmap.ID_BASE + idmap.SLOTS * idmap.ID_COUNT <= 2**32 - 1
+    finally:
+        second.release()
+        first.release()
+    again = idmap.acquire("unit-idmap-pod")
+    again.release()
+    assert again.slot == first.slot  # free again, and derived from the pod id
+
+
+def test_ownership_shifts_between_pod_ranges_keeping_inner_ids(tmp_path: Path) -> None:
+    old, new = idmap.ID_BASE + 5 * idmap.ID_COUNT, idmap.ID_BASE + 9 * idmap.ID_COUNT
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "mine").write_text("x")
+    os.chown(tmp_path / "data", old, old)
+    os.chown(tmp_path / "data" / "mine", old + 1000, old + 1000)  # the image user of the last pod
+    outside = tmp_path.parent / f"outside-{tmp_path.name}"
+    outside.write_text("host file")
+    (tmp_path / "link").symlink_to(outside)
+    idmap.shift_ownership(tmp_path, new)
+    assert (tmp_path.stat().st_uid, (tmp_path / "data").stat().st_gid) == (new, new)  # host root -> pod root
+    assert (tmp_path / "data" / "mine").stat().st_uid == new + 1000
+    assert outside.stat().st_uid == 0 and (tmp_path / "link").lstat().st_uid == new  # link itself only
+    assert idmap.inner_id(70000) == idmap.NOBODY
+    outside.unlink()
+
+
+def test_cgroup_limits_are_written_and_removed(tmp_path: Path) -> None:
+    limits = CgroupLimits(str(tmp_path))
+    report = limits.report()
+    assert set(report) == {"memory", "cpu", "disk"}
+    groups = limits.create("unit-limits", memory_gib=2, cpu_count=3)
+    try:
+
+        def read(directory: str, *names: str) -> str:
+            return next(
+                (Path(directory) / n).read_text().strip() for n in names if (Path(directory) / n).exists()
+            )
+
+        for name, directory in groups.mounts.items():
+            if name in ("", "memory") and report["memory"]["enforced"]:
+                assert read(directory, "memory.max", "memory.limit_in_bytes") == str(2 << 30)
+            if name in ("", "cpu") and report["cpu"]["enforced"]:
+                assert read(directory, "cpu.max", "cpu.cfs_quota_us").split()[0] == "300000"
+        assert bool(groups.mounts) == (report["memory"]["enforced"] or report["cpu"]["enforced"])
+        assert len(groups.procs_files) == len(groups.directories)
+    finally:
+        limits.remove("unit-limits")
+    assert not any(directory.exists() for directory in groups.directories)

@@ -6,6 +6,7 @@ the provider's state.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shlex
@@ -19,15 +20,19 @@ import paramiko
 import pytest
 
 from lium_emulator.images import image_catalog
+from lium_emulator.launcher import launch
 from lium_emulator.runner_standin import runner_standin_script
 from lium_provider.api.models import Pod
 from lium_provider.runner.scripts import BINARY, BOOTSTRAP_DIR, SUPERVISOR_SCRIPT, TAG_VARIABLE
-from lium_provider.sshkeys import fetch_host_key
+from lium_provider.sshkeys import fetch_host_key, fingerprint
+from tests.emulator.testkit import api_client, wait_ssh_ready, wait_until
 from tests.support.lium import (
+    FAST_TIMINGS,
     PROVIDER_BLOCK,
     Account,
     assert_nothing_left,
     instances,
+    new_account,
     ssh_keypair,
     ssh_run,
 )
@@ -393,3 +398,103 @@ def wait_for_smoke_test(account: Account, process: subprocess.Popen[str]) -> dic
             if host_key and ssh_run(account, pod, "test -f /tmp/smoke-started && echo started").strip():
                 return pod
         time.sleep(0.2)
+
+
+# Issue 12, item 3: a changed host key or an unreachable pod never blocks the runner's delete.
+ROTATE_HOST_KEYS = (
+    "rm -f /etc/ssh/ssh_host_*"
+    " && ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key"
+    " && ssh-keygen -q -t ecdsa -N '' -f /etc/ssh/ssh_host_ecdsa_key"
+    " && kill -HUP $(cat /run/sshd.pid)"
+)
+STOP_SSHD = "kill -TERM $(cat /run/sshd.pid)"
+KEY_CHANGE_WAIT_SECONDS = 30.0
+
+
+def rotate_host_keys(account: Account, pod: dict[str, Any]) -> str:
+    """New sshd host keys generated in the pod, as a key rotation there would; the key it offers now."""
+    ssh_run(account, pod, ROTATE_HOST_KEYS)
+    give_up = time.monotonic() + KEY_CHANGE_WAIT_SECONDS
+    while time.monotonic() < give_up:  # sshd re-executes itself on SIGHUP: poll until it answers again
+        offered = fetch_host_key(pod["ssh_host"], pod["ssh_port"], timeout=5.0)
+        if offered is not None and offered != pod["ssh_host_key"]:
+            return offered
+        time.sleep(0.1)
+    raise AssertionError("the pod's sshd never offered a new host key")
+
+
+def warnings_of(result: subprocess.CompletedProcess[str]) -> str:
+    return " ".join((result.stdout + result.stderr).split())
+
+
+def test_destroy_and_replace_proceed_when_the_pods_host_key_changed(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    tf = stack(TEMPLATE % PYTHON_IMAGE + RUNNER % "")
+    tf.apply()
+    pod = the_pod(tf)
+    offered = rotate_host_keys(account, pod)
+    pinned_print, offered_print = (fingerprint(pod["ssh_host_key"]), fingerprint(offered))
+
+    # `apply -replace` of the pod: the refresh warns instead of failing, the old runner's delete sends
+    # nothing to the pod and warns, a new pod and a runner pinned to its key replace them.
+    replaced = tf.apply("-replace=lium_pod.p")
+    output = warnings_of(replaced)
+    assert f"Pod {pod['id']}'s SSH host key changed" in output, output
+    assert f"The runner on pod {pod['id']} was not stopped" in output, output
+    assert pinned_print in output and offered_print in output, output
+    new_pod, runner = the_pod(tf), the_runner(tf)
+    assert new_pod["id"] != pod["id"] and runner["pod_id"] == new_pod["id"] and runner["healthy"] is True
+    assert [p["id"] for p in account.live()["pods"]] == [new_pod["id"]]
+
+    # `destroy` in the same situation, default refresh included.
+    offered = rotate_host_keys(account, new_pod)
+    destroyed = tf.destroy()
+    output = warnings_of(destroyed)
+    assert f"The runner on pod {new_pod['id']} was not stopped" in output, output
+    assert fingerprint(new_pod["ssh_host_key"]) in output and fingerprint(offered) in output, output
+    assert tf.resources() == []
+    assert_nothing_left(account)
+
+
+def test_destroy_without_refresh_proceeds_when_the_pods_sshd_is_down(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    tf = stack(TEMPLATE % PYTHON_IMAGE + RUNNER % "")
+    tf.apply()
+    pod = the_pod(tf)
+    ssh_run(account, pod, STOP_SSHD)  # the listener only: this session's own sshd child lives on
+    assert fetch_host_key(pod["ssh_host"], pod["ssh_port"], timeout=5.0) is None, "sshd must be down"
+    destroyed = tf.destroy("-refresh=false")
+    output = warnings_of(destroyed)
+    assert f"The runner on pod {pod['id']} was not stopped" in output and "SSH to" in output, output
+    assert tf.resources() == []
+    assert_nothing_left(account)
+
+
+def test_destroy_proceeds_after_an_emulator_restart_recovered_the_pod(
+    make_terraform: Callable[..., Terraform], tmp_path: Path
+) -> None:
+    """The issue's first trigger: a restart brings RUNNING pods back as fresh sandboxes, new host keys."""
+    args = [*FAST_TIMINGS, "--state-dir", str(tmp_path / "emulator")]
+    with launch(args) as first:
+        account = new_account(first, tmp_path)
+        tf = make_terraform(PROVIDER_BLOCK + TEMPLATE % PYTHON_IMAGE + RUNNER % "", **account.env)
+        tf.init()
+        tf.apply()
+        pod = the_pod(tf)
+    with launch(args) as second:
+        account = dataclasses.replace(account, emulator=second)
+        tf.env.update(account.env)
+        with api_client(second, account.api_key) as client:
+            recovered = Pod.model_validate(wait_ssh_ready(client, pod["id"]))
+        address = recovered.ssh_host_port()
+        assert address is not None
+        offered = wait_until(lambda: fetch_host_key(*address, timeout=5.0), what="the recovered pod's sshd")
+        assert offered != pod["ssh_host_key"], "a recovered pod is a fresh sandbox with new host keys"
+        destroyed = tf.destroy()
+        output = warnings_of(destroyed)
+        assert f"The runner on pod {pod['id']} was not stopped" in output, output
+        assert fingerprint(pod["ssh_host_key"]) in output and fingerprint(offered) in output, output
+        assert tf.resources() == []
+        assert_nothing_left(account)

@@ -105,7 +105,7 @@ class Pod(LiumResourceBase):
             min_disk_gb: Least container disk, GB. No default floor.
             spot: `true` spot only, `false` secure only.
             executor_id: Rent this executor (node). Conflicts with the offer filter; computed when the filter chose.
-            ssh_public_key: Public key authorised for root SSH. Default: derived from the provider's private key.
+            ssh_public_key: Public key authorised for root SSH, one OpenSSH line (ed25519, ecdsa or rsa). Default: derived from the provider's private key.
             volume_id: `lium_volume` to mount at /mnt (one).
             timeouts: Per-operation time budgets (Go duration syntax).
 
@@ -194,7 +194,7 @@ class Pod(LiumResourceBase):
 
     @property
     def ssh_public_key(self) -> str:
-        """Public key authorised for root SSH. Default: derived from the provider's private key."""
+        """Public key authorised for root SSH, one OpenSSH line (ed25519, ecdsa or rsa). Default: derived from the provider's private key."""
         return self.get_string_attribute("ssh_public_key")
 
     @property

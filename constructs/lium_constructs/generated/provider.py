@@ -23,6 +23,8 @@ class LiumProvider(LiumProviderBase):
         Argument("ssh_private_key", STRING, secret=True),
         Argument("ssh_private_key_file", STRING),
         Argument("runner_download_url", STRING),
+        Argument("request_timeout", STRING),
+        Argument("connect_timeout", STRING),
     )
 
     def __init__(
@@ -36,6 +38,8 @@ class LiumProvider(LiumProviderBase):
         ssh_private_key: str | None = None,
         ssh_private_key_file: str | None = None,
         runner_download_url: str | None = None,
+        request_timeout: str | None = None,
+        connect_timeout: str | None = None,
         alias: str | None = None,
     ) -> None:
         """Declare ``lium`` ``id_`` in ``scope``.
@@ -47,6 +51,8 @@ class LiumProvider(LiumProviderBase):
             ssh_private_key: PEM/OpenSSH private key used to reach pods as root (readiness checks, the runner). Sensitive: pass a reference (a sensitive variable), never a literal.
             ssh_private_key_file: Path of the private key file. Default: env `LIUM_SSH_PRIVATE_KEY_FILE`.
             runner_download_url: Default download URL of the dstack runner for every `lium_runner` (may contain `{version}`). Default: env `LIUM_RUNNER_DOWNLOAD_URL`, else dstack's official URL.
+            request_timeout: Longest one Lium API request may take, resends after failed connections and server errors included (a duration, e.g. `30s`, `2m`). Default: env `LIUM_REQUEST_TIMEOUT`, else `30s`. Waits asked for by a 429 are bounded by the operation's `timeouts`.
+            connect_timeout: Longest wait for a connection to the Lium API to open (a duration). Default: env `LIUM_CONNECT_TIMEOUT`, else `10s`.
             alias: Name of this configuration when a stack declares more than one.
         """
         super().__init__(
@@ -59,6 +65,8 @@ class LiumProvider(LiumProviderBase):
                 "ssh_private_key": ssh_private_key,
                 "ssh_private_key_file": ssh_private_key_file,
                 "runner_download_url": runner_download_url,
+                "request_timeout": request_timeout,
+                "connect_timeout": connect_timeout,
             },
             alias=alias,
         )

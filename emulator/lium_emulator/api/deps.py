@@ -31,8 +31,28 @@ def current_account(request: Request, runtime: RuntimeDep) -> Account:
 AccountDep = Annotated[Account, Depends(current_account)]
 
 
+def optional_account(request: Request, runtime: RuntimeDep) -> Account | None:
+    """The caller's account, or None when no key (or an empty one) is sent; an unknown key is still 401.
+
+    For the listings Lium serves without a key (``/executors``, ``/machines``, ``/templates``, quotes),
+    so someone can browse offers before signing up; Lium's CLI sends ``X-API-KEY: ""`` then.
+    """
+    if not request.headers.get("x-api-key", ""):
+        return None
+    return current_account(request, runtime)
+
+
+OptionalAccountDep = Annotated[Account | None, Depends(optional_account)]
+
+
 def require_admin(request: Request, runtime: RuntimeDep) -> None:
-    """401 unless ``X-Emulator-Admin`` carries the admin key."""
+    """403 for connections out of a pod (whatever key they carry), else 401 unless
+    ``X-Emulator-Admin`` carries the admin key."""
+    client = request.client
+    if client is not None and runtime.sandboxes.comes_from_a_pod((client.host, client.port)):
+        raise ApiError(
+            403, "admin_forbidden_from_pod", "The emulator's admin routes are not reachable from pods"
+        )
     given = request.headers.get("x-emulator-admin", "")
     if not hmac.compare_digest(given.encode(), runtime.config.admin_key.encode()):
         raise ApiError(401, "invalid_admin_key", "Invalid or missing X-Emulator-Admin key")

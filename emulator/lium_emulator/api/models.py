@@ -4,6 +4,7 @@ Unknown fields are ignored, as a FastAPI server does by default, so newer client
 """
 
 import re
+from datetime import datetime
 from typing import Annotated, Literal
 from uuid import UUID
 
@@ -135,3 +136,59 @@ class AccountUpdateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     balance: float
+
+
+class ExecutorFilters(BaseModel):
+    """Query of ``GET /executors``: the filters Lium's SDK sends (docs/lium-api.md#executors).
+
+    ``lat``/``lon``/``max_distance_mile`` filter only together (a radius around a point). Unknown
+    parameters are ignored: ``page``/``size`` (every row fits one answer), ``reliable_only`` (no node
+    has frequent rent failures). ``view`` is validated; both views return the full row.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    view: Literal["summary", "full"] = "summary"
+    machine_names: str | None = Field(default=None, description="comma-separated machine names")
+    gpu_count_gte: int | None = Field(default=None, ge=0)
+    gpu_count_lte: int | None = Field(default=None, ge=0)
+    nvlink: bool | None = None
+    min_download_mbps: float | None = Field(default=None, ge=0)
+    lat: float | None = Field(default=None, ge=-90, le=90)
+    lon: float | None = Field(default=None, ge=-180, le=180)
+    max_distance_mile: float | None = Field(default=None, gt=0)
+
+    def wanted_machines(self) -> set[str] | None:
+        """The machine names asked for, or None for any."""
+        if self.machine_names is None:
+            return None
+        return {name.strip() for name in self.machine_names.split(",") if name.strip()}
+
+
+class QuoteQuery(BaseModel):
+    """Query of ``GET /executors/{id}/quote``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    hours: float = Field(gt=0, le=24 * 365)
+    gpu_count: int | None = Field(default=None, ge=1)
+    volume_gb: float = Field(default=0.0, ge=0)
+    backup_gb: float = Field(default=0.0, ge=0)
+
+
+class ScheduleRemovalRequest(Body):
+    """``POST /pods/{id}/schedule-removal``: when the platform removes the pod."""
+
+    removal_scheduled_at: datetime
+
+
+class RebootRequest(Body):
+    """Optional body of ``POST /pods/{id}/reboot``: a network volume to attach to the new container."""
+
+    volume_id: UUID | None = None
+
+
+class SwitchTemplateRequest(Body):
+    """``PUT /pods/{id}/switch-template``: the template the pod's new container runs."""
+
+    template_id: UUID

@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from lium_emulator.api.deps import AccountDep, RuntimeDep, fault_decision, request_id
 from lium_emulator.api.models import RentRequest
 from lium_emulator.api.owned import owned
+from lium_emulator.api.templates import visible_template
 from lium_emulator.catalog import Node, pod_share
 from lium_emulator.entities import Account, Pod, PodFaults, Template
 from lium_emulator.errors import ApiError
@@ -92,12 +93,8 @@ def _check_balance(
     """403 ``insufficient_balance`` unless the balance covers 15 minutes of the order."""
     if node is None:
         return
-    # An impossible count is refused later (gpu_count_invalid); price what the node can give.
-    gpus = node.gpu_count
-    if body.gpu_count is not None and 0 < body.gpu_count < node.gpu_count:
-        gpus = body.gpu_count
-    hourly = node.price_per_gpu_hour * gpus
-    required = hourly * MIN_PREPAID_MINUTES / 60
+    hourly = balance_priced_hourly(node, body.gpu_count)
+    required = balance_floor(hourly)
     balance = runtime.state.balance(account, now)
     if balance < required:
         raise ApiError(
@@ -109,8 +106,25 @@ def _check_balance(
         )
 
 
-def _gpu_count(runtime: Runtime, node: Node, requested: int | None) -> int:
-    """The validated number of GPUs to rent (None = every free GPU)."""
+def balance_priced_hourly(node: Node, requested: int | None) -> float:
+    """The hourly price the balance check charges an order of ``requested`` GPUs (None = no count).
+
+    The balance check runs before the count is validated, so a missing or impossible count is priced
+    as the whole node; an impossible count is refused later (``gpu_count_invalid``).
+    """
+    gpus = node.gpu_count
+    if requested is not None and 0 < requested < node.gpu_count:
+        gpus = requested
+    return node.price_per_gpu_hour * gpus
+
+
+def balance_floor(hourly_price: float) -> float:
+    """What the balance must cover to rent a pod of ``hourly_price``: ``MIN_PREPAID_MINUTES`` of it."""
+    return hourly_price * MIN_PREPAID_MINUTES / 60
+
+
+def validated_gpu_count(runtime: Runtime, node: Node, requested: int | None) -> int:
+    """The validated number of GPUs to rent (None = every free GPU); raises the rent's refusal."""
     available = runtime.state.available_gpus(node)
     if available == 0:
         raise ApiError(400, "node_unavailable", "Node is not available.")
@@ -129,10 +143,9 @@ def _gpu_count(runtime: Runtime, node: Node, requested: int | None) -> int:
     return requested
 
 
-def _template(runtime: Runtime, account: Account, template_id: UUID) -> Template:
-    template = runtime.state.templates.get(str(template_id))
-    if template is None or template.user_id not in (None, account.user_id):
-        raise ApiError(404, "template_not_found", "Template not found.")
+def rentable_template(runtime: Runtime, account: Account, template_id: UUID) -> Template:
+    """The template a pod may run: visible to the caller, verified, with its docker credential."""
+    template = visible_template(runtime, account, template_id)
     if template.status == "VERIFY_FAILED":
         raise ApiError(400, "template_invalid", "The template failed verification.")
     credential_id = template.docker_credential_id
@@ -141,7 +154,8 @@ def _template(runtime: Runtime, account: Account, template_id: UUID) -> Template
     return template
 
 
-def _volume_id(runtime: Runtime, account: Account, volume_id: UUID | None) -> str | None:
+def attachable_volume_id(runtime: Runtime, account: Account, volume_id: UUID | None) -> str | None:
+    """The caller's volume that no active pod holds, or None when none is asked for."""
     if volume_id is None:
         return None
     volume = owned(runtime.state.volumes, account, volume_id, "Volume")
@@ -170,9 +184,9 @@ def _rent(
         raise ApiError(400, "ttl_invalid", "termination_hours must be between 1 and 720.")
     if decision is not None and decision.rent_refusal is not None:
         raise decision.rent_refusal
-    gpu_count = _gpu_count(runtime, node, body.gpu_count)
-    template = _template(runtime, account, body.template_id)
-    volume_id = _volume_id(runtime, account, body.volume_id)
+    gpu_count = validated_gpu_count(runtime, node, body.gpu_count)
+    template = rentable_template(runtime, account, body.template_id)
+    volume_id = attachable_volume_id(runtime, account, body.volume_id)
     share = pod_share(node, gpu_count)
     now = utcnow()
     pod = Pod(

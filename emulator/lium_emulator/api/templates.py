@@ -7,7 +7,7 @@ from uuid import UUID
 
 from fastapi import APIRouter
 
-from lium_emulator.api.deps import AccountDep, RuntimeDep
+from lium_emulator.api.deps import AccountDep, OptionalAccountDep, RuntimeDep
 from lium_emulator.api.models import TemplateRequest
 from lium_emulator.api.owned import owned
 from lium_emulator.entities import Account, Template
@@ -34,7 +34,8 @@ def _fields(runtime: Runtime, account: Account, body: TemplateRequest) -> dict[s
     return fields
 
 
-def _visible_template(runtime: Runtime, account: Account, template_id: UUID) -> Template:
+def visible_template(runtime: Runtime, account: Account, template_id: UUID) -> Template:
+    """A public template or one of the caller's; 404 for any other id."""
     template = runtime.state.templates.get(str(template_id))
     if template is None or template.user_id not in (None, account.user_id):
         raise ApiError(404, "template_not_found", "Template not found.")
@@ -42,18 +43,17 @@ def _visible_template(runtime: Runtime, account: Account, template_id: UUID) -> 
 
 
 def _own_template(runtime: Runtime, account: Account, template_id: UUID) -> Template:
-    template = _visible_template(runtime, account, template_id)
+    template = visible_template(runtime, account, template_id)
     if template.user_id is None:
         raise ApiError(403, "template_read_only", "Public templates cannot be changed.")
     return template
 
 
 @router.get("/templates")
-async def list_templates(runtime: RuntimeDep, account: AccountDep) -> list[dict[str, Any]]:
-    """Public templates and the caller's own."""
-    return [
-        template_object(t) for t in runtime.state.templates.values() if t.user_id in (None, account.user_id)
-    ]
+async def list_templates(runtime: RuntimeDep, account: OptionalAccountDep) -> list[dict[str, Any]]:
+    """Public templates and the caller's own; without a key, only the public ones."""
+    owners = {None} if account is None else {None, account.user_id}
+    return [template_object(t) for t in runtime.state.templates.values() if t.user_id in owners]
 
 
 @router.post("/templates")
@@ -77,7 +77,7 @@ async def create_template(body: TemplateRequest, runtime: RuntimeDep, account: A
 @router.get("/templates/{template_id}")
 async def get_template(template_id: UUID, runtime: RuntimeDep, account: AccountDep) -> dict[str, Any]:
     """One template; 422 for a non-UUID id, 404 for an unknown one."""
-    return template_object(_visible_template(runtime, account, template_id))
+    return template_object(visible_template(runtime, account, template_id))
 
 
 @router.put("/templates/{template_id}")

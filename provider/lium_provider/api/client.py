@@ -33,7 +33,12 @@ from lium_provider.api.models import (
     parse_object,
 )
 from lium_provider.api.retry import RetryPolicy
-from lium_provider.api.transport import Answer, HttpTransport
+from lium_provider.api.transport import (
+    DEFAULT_CONNECT_TIMEOUT_SECONDS,
+    DEFAULT_REQUEST_TIMEOUT_SECONDS,
+    Answer,
+    HttpTransport,
+)
 
 _M = TypeVar("_M", bound=BaseModel)
 RENT_IDEMPOTENCY = "rent_idempotency"
@@ -89,7 +94,8 @@ class LiumClient:
         base_url: str,
         api_key: str,
         *,
-        timeout: float = 30.0,
+        timeout: float = DEFAULT_REQUEST_TIMEOUT_SECONDS,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
         user_agent: str | None = None,
         sleep: Callable[[float], None] | None = None,
         cancel: Callable[[], bool] | None = None,
@@ -107,6 +113,7 @@ class LiumClient:
         self._api_key = api_key
         self._http = HttpTransport(
             timeout=timeout,
+            connect_timeout=connect_timeout,
             user_agent=user_agent or default_user_agent(),
             sleep=sleep,
             cancel=cancel,

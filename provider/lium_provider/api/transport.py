@@ -38,6 +38,10 @@ from lium_provider.api.errors import (
 from lium_provider.api.retry import RetryPolicy, parse_retry_after
 from tfbridge.cancel import Cancelled
 
+# One logical request, resends included, ends within the request timeout (waits a 429 asks for aside:
+# they have their own budget and the operation's deadline); a connection must open within the connect one.
+DEFAULT_REQUEST_TIMEOUT_SECONDS = 30.0
+DEFAULT_CONNECT_TIMEOUT_SECONDS = 10.0
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024  # the whole public feed is a few hundred KiB
 MAX_ERROR_BODY_BYTES = 64 * 1024  # an error envelope is tiny; a larger body is ignored, not parsed
 _SAFE_METHODS = frozenset({"GET", "HEAD"})
@@ -63,6 +67,7 @@ class HttpTransport:
         self,
         *,
         timeout: float,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
         user_agent: str,
         sleep: Callable[[float], None] | None,
         cancel: Callable[[], bool] | None,
@@ -71,12 +76,14 @@ class HttpTransport:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._http = httpx.Client(
-            timeout=httpx.Timeout(timeout),
+            timeout=httpx.Timeout(timeout, connect=min(connect_timeout, timeout)),
             follow_redirects=False,
             headers={"User-Agent": user_agent, "Accept": "application/json"},
             transport=transport,
             # trust_env stays on, like Go providers: HTTPS_PROXY / NO_PROXY and SSL_CERT_FILE are honoured.
         )
+        self._timeout = timeout
+        self._connect_timeout = connect_timeout
         self._sleep = sleep if sleep is not None else time.sleep
         self._cancel = cancel if cancel is not None else (lambda: False)
         self.policy = policy
@@ -117,23 +124,26 @@ class HttpTransport:
         """Send until a definitive answer; return a 2xx :class:`Answer` or raise a :class:`LiumError`.
 
         ``path`` names the request in errors (never the query or body); ``secrets`` are strings that must
-        never appear in an error message taken from the response.
+        never appear in an error message taken from the response. Attempts and the waits between them
+        end within the transport's ``timeout``, plus whatever 429 answers asked to wait.
         """
         call = _Call(method, url, path, headers, json_body, params, tuple(secrets))
         retry_number = 0
         # 429s have their own budget, in seconds waited: under sustained rate limiting every request
         # keeps its place and goes out again exactly when the server says, however often that takes.
         rate_limits = _RateLimitWait()
+        started = time.monotonic()
         while True:
             self._raise_if_cancelled()
+            clock = _Clock(started + self._timeout + rate_limits.seconds)
             try:
-                reply = self._exchange(call)
+                reply = self._exchange(call, clock.attempt_timeout(self._connect_timeout))
             except httpx.DecodingError:
                 raise LiumProtocolError(
                     "response body could not be decoded (bad content encoding)", method=method, path=path
                 ) from None
             except httpx.TransportError as exc:
-                delay = self._after_transport_error(exc, call, retry_number)
+                delay = self._after_transport_error(exc, call, retry_number, clock)
             else:
                 if 200 <= reply.status < 300:
                     return reply.answer(call)
@@ -141,17 +151,18 @@ class HttpTransport:
                     delay = self._rate_limit_delay(reply, call, rate_limits)
                     self.pause(delay)
                     continue
-                delay = self._after_error_status(reply, call, retry_number)
+                delay = self._after_error_status(reply, call, retry_number, clock)
             self.pause(delay)
             retry_number += 1
 
-    def _exchange(self, call: _Call) -> _Reply:
+    def _exchange(self, call: _Call, timeout: httpx.Timeout) -> _Reply:
         request = self._http.build_request(
             call.method,
             call.url,
             headers=call.headers,
             json=call.json_body,
             params=dict(call.params) if call.params else None,
+            timeout=timeout,
         )
         with self._lock:
             self._request_count += 1
@@ -177,23 +188,32 @@ class HttpTransport:
         finally:
             response.close()
 
-    def _after_transport_error(self, exc: httpx.TransportError, call: _Call, retry_number: int) -> float:
+    def _after_transport_error(
+        self, exc: httpx.TransportError, call: _Call, retry_number: int, clock: _Clock
+    ) -> float:
         """The delay before a resend, or raise: a mutation that may have been sent is never resent."""
         what = _describe_transport_error(exc)
         not_sent = isinstance(exc, _NOT_SENT)
         if call.mutation and not not_sent:
             raise LiumUncertainOutcome(
-                f"no complete answer ({what}); {_MAY_HAVE_TAKEN_EFFECT}", method=call.method, path=call.path
+                f"no complete answer from {call.shown_url} ({what}); {_MAY_HAVE_TAKEN_EFFECT}",
+                method=call.method,
+                path=call.path,
             ) from None
-        if retry_number >= self.policy.max_retries:
+        delay = self.backoff(retry_number)
+        if retry_number >= self.policy.max_retries or not clock.allows(delay):
+            attempts = "1 attempt" if retry_number == 0 else f"{retry_number + 1} attempts"
             error = LiumUnavailable(
-                f"no answer after {retry_number + 1} attempts ({what})", method=call.method, path=call.path
+                f"no answer from {call.shown_url} after {attempts} ({what}; request timeout "
+                f"{self._timeout:g} s, connect timeout {self._connect_timeout:g} s)",
+                method=call.method,
+                path=call.path,
             )
             error.sent = not not_sent
             raise error from None
-        return self.backoff(retry_number)
+        return delay
 
-    def _after_error_status(self, reply: _Reply, call: _Call, retry_number: int) -> float:
+    def _after_error_status(self, reply: _Reply, call: _Call, retry_number: int, clock: _Clock) -> float:
         """The delay before a resend after a non-2xx status, or raise the error it means."""
         details = _error_details(reply.body, reply.headers, call.secrets)
         if reply.status >= 500 or reply.status == 408:
@@ -201,9 +221,10 @@ class HttpTransport:
                 raise reply.error(
                     LiumUncertainOutcome, call, details, "server error", note=_MAY_HAVE_TAKEN_EFFECT
                 )
-            if retry_number >= self.policy.max_retries:
+            delay = self.backoff(retry_number)
+            if retry_number >= self.policy.max_retries or not clock.allows(delay):
                 raise reply.error(LiumUnavailable, call, details, "server error")
-            return self.backoff(retry_number)
+            return delay
         raise _classify(reply, call, details)
 
     def _rate_limit_delay(self, reply: _Reply, call: _Call, waited: _RateLimitWait) -> float:
@@ -234,6 +255,22 @@ class HttpTransport:
 _MAY_HAVE_TAKEN_EFFECT = "the request may or may not have taken effect"
 
 
+@dataclass(frozen=True)
+class _Clock:
+    """When one logical request must be done (monotonic seconds)."""
+
+    deadline: float
+
+    def attempt_timeout(self, connect: float) -> httpx.Timeout:
+        """httpx's timeouts for the next attempt: what is left, and at most ``connect`` to connect."""
+        left = max(0.001, self.deadline - time.monotonic())
+        return httpx.Timeout(left, connect=min(connect, left))
+
+    def allows(self, delay: float) -> bool:
+        """Whether a resend after ``delay`` still starts before the deadline."""
+        return time.monotonic() + delay < self.deadline
+
+
 @dataclass
 class _RateLimitWait:
     """What one request has spent waiting on 429 answers so far."""
@@ -257,6 +294,11 @@ class _Call:
     @property
     def mutation(self) -> bool:
         return self.method not in _SAFE_METHODS
+
+    @property
+    def shown_url(self) -> str:
+        """The URL without its query (which may carry filters or tokens), for error messages."""
+        return str(httpx.URL(self.url).copy_with(query=None, fragment=None))
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from lium_provider.resources.common import api_errors, create_reconciled, delete_reconciled, newest
+from lium_provider.resources.inputs import PRINTABLE_NAME
 from lium_provider.session import session
 from tfbridge import Attribute, Context, Resource, TFError, UseStateForUnknown
 
@@ -24,8 +25,8 @@ class DockerCredentialModel(BaseModel):
         str | None,
         Attribute(computed=True, plan=(UseStateForUnknown(),), description="Credential id (UUID)."),
     ] = None
-    username: Annotated[str, Attribute(required=True, description="Registry user name.")] = Field(
-        min_length=1
+    username: Annotated[str, Attribute(required=True, description="Registry user name."), PRINTABLE_NAME] = (
+        Field(min_length=1)
     )
     password_wo: Annotated[
         str | None,

@@ -21,8 +21,9 @@ from lium_provider.api.models import DEAD_POD_STATES, DELETED, RUNNING, Pod, Ren
 from lium_provider.api.rent import RentAttempt, find_rented_pod, rent_reconciled
 from lium_provider.offer_filter import OfferFilter, PodFacts, same_gpu_name
 from lium_provider.resources.common import api_errors
+from lium_provider.resources.inputs import OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.session import LiumSession, session
-from lium_provider.sshkeys import fetch_host_key, public_key_line
+from lium_provider.sshkeys import fetch_host_key, fingerprint, public_key_line
 from tfbridge import (
     TIMEOUTS_BLOCK,
     Attribute,
@@ -62,7 +63,9 @@ class PodModel(OfferFilter):
 
     id: Annotated[str | None, Attribute(computed=True, plan=_KEEP, description="Pod id (UUID).")] = None
     name: Annotated[
-        str, Attribute(required=True, plan=_REPLACE, description="Pod name (at most 63 characters).")
+        str,
+        Attribute(required=True, plan=_REPLACE, description="Pod name (at most 63 characters)."),
+        PRINTABLE_NAME,
     ] = Field(min_length=1, max_length=63)
     template_id: Annotated[
         str, Attribute(required=True, plan=_REPLACE, description="`lium_template` to run.")
@@ -83,8 +86,10 @@ class PodModel(OfferFilter):
             optional=True,
             computed=True,
             plan=(*_REPLACE, *_KEEP),
-            description="Public key authorised for root SSH. Default: derived from the provider's private key.",
+            description="Public key authorised for root SSH, one OpenSSH line (ed25519, ecdsa or rsa). Default: "
+            "derived from the provider's private key.",
         ),
+        OPENSSH_PUBLIC_KEY,
     ] = None
     volume_id: Annotated[
         str | None,
@@ -491,6 +496,8 @@ class PodResource(Resource[PodModel]):
                 }
             )
             refreshed = self._with_listed_offer(ctx, s, refreshed)
+        if refreshed.ssh_host_key is None:  # imported (or its create stopped before SSH answered)
+            refreshed = self._pin_on_first_read(ctx, refreshed)
         s.journal.forget(refreshed.name)  # Terraform holds this pod now: its rent needs no reconciling
         return refreshed
 
@@ -512,6 +519,22 @@ class PodResource(Resource[PodModel]):
             return state
         ctx.private = RentedOffer.of(offer).to_private()
         return state.model_copy(update={"region": offer.region})
+
+    def _pin_on_first_read(self, ctx: Context, state: PodModel) -> PodModel:
+        """Pin the host key the pod offers now (trust on first use), saying so, so a runner can be added."""
+        if state.status != RUNNING or not state.ssh_host or not state.ssh_port:
+            return state
+        key = fetch_host_key(state.ssh_host, state.ssh_port, timeout=5.0)
+        if key is None:
+            return state  # the next refresh tries again
+        ctx.warn(
+            f"Pinned pod {state.id}'s SSH host key on first read",
+            f"{state.ssh_host}:{state.ssh_port} offered {fingerprint(key)}, and it is now `ssh_host_key`: trusted "
+            "on first use, as Terraform did not create this pod. Compare it with the pod's own key "
+            "(`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on the pod).",
+            path=("ssh_host_key",),
+        )
+        return state.model_copy(update={"ssh_host_key": key})
 
     def delete(self, ctx: Context, state: PodModel) -> None:
         s = session(ctx)

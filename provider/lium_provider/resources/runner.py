@@ -21,11 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lium_provider.api.models import RUNNING, Pod
 from lium_provider.resources.common import api_errors
+from lium_provider.resources.inputs import check_openssh_public_key
 from lium_provider.runner import bootstrap
 from lium_provider.runner.pod_ssh import HostKeyMismatch, LoginRefused, PodSSH, PodUnreachable
 from lium_provider.runner.scripts import SSH_PORT
 from lium_provider.session import LiumSession, session
-from lium_provider.sshkeys import public_key_line
+from lium_provider.sshkeys import fingerprint, public_key_line
 from tfbridge import (
     TIMEOUTS_BLOCK,
     Attribute,
@@ -47,7 +48,6 @@ SSH_RETRY_SECONDS = 1.0
 HEALTH_GRACE_SECONDS = 10.0  # a runner restarting after a job is not drift
 SMOKE_TEST_RUN_NAME = "lium-smoke-test"
 _HOST_KEY = re.compile(r"[a-z0-9][a-z0-9@.-]* [A-Za-z0-9+/]+={0,2}")
-_PUBLIC_KEY = re.compile(r"(ssh|ecdsa|sk)-[a-z0-9@.-]+ [A-Za-z0-9+/]+={0,2}( [^\n\r]*)?")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -162,10 +162,7 @@ class RunnerModel(BaseModel):
     @classmethod
     def _public_keys(cls, value: list[str] | None) -> list[str] | None:
         for key in value or []:
-            if not _PUBLIC_KEY.fullmatch(key.strip()):
-                raise ValueError(
-                    f"{key[:40]!r} is not an OpenSSH public key line (`ssh-ed25519 AAAA... comment`)"
-                )
+            check_openssh_public_key(key)
         return value
 
     @field_validator("environment")
@@ -189,10 +186,25 @@ def _default_download_url(s: LiumSession) -> str:
     return s.runner_download_url or bootstrap.DSTACK_DOWNLOAD_URL
 
 
+def _open(host: str, port: int, host_key: str, private_key: str) -> PodSSH:
+    """One connection attempt; :class:`PodUnreachable` or :class:`HostKeyMismatch` for the caller to
+    decide on, a diagnostic for a refused login or an unusable pinned key."""
+    try:
+        return PodSSH.connect(host, port, host_key, private_key)
+    except LoginRefused as exc:
+        raise TFError(
+            "The pod refused root SSH",
+            f"{exc}. The pod's `ssh_public_key` must be the public half of the provider's private key.",
+            path=("pod_id",),
+        ) from None
+    except ValueError as exc:
+        raise TFError("Invalid pinned host key", str(exc), path=("ssh_host_key",)) from None
+
+
 def _connect(host: str, port: int, host_key: str, private_key: str) -> PodSSH:
     """One connection attempt; :class:`PodUnreachable` when it may pass, a diagnostic when it will not."""
     try:
-        return PodSSH.connect(host, port, host_key, private_key)
+        return _open(host, port, host_key, private_key)
     except HostKeyMismatch as exc:
         raise TFError(
             "The pod's SSH host key changed",
@@ -202,14 +214,14 @@ def _connect(host: str, port: int, host_key: str, private_key: str) -> PodSSH:
             "(`terraform apply -replace=<the lium_pod>`).",
             path=("ssh_host_key",),
         ) from None
-    except LoginRefused as exc:
-        raise TFError(
-            "The pod refused root SSH",
-            f"{exc}. The pod's `ssh_public_key` must be the public half of the provider's private key.",
-            path=("pod_id",),
-        ) from None
-    except ValueError as exc:
-        raise TFError("Invalid pinned host key", str(exc), path=("ssh_host_key",)) from None
+
+
+def _key_change(address: tuple[str, int], offered: str, pinned: str) -> str:
+    """The sentence naming both host keys by fingerprint, for warnings about a changed key."""
+    return (
+        f"{address[0]}:{address[1]} offered the host key {fingerprint(offered)}, but lium_pod pinned "
+        f"{fingerprint(pinned)}."
+    )
 
 
 class RunnerResource(Resource[RunnerModel]):
@@ -382,10 +394,21 @@ class RunnerResource(Resource[RunnerModel]):
         if address is None:
             return refreshed.model_copy(update={"healthy": False})
         try:
-            with _connect(*address, state.ssh_host_key, private_key) as ssh:
+            with _open(*address, state.ssh_host_key, private_key) as ssh:
                 version = bootstrap.health(ctx, ssh, HEALTH_GRACE_SECONDS)
         except PodUnreachable as exc:
             ctx.log.info("the runner's pod does not answer SSH", pod=pod.id, error=str(exc))
+            version = None
+        except HostKeyMismatch as exc:
+            # A refresh that failed here would block `destroy` and `apply -replace` of the pod: the
+            # runner counts as unhealthy instead, and the warning says why.
+            ctx.warn(
+                f"Pod {pod.id}'s SSH host key changed: the runner's health is unknown",
+                f"{_key_change(address, exc.offered, state.ssh_host_key)} Nothing was sent to it. Until the "
+                "pod is re-applied (`terraform apply -replace=<the lium_pod>`), the runner is planned for "
+                "replacement and its creation is refused.",
+                path=("ssh_host_key",),
+            )
             version = None
         return refreshed.model_copy(
             update={"healthy": version is not None, "runner_version": version or state.runner_version}
@@ -413,14 +436,46 @@ class RunnerResource(Resource[RunnerModel]):
         return state
 
     def delete(self, ctx: Context, state: RunnerModel) -> None:
+        """Stop the runner over SSH; never blocked by SSH. When the pod cannot be reached, or offers
+        another host key than the pinned one, nothing is sent to it: the delete succeeds with a warning,
+        as the runner ends when its pod is deleted (the usual reason to delete a runner)."""
         s = session(ctx)
+        private_key = s.require_ssh_key("lium_runner")
         with api_errors("reading the pod", path=("pod_id",)):
             pod = s.client.get_pod(state.pod_id)
         if pod is None or pod.is_terminal:
             return  # the runner went with its pod
-        _, host, port = self._pod_address(ctx, s, state.pod_id)
-        with self._ssh(ctx, host, port, state.ssh_host_key, s.require_ssh_key("lium_runner")) as ssh:
-            bootstrap.stop(ctx, ssh, state.id or state.pod_id)
+        address = pod.ssh_host_port() if pod.status == RUNNING else None
+        if address is None:
+            self._left_running(
+                ctx,
+                pod.id,
+                f"Lium gives no SSH address for it (status {pod.status}), so nothing was sent to it.",
+            )
+            return
+        host, port = address
+        try:
+            ssh = PodSSH.connect(host, port, state.ssh_host_key, private_key)
+        except HostKeyMismatch as exc:
+            why = _key_change(address, exc.offered, state.ssh_host_key)
+            self._left_running(ctx, pod.id, f"{why} Nothing was sent to it.")
+            return
+        except (PodUnreachable, LoginRefused) as exc:
+            self._left_running(ctx, pod.id, f"SSH to {host}:{port} failed ({exc}); nothing was sent to it.")
+            return
+        with ssh:
+            try:
+                bootstrap.stop(ctx, ssh, state.id or state.pod_id)
+            except PodUnreachable as exc:
+                self._left_running(ctx, pod.id, f"The SSH connection to {host}:{port} broke ({exc}).")
+
+    def _left_running(self, ctx: Context, pod_id: str, why: str) -> None:
+        ctx.warn(
+            f"The runner on pod {pod_id} was not stopped",
+            f"{why} lium_runner is removed from the state all the same: the runner ends when the pod is "
+            "deleted; if the pod stays, stop the runner there yourself.",
+            path=("pod_id",),
+        )
 
     def import_state(self, ctx: Context, import_id: str) -> dict[str, Any]:
         raise TFError(

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lium_provider.api.models import Template, TemplateSpec
 from lium_provider.resources.common import api_errors, create_reconciled, delete_reconciled, newest
+from lium_provider.resources.inputs import PRINTABLE_NAME
 from lium_provider.resources.pod import settle_orphans
 from lium_provider.session import session
 from tfbridge import Attribute, Context, Resource, UseStateForUnknown
@@ -48,7 +49,7 @@ class TemplateModel(BaseModel):
     id: Annotated[
         str | None, Attribute(computed=True, plan=(UseStateForUnknown(),), description="Template id (UUID).")
     ] = None
-    name: Annotated[str, Attribute(required=True, description="Template name.")] = Field(
+    name: Annotated[str, Attribute(required=True, description="Template name."), PRINTABLE_NAME] = Field(
         min_length=1, max_length=255
     )
     image: Annotated[

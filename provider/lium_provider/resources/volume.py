@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lium_provider.api.errors import LiumError
 from lium_provider.resources.common import api_errors, create_reconciled, delete_reconciled, newest
+from lium_provider.resources.inputs import PRINTABLE_NAME
 from lium_provider.resources.pod import settle_orphans
 from lium_provider.session import session
 from tfbridge import Attribute, Context, Resource, TFError, UseStateForUnknown
@@ -30,6 +31,7 @@ class VolumeModel(BaseModel):
         Attribute(
             required=True, description="Volume name (letters, digits, `-_.`, spaces, `,()!?/`; at most 100)."
         ),
+        PRINTABLE_NAME,
     ] = Field(min_length=1)
     description: Annotated[str | None, Attribute(optional=True, description="Free text.")] = None
 

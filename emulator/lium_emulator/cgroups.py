@@ -1,0 +1,162 @@
+"""The offer's memory and CPU limits on pods, through the host's cgroups (v2 where it has the
+controller, v1 otherwise), and what the emulator can enforce on this host.
+
+Lium's pods get ``memory.max`` = the offer's memory and ``cpu.max`` = its CPUs (measured in real
+pods). Each pod here gets, per controller, a group ``lium-emulator/<pod>-<tag>`` (``tag`` tells
+emulators sharing a host apart): v2 ``memory.max`` and ``cpu.max``, or v1
+``memory.limit_in_bytes`` and ``cpu.cfs_quota_us``/``cpu.cfs_period_us``. The pod sees its own
+groups read-only at ``/sys/fs/cgroup`` (v2: the group itself; v1: ``memory/`` and ``cpu/``),
+inside a cgroup namespace rooted there. Where the host has no writable controller, the limit is
+not enforced and :meth:`CgroupLimits.report` says why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+GROUP = "lium-emulator"
+CONTROLLERS = ("memory", "cpu")
+CPU_PERIOD_US = 100_000
+_RMDIR_TIMEOUT_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """Where one controller is mounted, and whether that mount is cgroup v2."""
+
+    mount_point: Path
+    v2: bool
+
+
+@dataclass(frozen=True)
+class PodCgroups:
+    """One pod's groups: the ``cgroup.procs`` files its processes join and what it sees of them."""
+
+    directories: tuple[Path, ...]
+    mounts: dict[str, str]  # name under the pod's /sys/fs/cgroup ("" = itself) -> host directory
+
+    @property
+    def procs_files(self) -> list[str]:
+        """The groups' ``cgroup.procs`` files (a process writing 0 there joins that group)."""
+        return [str(directory / "cgroup.procs") for directory in self.directories]
+
+
+def _mounts() -> list[tuple[Path, str, set[str]]]:
+    """(mount point, fstype, super options) of every cgroup mount of this process."""
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        separator = fields.index("-")
+        fstype, super_options = fields[separator + 1], fields[separator + 3]
+        if fstype in ("cgroup", "cgroup2"):
+            mount_point = Path(fields[4].encode().decode("unicode_escape"))
+            found.append((mount_point, fstype, set(super_options.split(","))))
+    return found
+
+
+def _find(controller: str) -> tuple[Hierarchy | None, str]:
+    """The hierarchy to use for ``controller`` (v2 preferred), or None and the reason."""
+    v1 = None
+    for mount_point, fstype, options in _mounts():
+        if fstype == "cgroup2":
+            with contextlib.suppress(OSError):
+                if controller in (mount_point / "cgroup.controllers").read_text().split():
+                    return Hierarchy(mount_point, True), ""
+        elif controller in options:
+            v1 = v1 or Hierarchy(mount_point, False)
+    if v1 is not None:
+        return v1, ""
+    return None, f"the host mounts no cgroup {controller} controller (neither v2 nor v1)"
+
+
+class CgroupLimits:
+    """Creates and removes pods' groups; ``tag`` keeps this emulator's groups apart from others'."""
+
+    def __init__(self, tag: str) -> None:
+        self._tag = hashlib.sha256(tag.encode()).hexdigest()[:10]
+        self._hierarchies: dict[str, Hierarchy] = {}
+        self._missing: dict[str, str] = {}
+        for controller in CONTROLLERS:
+            hierarchy, reason = _find(controller)
+            if hierarchy is not None:
+                try:
+                    self._prepare(hierarchy, controller)
+                except OSError as e:
+                    reason = f"cannot create a cgroup under {hierarchy.mount_point}: {e.strerror}"
+                    hierarchy = None
+            if hierarchy is None:
+                self._missing[controller] = reason
+            else:
+                self._hierarchies[controller] = hierarchy
+
+    def report(self) -> dict[str, dict[str, object]]:
+        """Per limit: ``enforced``, and ``how`` or ``why_not`` (for ``/_emulator/resources`` and the start)."""
+        limits: dict[str, dict[str, object]] = {}
+        for controller in CONTROLLERS:
+            hierarchy = self._hierarchies.get(controller)
+            if hierarchy is None:
+                limits[controller] = {"enforced": False, "why_not": self._missing[controller]}
+            else:
+                version = "v2" if hierarchy.v2 else "v1"
+                limits[controller] = {"enforced": True, "how": f"cgroup {version} {controller} controller"}
+        limits["disk"] = {"enforced": True, "how": "size of the tmpfs holding the pod's writable layers"}
+        return limits
+
+    def create(self, pod_id: str, memory_gib: int, cpu_count: int) -> PodCgroups:
+        """The pod's groups with its limits set (a limit of 0 is left unlimited)."""
+        directories: dict[Path, None] = {}
+        mounts: dict[str, str] = {}
+        for controller, hierarchy in self._hierarchies.items():
+            directory = hierarchy.mount_point / GROUP / self._name(pod_id)
+            if directory not in directories:
+                self._remove_dir(directory)
+                directory.mkdir()
+                directories[directory] = None
+            mounts["" if hierarchy.v2 else controller] = str(directory)
+            if controller == "memory" and memory_gib > 0:
+                limit = str(memory_gib << 30)
+                (directory / ("memory.max" if hierarchy.v2 else "memory.limit_in_bytes")).write_text(limit)
+            elif controller == "cpu" and cpu_count > 0:
+                quota = cpu_count * CPU_PERIOD_US
+                if hierarchy.v2:
+                    (directory / "cpu.max").write_text(f"{quota} {CPU_PERIOD_US}")
+                else:
+                    (directory / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+                    (directory / "cpu.cfs_quota_us").write_text(str(quota))
+        return PodCgroups(tuple(directories), mounts)
+
+    def remove(self, pod_id: str) -> None:
+        """Delete the pod's groups once their last process has exited."""
+        for hierarchy in self._hierarchies.values():
+            self._remove_dir(hierarchy.mount_point / GROUP / self._name(pod_id))
+
+    def _name(self, pod_id: str) -> str:
+        return f"{pod_id}-{self._tag}"
+
+    @staticmethod
+    def _prepare(hierarchy: Hierarchy, controller: str) -> None:
+        parent = hierarchy.mount_point / GROUP
+        parent.mkdir(exist_ok=True)
+        if hierarchy.v2:  # v2 groups get a controller only when every ancestor delegates it
+            for directory in (hierarchy.mount_point, parent):
+                (directory / "cgroup.subtree_control").write_text(f"+{controller}")
+
+    @staticmethod
+    def _remove_dir(directory: Path) -> None:
+        # The pod's processes die with its PID 1 but may take a moment to leave the group.
+        deadline = time.monotonic() + _RMDIR_TIMEOUT_SECONDS
+        while True:
+            try:
+                os.rmdir(directory)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
