@@ -19,12 +19,13 @@ from lium_constructs.generated import (
     DataLiumTemplates,
     DockerCredential,
     LiumProvider,
+    OfferFilter,
     Pod,
     Runner,
     Template,
     Volume,
 )
-from lium_constructs.gpu_stack import GpuStack, OfferFilter, RegistryAuth, RunnerOptions
+from lium_constructs.gpu_stack import GpuStack, RegistryAuth, RunnerOptions
 from lium_constructs.secrets import SecretVariable
 from lium_constructs.state import local_state
 

@@ -5,8 +5,10 @@ private image, a temporary ``lium_docker_credential`` (the password is write-onl
 ``SecretVariable``, never from the program), then the ``lium_pod`` and its ``lium_runner``. Every one of
 them belongs to its pod: ``cdktf destroy`` (or a smaller ``count``) removes all of them together.
 
-Pods are placed by an :class:`OfferFilter`: by default the cheapest offer with one GPU; every other
-field narrows the search (lower bounds for memory and disk, an upper bound for the price).
+Pods are placed by an :class:`~lium_constructs.generated.OfferFilter` (generated from the provider's
+offer filter, the same fields as ``lium_pod`` and ``lium_offers``): by default the cheapest offer with
+one GPU; every other field narrows the search (lower bounds for memory and disk, an upper bound for the
+price).
 """
 
 from __future__ import annotations
@@ -17,29 +19,12 @@ from dataclasses import dataclass
 
 from constructs import Construct
 from lium_constructs._cdk import cdk
-from lium_constructs.generated import DockerCredential, Pod, Runner, Template
+from lium_constructs.generated import DockerCredential, OfferFilter, Pod, Runner, Template
 from lium_constructs.secrets import SecretVariable
 
 KEEP_ALIVE_ENTRYPOINT = "/bin/sh"
 KEEP_ALIVE_ARGUMENTS = "-c 'exec sleep infinity'"
 _NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
-
-
-@dataclass(frozen=True)
-class OfferFilter:
-    """Which offer each pod rents: the cheapest one that satisfies every field set here."""
-
-    gpu: str | None = None
-    """GPU model, e.g. ``"RTX 4090"`` (any model when unset)."""
-    gpu_count: int = 1
-    max_price_per_hour: float | None = None
-    """Most USD per hour for one pod."""
-    min_memory_gib: float | None = None
-    min_disk_gb: float | None = None
-    regions: Sequence[str] | None = None
-    """Regions (``us-ca``) or countries (``us``)."""
-    spot: bool | None = None
-    """``True``: spot capacity only; ``False``: secure only; unset: either."""
 
 
 @dataclass(frozen=True)
@@ -173,16 +158,10 @@ class GpuStack(Construct):
                 f"pod-{index}",
                 name=f"{self.name}-{index}",
                 template_id=template.id,
-                gpu_count=flt.gpu_count,
-                gpu=flt.gpu,
-                max_price_per_hour=flt.max_price_per_hour,
-                min_memory_gib=flt.min_memory_gib,
-                min_disk_gb=flt.min_disk_gb,
-                regions=flt.regions,
-                spot=flt.spot,
                 ssh_public_key=ssh_public_key,
                 volume_id=volume_id,
                 provider=provider,
+                **flt.arguments(),
             )
             pod.override_logical_id(logical)
             self.pods.append(pod)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import lium_constructs
+from lium_constructs import generated
 from lium_provider import constructs_gen
 from lium_provider.cli import main as lium_tf
+from lium_provider.offer_filter import OfferFilter
 from lium_provider.provider import LiumProvider
 from tests.constructs.apps import QUIET
 from tests.support.terraform import REPO
@@ -81,3 +85,11 @@ def test_cdk_member_list_covers_cdktf_and_cdktn() -> None:
     for module in ("cdktf", "cdktn"):
         missing = _public_members(module) - constructs_gen.CDK_MEMBERS
         assert not missing, f"{module} has members the generator could shadow: {sorted(missing)}"
+
+
+def test_gpu_stack_takes_the_generated_offer_filter() -> None:
+    assert lium_constructs.OfferFilter is generated.OfferFilter
+    fields = {f.name: f.default for f in dataclasses.fields(generated.OfferFilter)}
+    assert tuple(fields) == OfferFilter.fields()
+    assert fields["gpu_count"] == 1 and fields["gpu"] is None
+    assert generated.OfferFilter(min_memory_gib=16).arguments() == {**fields, "min_memory_gib": 16}

@@ -32,8 +32,9 @@ from lium_provider.api.errors import (
     LiumUncertainOutcome,
 )
 from lium_provider.api.models import RentRequest, TemplateSpec
-from lium_provider.api.offers import OfferFilter, find_offers
+from lium_provider.api.offers import find_offers
 from lium_provider.api.rent import RentAttempt, rent_reconciled
+from lium_provider.offer_filter import OfferFilter
 from tests.support.faults import put_fault_plan
 from tests.support.lium import FAST_TIMINGS, Account, new_account
 from tfbridge import Cancelled

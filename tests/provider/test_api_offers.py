@@ -1,4 +1,4 @@
-"""Offers from feed nodes (through gpuhunt's Lium conversion) and the offer filter."""
+"""Offers from feed nodes (through gpuhunt's Lium conversion) and the offer filter applied to them."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ import pytest
 
 from lium_provider.api.offers import (
     Offer,
-    OfferFilter,
-    describe_filter,
     known_gpu_names,
     matches,
     offers_from_nodes,
     select_offers,
 )
+from lium_provider.offer_filter import OfferFilter
 
 
 def node(node_id: str, **fields: Any) -> dict[str, object]:
@@ -172,10 +171,10 @@ def test_filter_validation_and_description() -> None:
     flt = OfferFilter(
         gpu="RTX 3090", gpu_count=2, max_price_per_hour=0.5, regions=["us", "de"], min_disk_gb=50, spot=False
     )
-    assert describe_filter(flt) == (
+    assert flt.describe() == (
         "2 'RTX 3090' GPUs per pod, at most $0.5/h, in us, de, with at least 50 GB disk, secure (non-spot) only"
     )
-    assert describe_filter(OfferFilter()) == "1 GPU per pod"
+    assert OfferFilter().describe() == "1 GPU per pod"
     assert not matches(by_id("n-3090-small"), flt)
 
 

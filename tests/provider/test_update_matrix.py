@@ -5,7 +5,8 @@ of one resource, plans (never applies) and checks the planned action against wha
 ``RequiresReplace`` → replace, naming the argument in ``replace_paths``; write-only → no change
 (Terraform never compares write-only values); any other argument → update in place. The pod's offer
 filter is the one conditional rule (issue 15), so each of its cases names its outcome: a change the
-running pod still satisfies updates the state in place, one it no longer satisfies replaces the pod,
+running pod still satisfies updates the state in place (the same GPU name spelt another way is no change
+at all), one it no longer satisfies replaces the pod,
 and one no offer satisfies fails the plan as a create with that filter would. No step may crash.
 
 Then every importable resource is imported into a fresh state with its own Registry example (adapted to
@@ -23,10 +24,10 @@ from typing import Any, Literal
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
-from lium_provider.api.offers import Offer, OfferFilter, find_offers
+from lium_provider.api.offers import Offer, find_offers
 from lium_provider.endpoints import feed_url_for
+from lium_provider.offer_filter import OfferFilter
 from lium_provider.provider import LiumProvider
-from lium_provider.resources.pod import FILTER_ATTRIBUTES
 from tests.support.examples import adapt_example
 from tests.support.lium import PROVIDER_BLOCK, assert_nothing_left, new_account, ssh_keypair
 from tests.support.plans import saved_plan
@@ -286,7 +287,8 @@ STEPS = (
     Step(POD, "timeouts", given(TIMEOUTS)),
     # The offer filter (issue 15): the pod runs an RTX 3090 (state: "NVIDIA GeForce RTX 3090") at the
     # cheapest price there is, in us-ca, secure (not spot).
-    Step(POD, "gpu", the_short_spelling, "update", "the same GPU, spelt short"),
+    Step(POD, "gpu", the_short_spelling, "keep", "the same GPU, spelt short"),
+    Step(POD, "gpu", lambda live: "RTX 3090 24GB", "update", "the pod's GPU and its memory"),
     Step(POD, "gpu", another_gpu, "replace", "another GPU"),
     Step(POD, "max_price_per_hour", the_pod(lambda o: o.price_per_hour), "update", "the pod's price"),
     Step(POD, "max_price_per_hour", half_the_pod_price, NO_OFFER, "below every offer"),
@@ -313,7 +315,7 @@ STEPS = (
 
 def is_conditional(type_name: str, attribute: str) -> bool:
     """Whether replacing depends on the values, so each case must name its outcome."""
-    if type_name == "lium_pod" and attribute in FILTER_ATTRIBUTES:
+    if type_name == "lium_pod" and attribute in OfferFilter.search_fields():
         return True
     attr = RESOURCES[type_name].schema().block.attributes.get(attribute)
     return attr is not None and any(isinstance(rule, RequiresReplaceIf) for rule in attr.spec.plan)
@@ -354,7 +356,7 @@ def test_every_argument_of_every_resource_has_a_step() -> None:
         assert (step.outcome is not None) == conditional, (
             f"{step.id}: name the outcome exactly for conditional rules; derive the others from the schema"
         )
-    for attribute in FILTER_ATTRIBUTES:
+    for attribute in OfferFilter.search_fields():
         outcomes = {s.outcome for s in STEPS if s.type_name == "lium_pod" and s.attribute == attribute}
         assert "update" in outcomes and outcomes - {"update"}, f"{attribute}: needs a kept and a broken case"
 

@@ -7,6 +7,7 @@ from lium_constructs.generated.data_lium_offers import DataLiumOffers
 from lium_constructs.generated.data_lium_pod import DataLiumPod
 from lium_constructs.generated.data_lium_templates import DataLiumTemplates
 from lium_constructs.generated.docker_credential import DockerCredential
+from lium_constructs.generated.offer_filter import OfferFilter
 from lium_constructs.generated.pod import Pod
 from lium_constructs.generated.provider import LiumProvider
 from lium_constructs.generated.runner import Runner
@@ -19,6 +20,7 @@ __all__ = [
     "DataLiumTemplates",
     "DockerCredential",
     "LiumProvider",
+    "OfferFilter",
     "Pod",
     "Runner",
     "Template",

@@ -103,12 +103,12 @@ class DataLiumOffers(LiumDataSourceBase):
         """Declare ``lium_offers`` ``id_`` in ``scope``.
 
         Args:
-            gpu: GPU model, e.g. `RTX 4090`.
-            gpu_count: GPUs per pod. Default 1.
-            max_price_per_hour: Most USD per hour.
-            regions: Regions or countries.
-            min_memory_gib: Least RAM, GiB.
-            min_disk_gb: Least disk, GB.
+            gpu: GPU model, e.g. `"RTX 4090"`, `"H100"`, `"A100 80GB"`: compared whole after gpuhunt's normalisation (`RTX 3090` = `NVIDIA GeForce RTX 3090`; `A10` is not `A100`); a memory size also requires that much VRAM per GPU (±5 %). On `lium_pod`, computed: the GPU rented.
+            gpu_count: GPUs per pod. Computed when unset.
+            max_price_per_hour: Most USD per hour for the whole pod.
+            regions: Regions (`us-ca`) or whole countries (`us`), case-insensitive.
+            min_memory_gib: Least RAM for the pod, GiB.
+            min_disk_gb: Least container disk, GB. No default floor.
             spot: `true` spot only, `false` secure only.
 
         ``count``, ``depends_on``, ``for_each``, ``lifecycle`` and ``provider`` are Terraform's
@@ -135,32 +135,32 @@ class DataLiumOffers(LiumDataSourceBase):
 
     @property
     def gpu(self) -> str:
-        """GPU model, e.g. `RTX 4090`."""
+        """GPU model, e.g. `"RTX 4090"`, `"H100"`, `"A100 80GB"`: compared whole after gpuhunt's normalisation (`RTX 3090` = `NVIDIA GeForce RTX 3090`; `A10` is not `A100`); a memory size also requires that much VRAM per GPU (±5 %). On `lium_pod`, computed: the GPU rented."""
         return self.get_string_attribute("gpu")
 
     @property
     def gpu_count(self) -> float:
-        """GPUs per pod. Default 1."""
+        """GPUs per pod."""
         return self.get_number_attribute("gpu_count")
 
     @property
     def max_price_per_hour(self) -> float:
-        """Most USD per hour."""
+        """Most USD per hour for the whole pod."""
         return self.get_number_attribute("max_price_per_hour")
 
     @property
     def regions(self) -> list[str]:
-        """Regions or countries."""
+        """Regions (`us-ca`) or whole countries (`us`), case-insensitive."""
         return self.get_list_attribute("regions")
 
     @property
     def min_memory_gib(self) -> float:
-        """Least RAM, GiB."""
+        """Least RAM for the pod, GiB."""
         return self.get_number_attribute("min_memory_gib")
 
     @property
     def min_disk_gb(self) -> float:
-        """Least disk, GB."""
+        """Least container disk, GB. No default floor."""
         return self.get_number_attribute("min_disk_gb")
 
     @property

@@ -14,7 +14,7 @@ resource "lium_pod" "gpu" {
   template_id        = var.template_id
   gpu                = "RTX 4090"
   gpu_count          = 1
-  max_price_per_hour = 0.80
+  max_price_per_hour = 0.80 # raising it later keeps the pod; a filter the pod no longer meets re-rents it
   regions            = ["us", "ca"]
 
   timeouts {

@@ -1,32 +1,38 @@
-"""GPU offers from Lium's public nodes feed, and the filter a Terraform data source applies to them.
+"""GPU offers from Lium's public nodes feed, and the offer filter applied to them.
 
-The feed (docs/lium-api.md#nodes-feed) lists whole nodes; gpuhunt's Lium provider turns each node into one offer per
-rentable GPU count with the CPU, RAM and disk share a pod of that size really gets. ``LiumProvider.get``
-fetches a hard-coded ``NODES_URL`` with ``requests``, so the feed is fetched here (through the client's
-retrying transport, from any URL such as the emulator's) and each node goes through the same per-node
-conversion ``LiumProvider.get`` applies (``gpuhunt.providers.lium._make_offers``, gpuhunt pinned at
-0.1.34). Offers are therefore exactly those dstack would see.
+The feed (docs/lium-api.md#nodes-feed) lists whole nodes; gpuhunt's Lium provider turns each node into
+one offer per rentable GPU count with the CPU, RAM and disk share a pod of that size really gets.
+``LiumProvider.get`` itself cannot serve here: it fetches a hard-coded ``NODES_URL`` with ``requests`` (no emulator, no
+configured ``nodes_feed_url``, none of the client's retries and cancellation), and it converts every node
+without a chance to drop one whose hostile ``gpu_count`` would make its per-count loop run for ever. So
+the feed is fetched here, through the client's transport, and each plausible node is converted with
+gpuhunt's public pieces of that provider, in the order ``LiumProvider.get`` applies them (gpuhunt pinned
+at 0.1.34): ``get_dstack_gpu_name``, ``find_accelerators``, ``correct_gpu_memory_gib``, ``get_location``,
+``get_host_ram_reserve_gb`` and ``get_storage_quota_gb``. A test compares the result with
+``LiumProvider.get`` on the same feed, so offers stay exactly those dstack sees.
 """
 
 from __future__ import annotations
 
 import logging
-import re
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gpuhunt.providers.lium import _make_offers, get_dstack_gpu_name
+from gpuhunt import AcceleratorVendor, correct_gpu_memory_gib, find_accelerators
+from gpuhunt.providers.lium import (
+    get_dstack_gpu_name,
+    get_host_ram_reserve_gb,
+    get_location,
+    get_storage_quota_gb,
+)
 
 from lium_provider.api.client import LiumClient, default_user_agent, fetch_nodes_feed
 from lium_provider.api.retry import RetryPolicy
 from lium_provider.api.transport import HttpTransport
+from lium_provider.offer_filter import MAX_GPUS_PER_NODE, OfferFilter
 
 logger = logging.getLogger(__name__)
-
-# gpuhunt makes one offer per rentable count, so a hostile gpu_count would make it loop for ever.
-MAX_GPUS_PER_NODE = 64
-_MEMORY_IN_NAME = re.compile(r"(\d+)\s*GB", re.IGNORECASE)
-GPU_MEMORY_TOLERANCE = 0.05  # gpuhunt corrects reported VRAM to the datasheet (H200: 140 -> 141 GiB)
 
 
 @dataclass(frozen=True)
@@ -52,80 +58,88 @@ class Offer:
     price_per_hour: float
 
 
-@dataclass
-class OfferFilter:
-    """What to search for. Every criterion left None matches everything.
-
-    * ``gpu``: a GPU name, matched case-insensitively after the normalisation gpuhunt applies to the feed
-      (vendor words, form factors and spaces are ignored), so ``"RTX 3090"``, ``"rtx3090"`` and
-      ``"NVIDIA GeForce RTX 3090"`` are the same GPU, and ``"A100"`` matches ``A100-SXM4-80GB`` and
-      ``A100 40GB`` alike. A memory size in the name (``"A100 80GB"``) additionally requires that much
-      VRAM per GPU, within 5 %. Names are compared whole: ``"A10"`` does not match ``A100``.
-    * ``gpu_count``: exactly this many GPUs per pod.
-    * ``max_price_per_hour``: upper bound on the pod's price (all its GPUs), USD.
-    * ``regions``: each entry matches a region exactly (``us-ca``) or a whole country (``us``),
-      case-insensitively.
-    * ``min_memory_gib``, ``min_disk_gb``: lower bounds on the pod's RAM and disk; there is no default
-      disk floor, so small-disk bargains stay visible.
-    * ``spot``: True for spot only, False for secure (non-spot) only.
-    """
-
-    gpu: str | None = None
-    gpu_count: int = 1
-    max_price_per_hour: float | None = None
-    regions: list[str] | None = None
-    min_memory_gib: float | None = None
-    min_disk_gb: float | None = None
-    spot: bool | None = None
-
-    def __post_init__(self) -> None:
-        if self.gpu_count < 1:
-            raise ValueError(f"gpu_count must be at least 1, got {self.gpu_count}")
-        for name in ("max_price_per_hour", "min_memory_gib", "min_disk_gb"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ValueError(f"{name} must not be negative, got {value}")
-        if self.gpu is not None and not normalise_gpu_name(self.gpu):
-            raise ValueError(f"gpu {self.gpu!r} is not a GPU name")
-
-
-def normalise_gpu_name(name: str) -> str:
-    """The comparison key of a GPU name: gpuhunt's canonical spelling, upper-cased."""
-    return str(get_dstack_gpu_name(name.strip().upper())).upper()
-
-
 def offers_from_nodes(nodes: Iterable[dict[str, object]]) -> list[Offer]:
-    """Offers of the given feed nodes, via gpuhunt's Lium conversion (unusable nodes are skipped)."""
+    """Offers of the given feed nodes, as gpuhunt's Lium provider makes them (unusable nodes are skipped)."""
     offers: list[Offer] = []
     for node in nodes:
-        country = node.get("country")
-        gpu_model = node.get("gpu_model")
         if not _gpu_count_plausible(node.get("gpu_count")):
             logger.warning("Skipping Lium node %r: implausible gpu_count", str(node.get("id"))[:64])
             continue
         try:
-            items = _make_offers(node)
+            offers.extend(node_offers(node))
         except (TypeError, ValueError, OverflowError):
             logger.warning("Skipping malformed Lium node %r", str(node.get("id"))[:64])
-            continue
-        for item in items:
-            offers.append(
-                Offer(
-                    executor_id=item.instance_name,
-                    gpu=item.gpu_name or "",
-                    gpu_model=str(gpu_model),
-                    gpu_count=item.gpu_count,
-                    gpu_memory_gib=float(item.gpu_memory or 0.0),
-                    cpu=item.cpu,
-                    memory_gib=float(item.memory),
-                    disk_gb=float(item.disk_size or 0.0),
-                    region=item.location,
-                    country=country if isinstance(country, str) and country else None,
-                    spot=bool(item.spot),
-                    price_per_hour=float(item.price),
-                )
-            )
     return offers
+
+
+def node_offers(node: dict[str, object]) -> list[Offer]:
+    """One node's offers, one per rentable GPU count: gpuhunt 0.1.34's Lium conversion, step by step.
+
+    Only ``id`` and ``rent_url`` are guaranteed by the feed; a node missing anything else, or with no free
+    disk, no location, an unknown GPU or non-positive counts and prices, has no offers.
+    """
+    node_id = str(node.get("id") or "")
+    if not node_id:
+        return []
+    try:
+        gpu_model = str(_required(node, "gpu_model"))
+        gpu_count = int(_required(node, "gpu_count"))
+        available = int(_required(node, "available_gpu_count"))
+        price_per_gpu = float(_required(node, "price_per_gpu_hour"))
+        gpu_memory_gb = float(_required(node, "gpu_memory_gb"))
+        cpu_count = int(_required(node, "cpu_count"))
+        ram_gb = float(_required(node, "ram_gb"))
+    except (TypeError, ValueError):
+        return []
+    disk_free_gb = node.get("disk_free_gb")
+    if isinstance(disk_free_gb, bool) or not isinstance(disk_free_gb, int | float) or disk_free_gb <= 0:
+        return []
+    if gpu_count <= 0 or available <= 0 or price_per_gpu <= 0:
+        return []
+    available = min(available, gpu_count)
+    min_count = max(1, int(node.get("min_rentable_gpu_count") or gpu_count))  # type: ignore[call-overload]
+    if min_count > available:
+        return []
+    location = get_location(node.get("country_code"), node.get("region"))
+    gpu_name = get_dstack_gpu_name(gpu_model)
+    if not location or not find_accelerators(names=[gpu_name], vendors=[AcceleratorVendor.NVIDIA]):
+        return []
+    gpu_memory = float(correct_gpu_memory_gib(gpu_name, gpu_memory_gb * 1024))
+    host_ram_gb = ram_gb - 0.5  # the feed rounds RAM and disk to whole GB: start from the lowest true value
+    pod_ram_gb = host_ram_gb - get_host_ram_reserve_gb(host_ram_gb)
+    disk_free = max(disk_free_gb - 0.5, 0)
+    country = node.get("country")
+    offers = []
+    for count in range(min_count, available + 1):
+        share = count / gpu_count
+        cpu = int(cpu_count * share)
+        disk = get_storage_quota_gb(disk_free * share)
+        if cpu < 1 or disk < 1:
+            continue
+        offers.append(
+            Offer(
+                executor_id=node_id,
+                gpu=gpu_name,
+                gpu_model=gpu_model,
+                gpu_count=count,
+                gpu_memory_gib=gpu_memory,
+                cpu=cpu,
+                memory_gib=float(max(1, math.floor(pod_ram_gb * share))),
+                disk_gb=float(disk),
+                region=location,
+                country=country if isinstance(country, str) and country else None,
+                spot=node.get("tier") == "spot",
+                price_per_hour=round(price_per_gpu * count, 5),
+            )
+        )
+    return offers
+
+
+def _required(node: dict[str, object], name: str) -> str | int | float:
+    value = node.get(name)
+    if value is None or isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError(f"missing {name}")
+    return value
 
 
 def _gpu_count_plausible(value: object) -> bool:
@@ -138,39 +152,13 @@ def _gpu_count_plausible(value: object) -> bool:
 
 
 def matches(offer: Offer, flt: OfferFilter) -> bool:
-    """True when ``offer`` satisfies every criterion of ``flt`` (see :class:`OfferFilter`)."""
-    if flt.gpu is not None and not _gpu_matches(offer, flt.gpu):
-        return False
-    if offer.gpu_count != flt.gpu_count:
-        return False
-    if flt.max_price_per_hour is not None and offer.price_per_hour > flt.max_price_per_hour:
-        return False
-    if flt.regions is not None and not _region_matches(offer.region, flt.regions):
-        return False
-    if flt.min_memory_gib is not None and offer.memory_gib < flt.min_memory_gib:
-        return False
-    if flt.min_disk_gb is not None and offer.disk_gb < flt.min_disk_gb:
-        return False
-    return flt.spot is None or offer.spot == flt.spot
-
-
-def _gpu_matches(offer: Offer, wanted: str) -> bool:
-    if normalise_gpu_name(offer.gpu) != normalise_gpu_name(wanted):
-        return False
-    memory = _MEMORY_IN_NAME.search(wanted)
-    if memory is None:
-        return True
-    gib = float(memory.group(1))
-    return abs(offer.gpu_memory_gib - gib) <= gib * GPU_MEMORY_TOLERANCE
-
-
-def _region_matches(region: str, wanted: list[str]) -> bool:
-    country = region.split("-", 1)[0]
-    return any(w.strip().lower() in (region, country) for w in wanted)
+    """True when ``offer`` satisfies every field of ``flt`` (the rules of :meth:`OfferFilter.unmet_by`)."""
+    return not flt.unmet_by(offer)
 
 
 def select_offers(offers: Iterable[Offer], flt: OfferFilter) -> list[Offer]:
     """The offers matching ``flt``, cheapest first, then by executor id: a deterministic order."""
+    flt = flt.with_defaults()
     return sorted((o for o in offers if matches(o, flt)), key=lambda o: (o.price_per_hour, o.executor_id))
 
 
@@ -201,20 +189,3 @@ def find_offers(feed_url: str, flt: OfferFilter, *, client: LiumClient | None = 
 def known_gpu_names(offers: Iterable[Offer]) -> set[str]:
     """The canonical GPU names present in ``offers`` (to suggest when a name matched nothing)."""
     return {o.gpu for o in offers if o.gpu}
-
-
-def describe_filter(flt: OfferFilter) -> str:
-    """A sentence saying what was searched for, for "no offer matched" errors."""
-    gpu = f"{flt.gpu!r} " if flt.gpu else ""
-    parts = [f"{flt.gpu_count} {gpu}GPU{'s' if flt.gpu_count != 1 else ''} per pod"]
-    if flt.max_price_per_hour is not None:
-        parts.append(f"at most ${flt.max_price_per_hour:g}/h")
-    if flt.regions is not None:
-        parts.append(f"in {', '.join(flt.regions) if flt.regions else 'no region'}")
-    if flt.min_memory_gib is not None:
-        parts.append(f"with at least {flt.min_memory_gib:g} GiB RAM")
-    if flt.min_disk_gb is not None:
-        parts.append(f"with at least {flt.min_disk_gb:g} GB disk")
-    if flt.spot is not None:
-        parts.append("spot only" if flt.spot else "secure (non-spot) only")
-    return ", ".join(parts)

@@ -11,12 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lium_provider.api.errors import LiumError
-from lium_provider.api.offers import Offer, OfferFilter, find_offers, matches
+from lium_provider.api.offers import Offer, find_offers, matches
 from lium_provider.endpoints import DEFAULT_ENDPOINT, feed_url_for
+from lium_provider.offer_filter import OfferFilter
 from lium_provider.plan_summary.parsing import ResourceChange
 from lium_provider.plan_summary.values import SENSITIVE_TEXT, code
-from lium_provider.resources.pod import FILTER_ATTRIBUTES, PodModel, offer_filter
-from tfbridge.values import to_model
 
 
 def resolve_feed_url(flag: str | None, environ: Mapping[str, str]) -> str:
@@ -131,14 +130,14 @@ def _price_on_executor(change: ResourceChange, book: OfferBook, count: int, exec
 def _price_by_filter(change: ResourceChange, book: OfferBook, count: int) -> PodCost:
     gpu = change.text("after", "gpu")
     values: dict[str, Any] = {"gpu_count": count}
-    for attribute in FILTER_ATTRIBUTES:
+    for attribute in OfferFilter.search_fields():
         if change.unknown(attribute):
             return PodCost(change, gpu, str(count), None, f"filter {code(attribute)} known after apply")
         if change.sensitive("after", attribute):
             return PodCost(change, gpu, str(count), None, f"filter {code(attribute)} is sensitive")
         values[attribute] = change.value("after", attribute)
     try:
-        flt = offer_filter(to_model(PodModel, values))
+        flt = OfferFilter.of(values)
     except ValueError:
         return PodCost(change, gpu, str(count), None, "the offer filter is invalid")
     offers = book.offers(count)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
+from lium_provider.offer_filter import OfferFilter
 from lium_provider.resources.common import api_errors
 from lium_provider.resources.template import image_of
 from lium_provider.session import session
@@ -35,28 +36,11 @@ class OfferModel(BaseModel):
     ] = None
 
 
-class OffersModel(BaseModel):
+class OffersModel(OfferFilter):
     """Offers rentable now, from Lium's public nodes feed, cheapest first. Memory and disk are lower bounds."""
 
     model_config = ConfigDict(extra="forbid")
 
-    gpu: Annotated[str | None, Attribute(optional=True, description="GPU model, e.g. `RTX 4090`.")] = None
-    gpu_count: Annotated[int | None, Attribute(optional=True, description="GPUs per pod. Default 1.")] = (
-        Field(default=None, ge=1, le=64)
-    )
-    max_price_per_hour: Annotated[
-        float | None, Attribute(optional=True, description="Most USD per hour.")
-    ] = Field(default=None, gt=0)
-    regions: Annotated[list[str] | None, Attribute(optional=True, description="Regions or countries.")] = None
-    min_memory_gib: Annotated[float | None, Attribute(optional=True, description="Least RAM, GiB.")] = Field(
-        default=None, ge=0
-    )
-    min_disk_gb: Annotated[float | None, Attribute(optional=True, description="Least disk, GB.")] = Field(
-        default=None, ge=0
-    )
-    spot: Annotated[
-        bool | None, Attribute(optional=True, description="`true` spot only, `false` secure only.")
-    ] = None
     offers: Annotated[
         list[OfferModel] | None, Attribute(computed=True, description="Matching offers, cheapest first.")
     ] = None
@@ -68,20 +52,11 @@ class OffersDataSource(DataSource[OffersModel]):
     description = OffersModel.__doc__ or ""
 
     def read(self, ctx: Context, config: OffersModel) -> OffersModel:
-        from lium_provider.api.offers import OfferFilter, find_offers  # gpuhunt: loaded only when used
+        from lium_provider.api.offers import find_offers  # gpuhunt: loaded only when used
 
         s = session(ctx)
-        flt = OfferFilter(
-            gpu=config.gpu,
-            gpu_count=config.gpu_count or 1,
-            max_price_per_hour=config.max_price_per_hour,
-            regions=list(config.regions) if config.regions is not None else None,
-            min_memory_gib=config.min_memory_gib,
-            min_disk_gb=config.min_disk_gb,
-            spot=config.spot,
-        )
         with api_errors("reading Lium offers"):
-            offers = find_offers(s.feed_url, flt, client=s.client)
+            offers = find_offers(s.feed_url, config, client=s.client)
         return config.model_copy(
             update={
                 "offers": [

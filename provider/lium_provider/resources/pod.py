@@ -9,6 +9,8 @@ blindly. Every rent attempt is journalled on disk before it is sent (see :mod:`l
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lium_provider.api.errors import LiumError, LiumUncertainOutcome, is_definitive
 from lium_provider.api.models import DEAD_POD_STATES, DELETED, RUNNING, Pod, RentRequest
 from lium_provider.api.rent import RentAttempt, find_rented_pod, rent_reconciled
+from lium_provider.offer_filter import OfferFilter, PodFacts, same_gpu_name
 from lium_provider.resources.common import api_errors
 from lium_provider.resources.inputs import OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.session import LiumSession, session
@@ -30,22 +33,31 @@ from tfbridge import (
     PlanChange,
     RequiresReplace,
     Resource,
+    Schema,
     TFError,
     Timeouts,
     UseStateForUnknown,
 )
+from tfbridge.schema import PlanRule
 
 if TYPE_CHECKING:  # gpuhunt costs ~100 ms to import: only plans and creates that search offers load it
-    from lium_provider.api.offers import Offer, OfferFilter
+    from lium_provider.api.offers import Offer
 
 _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
-FILTER_ATTRIBUTES = ("gpu", "max_price_per_hour", "regions", "min_memory_gib", "min_disk_gb", "spot")
+# The pod's plan rules for fields of the shared offer filter (see PodResource.schema).
+FILTER_PLAN_RULES: dict[str, tuple[PlanRule, ...]] = {"gpu_count": _REPLACE, "gpu": _KEEP}
 SSH_POLL_SECONDS = 0.25
 
 
-class PodModel(BaseModel):
-    """A Lium GPU pod. Placed by `executor_id`, or by an offer filter (the cheapest match at apply time)."""
+class PodModel(OfferFilter):
+    """A Lium GPU pod. Placed by `executor_id`, or by an offer filter (the cheapest match at apply time).
+    Re-renting (a new pod, billed anew; the old one is deleted): changing `name`, `template_id`,
+    `gpu_count`, `executor_id`, `ssh_public_key` or `volume_id`, or a dead pod. Changing an offer-filter
+    field (`gpu`, `max_price_per_hour`, `regions`, `min_memory_gib`, `min_disk_gb`, `spot`) re-rents only
+    when the running pod no longer satisfies the new filter; otherwise it updates the state alone. The
+    offer-filter fields are those of `lium_offers`.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -58,59 +70,22 @@ class PodModel(BaseModel):
     template_id: Annotated[
         str, Attribute(required=True, plan=_REPLACE, description="`lium_template` to run.")
     ]
-    gpu_count: Annotated[
-        int | None,
-        Attribute(
-            optional=True,
-            computed=True,
-            default=1,
-            plan=_REPLACE,
-            description="GPUs for this pod. Default 1.",
-        ),
-    ] = Field(default=None, ge=1, le=64)
     executor_id: Annotated[
         str | None,
         Attribute(
             optional=True,
             computed=True,
-            plan=_REPLACE,
+            plan=(*_REPLACE, *_KEEP),
             description="Rent this executor (node). Conflicts with the offer filter; computed when the filter "
             "chose.",
         ),
-    ] = None
-    gpu: Annotated[
-        str | None,
-        Attribute(
-            optional=True,
-            computed=True,
-            description='Offer filter: GPU model, e.g. `"RTX 4090"`, `"H100"`. Computed: the GPU rented.',
-        ),
-    ] = None
-    max_price_per_hour: Annotated[
-        float | None,
-        Attribute(optional=True, description="Offer filter: most USD per hour for the whole pod."),
-    ] = Field(default=None, gt=0)
-    regions: Annotated[
-        list[str] | None,
-        Attribute(optional=True, description="Offer filter: regions (`us-ca`) or countries (`us`)."),
-    ] = None
-    min_memory_gib: Annotated[
-        float | None, Attribute(optional=True, description="Offer filter: least RAM for the pod, GiB.")
-    ] = Field(default=None, ge=0)
-    min_disk_gb: Annotated[
-        float | None,
-        Attribute(optional=True, description="Offer filter: least container disk, GB. No default floor."),
-    ] = Field(default=None, ge=0)
-    spot: Annotated[
-        bool | None,
-        Attribute(optional=True, description="Offer filter: `true` spot only, `false` secure only."),
     ] = None
     ssh_public_key: Annotated[
         str | None,
         Attribute(
             optional=True,
             computed=True,
-            plan=_REPLACE,
+            plan=(*_REPLACE, *_KEEP),
             description="Public key authorised for root SSH, one OpenSSH line (ed25519, ecdsa or rsa). Default: "
             "derived from the provider's private key.",
         ),
@@ -140,18 +115,62 @@ class PodModel(BaseModel):
     timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
 
 
-def offer_filter(pod: PodModel) -> OfferFilter:
-    from lium_provider.api.offers import OfferFilter
+class RentedOffer(BaseModel):
+    """What the offer a pod rented said about it, kept in the pod's private state (never shown).
 
-    return OfferFilter(
-        gpu=pod.gpu,
-        gpu_count=pod.gpu_count or 1,
-        max_price_per_hour=pod.max_price_per_hour,
-        regions=list(pod.regions) if pod.regions is not None else None,
-        min_memory_gib=pod.min_memory_gib,
-        min_disk_gb=pod.min_disk_gb,
-        spot=pod.spot,
+    The pod's state and Lium's pod rows carry its GPU count, price and region but not its RAM, disk,
+    VRAM or tier; these are what the offer-filter rules need when a filter changes on a running pod.
+    Recorded at create from the offer rented; at import from the executor's offer in the feed, if listed.
+    """
+
+    gpu_model: str | None = None
+    gpu_memory_gib: float | None = None
+    memory_gib: float | None = None
+    disk_gb: float | None = None
+    spot: bool | None = None
+
+    @classmethod
+    def of(cls, offer: Offer) -> RentedOffer:
+        return cls(
+            gpu_model=offer.gpu_model,
+            gpu_memory_gib=offer.gpu_memory_gib,
+            memory_gib=offer.memory_gib,
+            disk_gb=offer.disk_gb,
+            spot=offer.spot,
+        )
+
+    def to_private(self) -> bytes:
+        return self.model_dump_json(exclude_none=True).encode()
+
+    @classmethod
+    def from_private(cls, private: bytes) -> RentedOffer:
+        """The record in ``private``; empty (every fact unknown) for an imported or older pod."""
+        try:
+            return cls.model_validate_json(private) if private else cls()
+        except ValueError:
+            return cls()
+
+
+def pod_facts(state: PodModel, rented: RentedOffer) -> PodFacts:
+    """What a running pod is: count, price and region from its state, the rest from the offer it rented."""
+    return PodFacts(
+        gpu=rented.gpu_model or state.gpu,
+        gpu_memory_gib=rented.gpu_memory_gib,
+        gpu_count=state.gpu_count,
+        price_per_hour=state.price_per_hour,
+        region=state.region,
+        memory_gib=rented.memory_gib,
+        disk_gb=rented.disk_gb,
+        spot=rented.spot,
     )
+
+
+def refilter_replacements(wanted: OfferFilter, prior: OfferFilter, facts: PodFacts) -> list[str]:
+    """The filter fields whose change re-rents the pod: changed from ``prior`` and unmet by ``facts``."""
+    changed = {name for name in OfferFilter.fields() if getattr(wanted, name) != getattr(prior, name)}
+    if not changed:  # the common plan: no rule to run (and gpuhunt stays unloaded)
+        return []
+    return [name for name in wanted.unmet_by(facts) if name in changed]
 
 
 def _apply_pod(state: PodModel, pod: Pod) -> PodModel:
@@ -168,6 +187,44 @@ def _apply_pod(state: PodModel, pod: Pod) -> PodModel:
     )
 
 
+def _plan_filter_change(change: PlanChange[PodModel], prior: PodModel, rented: RentedOffer) -> None:
+    """A running pod's offer filter: keep a respelled ``gpu``; re-rent for what the pod no longer meets."""
+    if _same_gpu_respelled(change.planned.gpu, prior.gpu):
+        change.set_planned("gpu", prior.gpu)  # Terraform takes the prior value as equal to the configured one
+        _keep_computed_if_unchanged(change, prior)
+    unknown = [name for name in OfferFilter.fields() if change.is_unknown(name)]
+    wanted = OfferFilter.of(dict(change.planned), validate=False)  # an unknown value reads as None
+    replace = refilter_replacements(
+        wanted, OfferFilter.of(dict(prior), validate=False), pod_facts(prior, rented)
+    )
+    # A filter known only after apply cannot be checked against the pod now: re-rent to be safe.
+    for name in [*unknown, *replace]:
+        change.require_replace(name)
+
+
+def _keep_computed_if_unchanged(change: PlanChange[PodModel], prior: PodModel) -> None:
+    """With nothing left to change, computed values the plan rules marked unknown keep their prior value.
+
+    The rules ran before ``modify_plan`` kept a respelled ``gpu``, and saw that as a change.
+    """
+    names = list(PodModel.model_fields)
+    recomputed = [n for n in names if change.is_unknown(n) and change.config_is_null(n)]
+    planned = change.planned
+    if all(getattr(planned, n) == getattr(prior, n) for n in names if n not in recomputed):
+        for name in recomputed:
+            change.set_planned(name, getattr(prior, name))
+
+
+def _same_gpu_respelled(planned: object, prior: object) -> bool:
+    """True when the configured ``gpu`` names the recorded GPU in another spelling (``RTX 3090``)."""
+    return (
+        isinstance(planned, str)
+        and isinstance(prior, str)
+        and planned != prior
+        and same_gpu_name(planned, prior)
+    )
+
+
 def _started_or_dead(pod: Pod | None) -> bool:
     if pod is None or pod.status in DEAD_POD_STATES:
         return True
@@ -177,15 +234,31 @@ def _started_or_dead(pod: Pod | None) -> bool:
 class PodResource(Resource[PodModel]):
     type_name = "lium_pod"
     model = PodModel
-    description = PodModel.__doc__ or ""
+    description = inspect.cleandoc(PodModel.__doc__ or "")
     default_timeouts = {"create": 1800.0, "delete": 900.0, "read": 300.0}
+
+    @classmethod
+    def schema(cls) -> Schema:
+        """The model's schema plus :data:`FILTER_PLAN_RULES`: ``gpu_count`` forces replacement (a pod's
+        GPUs are fixed at rent), and ``gpu`` (the GPU rented) keeps its state when unknown.
+
+        The fields are declared once, on the offer filter ``lium_offers`` shares; a data source has no
+        plan, so these resource-only rules are added here rather than on the shared fields.
+        """
+        schema = super().schema()
+        attributes = dict(schema.block.attributes)
+        for name, rules in FILTER_PLAN_RULES.items():
+            attr = attributes[name]
+            spec = dataclasses.replace(attr.spec, plan=(*attr.spec.plan, *rules))
+            attributes[name] = dataclasses.replace(attr, spec=spec)
+        return dataclasses.replace(schema, block=dataclasses.replace(schema.block, attributes=attributes))
 
     # -- plan ------------------------------------------------------------------------------------
 
     def validate_config(self, config: ConfigView[PodModel]) -> list[Diagnostic]:
         if config.is_null("executor_id"):
             return []
-        chosen = [name for name in FILTER_ATTRIBUTES if not config.is_null(name)]
+        chosen = [name for name in OfferFilter.search_fields() if not config.is_null(name)]
         if not chosen:
             return []
         return [
@@ -199,50 +272,27 @@ class PodResource(Resource[PodModel]):
 
     def modify_plan(self, ctx: Context, change: PlanChange[PodModel]) -> None:
         prior = change.prior
-        if prior is not None:
-            if prior.status in DEAD_POD_STATES:
-                change.set_unknown("status")
-                change.require_replace("status")
-            self._replace_if_filter_no_longer_holds(change, prior)
+        if prior is None:
+            self._check_offers_exist(ctx, change)
             return
-        if not change.config_is_null("executor_id") or any(
-            change.config_is_unknown(n) for n in FILTER_ATTRIBUTES
-        ):
+        if prior.status in DEAD_POD_STATES:
+            change.set_unknown("status")
+            change.require_replace("status")
+        _plan_filter_change(change, prior, RentedOffer.from_private(ctx.private))
+
+    def _check_offers_exist(self, ctx: Context, change: PlanChange[PodModel]) -> None:
+        """Creating by filter: check now that something matches, so `plan` fails, not a later `apply`."""
+        if not change.config_is_null("executor_id") or change.is_unknown("gpu_count"):
             return
-        if change.is_unknown("gpu_count"):
+        if any(change.config_is_unknown(n) for n in OfferFilter.search_fields()):
             return
-        # Creating by filter: check now that something matches, so `plan` fails, not a later `apply`.
         self._matching_offers(ctx, change.config)  # gpu_count: the default when unset, as planned
 
-    def _replace_if_filter_no_longer_holds(self, change: PlanChange[PodModel], prior: PodModel) -> None:
-        planned = change.planned
-        changed = [
-            n
-            for n in FILTER_ATTRIBUTES
-            if n != "gpu" and (change.is_unknown(n) or getattr(planned, n) != getattr(prior, n))
-        ]
-        if not changed:
-            return
-        flt = offer_filter(planned)
-        price, region = prior.price_per_hour, prior.region or ""
-        ok = (flt.max_price_per_hour is None or (price is not None and price <= flt.max_price_per_hour)) and (
-            flt.regions is None or any(region.lower().startswith(r.lower()) for r in flt.regions)
-        )
-        if not ok or any(n in changed for n in ("min_memory_gib", "min_disk_gb", "spot")):
-            for name in changed:
-                change.require_replace(name)
-
     def _matching_offers(self, ctx: Context, pod: PodModel) -> list[Offer]:
-        from lium_provider.api.offers import (
-            OfferFilter,
-            describe_filter,
-            find_offers,
-            known_gpu_names,
-            matches,
-        )
+        from lium_provider.api.offers import find_offers, known_gpu_names, matches
 
         s = session(ctx)
-        flt = offer_filter(pod)
+        flt = OfferFilter.of(dict(pod)).with_defaults()
         with api_errors("searching Lium offers"):
             everything = find_offers(s.feed_url, OfferFilter(gpu_count=flt.gpu_count), client=s.client)
         offers = [o for o in everything if matches(o, flt)]
@@ -260,7 +310,7 @@ class PodResource(Resource[PodModel]):
             hint = f" The cheapest offer with {flt.gpu_count} GPU(s) is ${cheapest:g}/h." if cheapest else ""
             raise TFError(
                 "No Lium offer matches the pod's filter",
-                f"Searched {len(everything)} offers for {describe_filter(flt)}.{hint}",
+                f"Searched {len(everything)} offers for {flt.describe()}.{hint}",
                 path=("max_price_per_hour",) if flt.max_price_per_hour is not None else None,
             )
         return offers
@@ -271,8 +321,9 @@ class PodResource(Resource[PodModel]):
         s = session(ctx)
         public_key = plan.ssh_public_key or public_key_line(s.require_ssh_key("lium_pod.ssh_public_key"))
         state = plan.model_copy(update={"ssh_public_key": public_key, "timeouts": plan.timeouts})
+        candidates: list[tuple[str, PodModel, RentedOffer]]
         if plan.executor_id:
-            candidates = [(plan.executor_id, state)]
+            candidates = [(plan.executor_id, state, RentedOffer())]
         else:
             candidates = [
                 (
@@ -284,6 +335,7 @@ class PodResource(Resource[PodModel]):
                             "price_per_hour": o.price_per_hour,
                         }
                     ),
+                    RentedOffer.of(o),
                 )
                 for o in self._matching_offers(ctx, plan)
             ]
@@ -325,9 +377,7 @@ class PodResource(Resource[PodModel]):
         s.journal.forget(state.name)
         if result.outcome != "rented" or not result.pod_id:
             return None
-        same = attempt.body.template_id == state.template_id and attempt.body.gpu_count == (
-            state.gpu_count or 1
-        )
+        same = attempt.body.template_id == state.template_id and attempt.body.gpu_count == state.gpu_count
         if not same or (state.executor_id and attempt.executor_id != state.executor_id):
             ctx.log.warn("deleting an unrecorded pod that no longer matches the plan", pod=result.pod_id)
             delete_pod_and_wait(ctx, s, result.pod_id)
@@ -342,17 +392,18 @@ class PodResource(Resource[PodModel]):
         ctx: Context,
         s: LiumSession,
         state: PodModel,
-        candidates: list[tuple[str, PodModel]],
+        candidates: list[tuple[str, PodModel, RentedOffer]],
         public_key: str,
     ) -> tuple[str, PodModel]:
+        """Rent the first candidate with capacity; its offer's facts go into the private state."""
         refusals: list[str] = []
-        for executor_id, candidate in candidates:
+        for executor_id, candidate, rented in candidates:
             ctx.check()
             body = RentRequest(
                 pod_name=state.name,
                 template_id=state.template_id,
                 user_public_key=public_key,
-                gpu_count=state.gpu_count or 1,
+                gpu_count=state.gpu_count,
                 initial_port_count=2,
                 volume_id=state.volume_id,
             )
@@ -369,6 +420,7 @@ class PodResource(Resource[PodModel]):
             except LiumError as exc:
                 raise TFError("Renting the pod failed", str(exc)) from None
             if result.outcome == "rented" and result.pod_id:
+                ctx.private = rented.to_private()
                 return result.pod_id, candidate.model_copy(
                     update={"id": result.pod_id, "executor_id": executor_id, "status": "PENDING"}
                 )
@@ -412,7 +464,19 @@ class PodResource(Resource[PodModel]):
                 return key
             ctx.sleep(SSH_POLL_SECONDS)
 
-    # -- read / delete ---------------------------------------------------------------------------
+    # -- update / read / delete ---------------------------------------------------------------------------
+
+    def update(self, ctx: Context, prior: PodModel, plan: PodModel, config: PodModel) -> PodModel:
+        """Record new offer-filter bounds the running pod still satisfies, or new timeouts: state only.
+
+        Every other change re-rents (``modify_plan``), so nothing here calls Lium.
+        """
+        return prior.model_copy(
+            update={
+                **{name: getattr(plan, name) for name in OfferFilter.fields()},
+                "timeouts": plan.timeouts,
+            }
+        )
 
     def read(self, ctx: Context, state: PodModel) -> PodModel | None:
         s = session(ctx)
@@ -431,10 +495,30 @@ class PodResource(Resource[PodModel]):
                     "volume_id": pod.volume_id,
                 }
             )
+            refreshed = self._with_listed_offer(ctx, s, refreshed)
         if refreshed.ssh_host_key is None:  # imported (or its create stopped before SSH answered)
             refreshed = self._pin_on_first_read(ctx, refreshed)
         s.journal.forget(refreshed.name)  # Terraform holds this pod now: its rent needs no reconciling
         return refreshed
+
+    def _with_listed_offer(self, ctx: Context, s: LiumSession, state: PodModel) -> PodModel:
+        """An imported pod's region and offer facts, from its executor's offer in the feed if listed.
+
+        A rented whole node is no longer listed; its facts then stay unknown, and fail no filter rule.
+        """
+        from lium_provider.api.offers import find_offers
+
+        if not state.executor_id or not state.gpu_count:
+            return state
+        try:
+            offers = find_offers(s.feed_url, OfferFilter(gpu_count=state.gpu_count), client=s.client)
+        except (LiumError, ValueError):
+            return state
+        offer = next((o for o in offers if o.executor_id == state.executor_id), None)
+        if offer is None:
+            return state
+        ctx.private = RentedOffer.of(offer).to_private()
+        return state.model_copy(update={"region": offer.region})
 
     def _pin_on_first_read(self, ctx: Context, state: PodModel) -> PodModel:
         """Pin the host key the pod offers now (trust on first use), saying so, so a runner can be added."""
