@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
-from tests.provider.test_team_state import STACK_DIR, parse_workflow
+from tests.provider.test_gitops import GITOPS, parse_workflow
 from tests.release.https_server import serve_https
 from tests.support.lium import assert_nothing_left, new_account
 from tests.support.postgres import PostgresServer, running_postgres
@@ -27,6 +27,7 @@ from tests.support.terraform import Terraform
 pytestmark = [pytest.mark.terraform, pytest.mark.release]
 
 INSTALL_STEP = "Install lium-tf, and the Lium provider's mirror"
+STACK_DIR = GITOPS / "infra"
 
 
 @pytest.fixture(scope="module")
@@ -36,14 +37,14 @@ def postgres() -> Iterator[PostgresServer]:
 
 
 def test_gitops_workflow_plans_and_applies_from_release_artifacts(
-    make_terraform: Callable[..., Terraform],
+    terraform_env: dict[str, str],
     release_dist: Path,
     wheel_venv: Path,
     postgres: PostgresServer,
     emulator: RunningEmulator,
     tmp_path: Path,
 ) -> None:
-    workflow = parse_workflow(make_terraform)
+    workflow = parse_workflow(terraform_env, tmp_path / "workflow")
     plan_job, apply_job = workflow["jobs"]["plan"], workflow["jobs"]["apply"]
     (install,) = [s["run"] for s in plan_job["steps"] if s.get("name") == INSTALL_STEP]
     assert [s["run"] for s in apply_job["steps"] if s.get("name") == INSTALL_STEP] == [install]
