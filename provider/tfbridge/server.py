@@ -14,7 +14,7 @@ import json
 import time
 import traceback
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol, TypeVar
 
 import grpc
@@ -136,6 +136,12 @@ def _normalize(block: BlockSchema, value: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _type_of(schemas: Mapping[str, Schema], type_name: str) -> cty.CtyType | None:
+    """The object type a diagnostic's path points into; None for an unknown type name."""
+    schema = schemas.get(type_name)
+    return schema.type if schema else None
+
+
 def _register_secrets(block: BlockSchema, value: object) -> None:
     """Teach the redactor every sensitive or write-only string in a decoded object."""
     if not isinstance(value, Mapping):
@@ -246,11 +252,17 @@ class ProviderServer(pb_grpc.ProviderServicer):
                 )
             )
 
-    @staticmethod
-    def _type_of(schemas: Mapping[str, Schema], type_name: str) -> cty.CtyType | None:
-        """The object type a diagnostic's path points into; None for an unknown type name."""
-        schema = schemas.get(type_name)
-        return schema.type if schema else None
+    def _answering_resource(
+        self, response: _WithDiagnostics, operation: str, type_name: str
+    ) -> AbstractContextManager[list[Diagnostic]]:
+        """:meth:`_answering` for an RPC on the resource type ``type_name``."""
+        return self._answering(response, operation, _type_of(self._resource_schemas, type_name))
+
+    def _answering_data_source(
+        self, response: _WithDiagnostics, operation: str, type_name: str
+    ) -> AbstractContextManager[list[Diagnostic]]:
+        """:meth:`_answering` for an RPC on the data source type ``type_name``."""
+        return self._answering(response, operation, _type_of(self._data_schemas, type_name))
 
     def _resource(self, type_name: str) -> tuple[Resource[Any], Schema]:
         try:
@@ -333,9 +345,7 @@ class ProviderServer(pb_grpc.ProviderServicer):
     ) -> Any:
         response = pb.ValidateResourceConfig.Response()
         operation = f"validating {request.type_name}"
-        with self._answering(
-            response, operation, self._type_of(self._resource_schemas, request.type_name)
-        ) as diagnostics:
+        with self._answering_resource(response, operation, request.type_name) as diagnostics:
             resource, schema = self._resource(request.type_name)
             config = _decode(request.config, schema.type) or {}
             _register_secrets(schema.block, config)
@@ -360,7 +370,7 @@ class ProviderServer(pb_grpc.ProviderServicer):
     ) -> Any:
         response = pb.UpgradeResourceState.Response()
         operation = f"upgrading the state of {request.type_name}"
-        with self._answering(response, operation, self._type_of(self._resource_schemas, request.type_name)):
+        with self._answering_resource(response, operation, request.type_name):
             resource, schema = self._resource(request.type_name)
             if not request.raw_state.json:
                 raise TFError("state in the legacy flatmap format is not supported; re-import the resource")
@@ -378,9 +388,7 @@ class ProviderServer(pb_grpc.ProviderServicer):
     def ReadResource(self, request: pb.ReadResource.Request, context: grpc.ServicerContext) -> Any:
         response = pb.ReadResource.Response(new_state=request.current_state, private=request.private)
         operation = f"reading {request.type_name}"
-        with self._answering(
-            response, operation, self._type_of(self._resource_schemas, request.type_name)
-        ) as diagnostics:
+        with self._answering_resource(response, operation, request.type_name) as diagnostics:
             resource, schema = self._resource(request.type_name)
             current = _decode(request.current_state, schema.type)
             if current is not None:
@@ -400,9 +408,7 @@ class ProviderServer(pb_grpc.ProviderServicer):
             planned_state=request.proposed_new_state, planned_private=request.prior_private
         )
         operation = f"planning {request.type_name}"
-        with self._answering(
-            response, operation, self._type_of(self._resource_schemas, request.type_name)
-        ) as diagnostics:
+        with self._answering_resource(response, operation, request.type_name) as diagnostics:
             resource, schema = self._resource(request.type_name)
             proposed = _decode(request.proposed_new_state, schema.type)
             if proposed is None:  # destroy: nothing to decide
@@ -425,9 +431,7 @@ class ProviderServer(pb_grpc.ProviderServicer):
             new_state=request.prior_state, private=request.planned_private
         )
         operation = "applying " + request.type_name
-        with self._answering(
-            response, operation, self._type_of(self._resource_schemas, request.type_name)
-        ) as diagnostics:
+        with self._answering_resource(response, operation, request.type_name) as diagnostics:
             resource, schema = self._resource(request.type_name)
             ctx = self._context(private=request.planned_private)
             new_state: Any = MISSING
@@ -477,9 +481,7 @@ class ProviderServer(pb_grpc.ProviderServicer):
     ) -> Any:
         response = pb.ImportResourceState.Response()
         operation = f"importing {request.type_name}"
-        with self._answering(
-            response, operation, self._type_of(self._resource_schemas, request.type_name)
-        ) as diagnostics:
+        with self._answering_resource(response, operation, request.type_name) as diagnostics:
             resource, schema = self._resource(request.type_name)
             ctx = self._context()
             state = _normalize(schema.block, resource.import_state(ctx, request.id))
@@ -504,9 +506,7 @@ class ProviderServer(pb_grpc.ProviderServicer):
     ) -> Any:
         response = pb.ValidateDataResourceConfig.Response()
         operation = f"validating data source {request.type_name}"
-        with self._answering(
-            response, operation, self._type_of(self._data_schemas, request.type_name)
-        ) as diagnostics:
+        with self._answering_data_source(response, operation, request.type_name) as diagnostics:
             data_source, schema = self._data_source(request.type_name)
             config = _decode(request.config, schema.type) or {}
             diagnostics += validate(data_source.model, config)
@@ -516,9 +516,7 @@ class ProviderServer(pb_grpc.ProviderServicer):
     def ReadDataSource(self, request: pb.ReadDataSource.Request, context: grpc.ServicerContext) -> Any:
         response = pb.ReadDataSource.Response()
         operation = f"reading data source {request.type_name}"
-        with self._answering(
-            response, operation, self._type_of(self._data_schemas, request.type_name)
-        ) as diagnostics:
+        with self._answering_data_source(response, operation, request.type_name) as diagnostics:
             data_source, schema = self._data_source(request.type_name)
             config = _decode(request.config, schema.type) or {}
             ctx = self._context()
