@@ -9,7 +9,7 @@ in a dict and hand them to cdktf through the two jsii callbacks it asks every el
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
@@ -87,13 +87,20 @@ def check_secrets(arguments: Sequence[Argument], values: Mapping[str, object]) -
             )
 
 
+def _set_arguments(
+    arguments: Sequence[Argument], values: Mapping[str, object]
+) -> Iterator[tuple[Argument, object]]:
+    """Each argument that has a value, with it: unset ones stay out of the synthesized configuration."""
+    for argument in arguments:
+        value = values.get(argument.name)
+        if value is not None:
+            yield argument, value
+
+
 def to_terraform(arguments: Sequence[Argument], values: Mapping[str, object]) -> dict[str, Any]:
     """The JSON attributes of an element: set arguments by Terraform name, nested blocks expanded."""
     result: dict[str, Any] = {}
-    for argument in arguments:
-        value = values.get(argument.name)
-        if value is None:
-            continue
+    for argument, value in _set_arguments(arguments, values):
         if argument.block is not None:
             result[argument.name] = _structs(value, argument.block[1], Struct.to_terraform)
         else:
@@ -104,10 +111,7 @@ def to_terraform(arguments: Sequence[Argument], values: Mapping[str, object]) ->
 def to_hcl(arguments: Sequence[Argument], values: Mapping[str, object]) -> dict[str, Any]:
     """The same attributes as :func:`to_terraform`, each wrapped the way cdktf's HCL renderer expects."""
     result: dict[str, Any] = {}
-    for argument in arguments:
-        value = values.get(argument.name)
-        if value is None:
-            continue
+    for argument, value in _set_arguments(arguments, values):
         if argument.block is not None:
             struct, nesting = argument.block
             result[argument.name] = {
