@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -282,18 +282,28 @@ def _import(w: _Writer, module: str, names: list[str]) -> None:
     w.add(")")
 
 
-def _struct(w: _Writer, nested: NestedBlockSchema, owner: str) -> None:
-    name = _nested_struct_name(owner, nested)
+def _frozen_dataclass(w: _Writer, header: str, summary: str, attributes: Mapping[str, str]) -> None:
+    """Open ``class header`` as a frozen dataclass whose docstring documents each of ``attributes``."""
     w.add("")
     w.add("")
     w.add("@dataclass(frozen=True)")
-    w.add(f"class {name}(Struct):")
-    w.add(f'"""{_docstring_text(nested.spec.description or nested.block.description)}', 1)
+    w.add(f"class {header}:")
+    w.add(f'"""{summary}', 1)
     w.add("")
     w.add("Attributes:", 1)
-    for attr in nested.block.attributes.values():
-        w.add(f"{python_name(attr.name)}: {_argument_doc(attr)}", 2)
+    for name, doc in attributes.items():
+        w.add(f"{name}: {doc}", 2)
     w.add('"""', 1)
+
+
+def _struct(w: _Writer, nested: NestedBlockSchema, owner: str) -> None:
+    name = _nested_struct_name(owner, nested)
+    _frozen_dataclass(
+        w,
+        f"{name}(Struct)",
+        _docstring_text(nested.spec.description or nested.block.description),
+        {python_name(attr.name): _argument_doc(attr) for attr in nested.block.attributes.values()},
+    )
     w.add("")
     _arguments_tuple(w, nested.block, name, 1)
     w.add("")
@@ -508,16 +518,12 @@ def _shared_module(model: type[BaseModel]) -> str:
     block = block_schema(model)
     settable = [a for a in block.attributes.values() if _settable(a)]
     w = _Writer()
-    w.add("")
-    w.add("")
-    w.add("@dataclass(frozen=True)")
-    w.add(f"class {model.__name__}:")
-    w.add(f'"""{_docstring_text(block.description)}', 1)
-    w.add("")
-    w.add("Attributes:", 1)
-    for attr in settable:
-        w.add(f"{python_name(attr.name)}: {_docstring_text(attr.spec.description)}", 2)
-    w.add('"""', 1)
+    _frozen_dataclass(
+        w,
+        model.__name__,
+        _docstring_text(block.description),
+        {python_name(attr.name): _docstring_text(attr.spec.description) for attr in settable},
+    )
     w.add("")
     for attr in settable:
         default = "None" if attr.spec.default is MISSING else repr(attr.spec.default)
