@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -185,16 +187,7 @@ def test_pod_facts_come_from_state_and_the_rented_offer() -> None:
     private = rented.to_private()
     state = PodModel.model_construct(gpu="RTX 4090", gpu_count=1, price_per_hour=0.39, region="us-tx")
     facts = pod_facts(state, RentedOffer.from_private(private))
-    assert facts == PodFacts(
-        gpu="RTX 4090",
-        gpu_memory_gib=24.0,
-        gpu_count=1,
-        price_per_hour=0.39,
-        region="us-tx",
-        memory_gib=62.0,
-        disk_gb=680.0,
-        spot=False,
-    )
+    assert facts == dataclasses.replace(POD_4090, gpu="RTX 4090")
     # An imported pod (no private state) or an unreadable one: only what its state says is known.
     for private in (b"", b"not json", b'{"memory_gib": "lots"}'):
         assert pod_facts(state, RentedOffer.from_private(private)).memory_gib is None
