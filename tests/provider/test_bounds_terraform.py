@@ -14,19 +14,12 @@ from pathlib import Path
 import pytest
 
 from lium_provider.sshkeys import fetch_host_key, fingerprint
-from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances
+from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances, sleeping_template
 from tests.support.terraform import Terraform
 
 pytestmark = pytest.mark.terraform
 
-TEMPLATE = """
-resource "lium_template" "t" {
-  name             = "bounds-template"
-  image            = "python:3.11-slim"
-  entrypoint       = "/bin/sh"
-  startup_commands = "-c 'exec sleep infinity'"
-}
-"""
+TEMPLATE = sleeping_template("bounds-template")
 POD = """
 resource "lium_pod" "p" {
   name        = "bounds-pod"

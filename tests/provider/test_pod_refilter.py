@@ -17,19 +17,12 @@ import pytest
 
 from lium_provider.endpoints import feed_url_for
 from lium_provider.plan_summary import OfferBook, summarize
-from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances
+from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances, sleeping_template
 from tests.support.terraform import Terraform
 
 pytestmark = pytest.mark.terraform
 
-TEMPLATE = """
-resource "lium_template" "t" {
-  name             = "refilter"
-  image            = "python:3.11-slim"
-  entrypoint       = "/bin/sh"
-  startup_commands = "-c 'exec sleep infinity'"
-}
-"""
+TEMPLATE = sleeping_template("refilter")
 POD = """
 resource "lium_pod" "p" {
   name        = "refilter-0"

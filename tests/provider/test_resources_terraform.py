@@ -14,21 +14,15 @@ from tests.support.lium import (
     Account,
     assert_nothing_left,
     instances,
+    sleeping_template,
     ssh_run,
 )
 from tests.support.terraform import Terraform, interrupt, kill_group
 
 pytestmark = pytest.mark.terraform
 
-TEMPLATE = """
-resource "lium_template" "t" {
-  name             = "tf-template"
-  image            = "%s"
-  entrypoint       = "/bin/sh"
-  startup_commands = "-c 'exec sleep infinity'"
-  %s
-}
-"""
+# Filled in as ``TEMPLATE % (image, extra_line)``.
+TEMPLATE = sleeping_template("tf-template", image="%s", extra="%s")
 POD = """
 resource "lium_pod" "p" {
   name        = "%s"

@@ -33,6 +33,7 @@ from tests.support.lium import (
     assert_nothing_left,
     instances,
     new_account,
+    sleeping_template,
     ssh_keypair,
     ssh_run,
 )
@@ -40,18 +41,15 @@ from tests.support.terraform import Terraform, interrupt, kill_group
 
 pytestmark = pytest.mark.terraform
 
-TEMPLATE = """
-resource "lium_template" "t" {
-  name             = "runner-template"
-  image            = "%s"
-  entrypoint       = "/bin/sh"
-  startup_commands = "-c 'exec sleep infinity'"
-}
-resource "lium_pod" "p" {
+# Filled in as ``TEMPLATE % image``.
+TEMPLATE = (
+    sleeping_template("runner-template", image="%s")
+    + """resource "lium_pod" "p" {
   name        = "runner-pod"
   template_id = lium_template.t.id
 }
 """
+)
 RUNNER = """
 resource "lium_runner" "r" {
   pod_id       = lium_pod.p.id

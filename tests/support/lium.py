@@ -28,6 +28,21 @@ terraform {
 provider "lium" {}
 """
 
+
+def sleeping_template(name: str, image: str = "python:3.11-slim", extra: str = "") -> str:
+    """The HCL of ``lium_template.t``: ``image`` kept alive by ``/bin/sh -c 'exec sleep infinity'``, so
+    its pods stay running for SSH; ``extra`` is one more line of arguments inside the block."""
+    extra_line = f"  {extra}\n" if extra else ""
+    return f"""
+resource "lium_template" "t" {{
+  name             = "{name}"
+  image            = "{image}"
+  entrypoint       = "/bin/sh"
+  startup_commands = "-c 'exec sleep infinity'"
+{extra_line}}}
+"""
+
+
 # Short lifecycle timings keep each pod test around a second.
 FAST_TIMINGS = ("--pending-seconds", "0.3", "--ssh-delay-seconds", "0.2", "--deleting-seconds", "0.2")
 
