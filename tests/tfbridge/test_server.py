@@ -42,6 +42,19 @@ def dv(value: object) -> pb.DynamicValue:
     return pb.DynamicValue(msgpack=cty.encode_msgpack(value, THING_TYPE))
 
 
+def plan_thing(server: ProviderServer, prior: object, proposed: object, config: object) -> Any:
+    """The server's answer to planning a ``bridgetest_thing`` from ``prior`` to ``proposed``."""
+    return server.PlanResourceChange(
+        pb.PlanResourceChange.Request(
+            type_name="bridgetest_thing",
+            prior_state=dv(prior),
+            proposed_new_state=dv(proposed),
+            config=dv(config),
+        ),
+        None,  # type: ignore[arg-type]
+    )
+
+
 def test_schema_response_declares_capabilities_and_write_only(server: ProviderServer) -> None:
     response = server.GetProviderSchema(pb.GetProviderSchema.Request(), None)  # type: ignore[arg-type]
     assert response.server_capabilities.get_provider_schema_optional
@@ -84,15 +97,7 @@ def test_plan_create_marks_computed_unknown_applies_defaults_and_nulls_write_onl
     server: ProviderServer,
 ) -> None:
     config = thing(name="n", secret_wo="hidden-value")
-    response = server.PlanResourceChange(
-        pb.PlanResourceChange.Request(
-            type_name="bridgetest_thing",
-            prior_state=dv(None),
-            proposed_new_state=dv(config),
-            config=dv(config),
-        ),
-        None,  # type: ignore[arg-type]
-    )
+    response = plan_thing(server, None, config, config)
     assert not response.diagnostics
     planned = cty.decode_msgpack(response.planned_state.msgpack, THING_TYPE)
     assert cty.is_unknown(planned["id"]) and cty.is_unknown(planned["revision"])
@@ -103,15 +108,7 @@ def test_plan_update_keeps_use_state_values_and_flags_replacement(server: Provid
     prior = thing(id="a", name="n", size=1, revision=3, created_at="t0", secret_length=4)
     proposed = dict(prior, size=2)
     config = thing(name="n", size=2)
-    response = server.PlanResourceChange(
-        pb.PlanResourceChange.Request(
-            type_name="bridgetest_thing",
-            prior_state=dv(prior),
-            proposed_new_state=dv(proposed),
-            config=dv(config),
-        ),
-        None,  # type: ignore[arg-type]
-    )
+    response = plan_thing(server, prior, proposed, config)
     planned = cty.decode_msgpack(response.planned_state.msgpack, THING_TYPE)
     assert planned["id"] == "a" and planned["created_at"] == "t0"
     assert cty.is_unknown(planned["revision"])
@@ -121,15 +118,7 @@ def test_plan_update_keeps_use_state_values_and_flags_replacement(server: Provid
 def test_plan_without_changes_keeps_every_computed_value(server: ProviderServer) -> None:
     prior = thing(id="a", name="n", size=1, revision=3, created_at="t0")
     config = thing(name="n")
-    response = server.PlanResourceChange(
-        pb.PlanResourceChange.Request(
-            type_name="bridgetest_thing",
-            prior_state=dv(prior),
-            proposed_new_state=dv(prior),
-            config=dv(config),
-        ),
-        None,  # type: ignore[arg-type]
-    )
+    response = plan_thing(server, prior, prior, config)
     assert cty.decode_msgpack(response.planned_state.msgpack, THING_TYPE) == prior
     assert not response.requires_replace
 
