@@ -104,34 +104,35 @@ def test_fingerprint_is_the_one_ssh_keygen_prints(tmp_path: Path) -> None:
     assert fingerprint("ssh-ed25519 not*base64") == "ssh-ed25519 (unparsable)"
 
 
+def me_failure(url: str, timeout: float) -> tuple[LiumUnavailable, float]:
+    """The error ``GET /users/me`` at ``url`` ends with under ``timeout``, and the seconds it took."""
+    with LiumClient(url, "key", timeout=timeout, connect_timeout=0.5) as client:
+        started = time.monotonic()
+        with pytest.raises(LiumUnavailable) as caught:
+            client.me()
+        return caught.value, time.monotonic() - started
+
+
 def test_request_timeout_bounds_a_request_to_a_silent_endpoint() -> None:
     with closing(socket.socket()) as server:
         server.bind(("127.0.0.1", 0))
         server.listen(16)  # the kernel accepts; nothing ever answers
         url = f"http://127.0.0.1:{server.getsockname()[1]}/api"
-        with LiumClient(url, "key", timeout=1.0, connect_timeout=0.5) as client:
-            started = time.monotonic()
-            with pytest.raises(LiumUnavailable) as caught:
-                client.me()
-            elapsed = time.monotonic() - started
+        error, elapsed = me_failure(url, timeout=1.0)
     assert 1.0 <= elapsed < 1.0 + SLACK_SECONDS, elapsed
-    assert f"no answer from {url}/users/me after 1 attempt (timed out: ReadTimeout" in str(caught.value)
-    assert caught.value.sent is True  # the request left: a mutation would be uncertain, not resent
+    assert f"no answer from {url}/users/me after 1 attempt (timed out: ReadTimeout" in str(error)
+    assert error.sent is True  # the request left: a mutation would be uncertain, not resent
 
 
 def test_request_timeout_bounds_the_resends_to_a_closed_port() -> None:
     with closing(socket.socket()) as holder:
         holder.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
         url = f"http://127.0.0.1:{holder.getsockname()[1]}/api"
-        with LiumClient(url, "key", timeout=1.5, connect_timeout=0.5) as client:
-            started = time.monotonic()
-            with pytest.raises(LiumUnavailable) as caught:
-                client.me()
-            elapsed = time.monotonic() - started
+        error, elapsed = me_failure(url, timeout=1.5)
     assert elapsed < 1.5 + SLACK_SECONDS, elapsed
-    message = str(caught.value)
+    message = str(error)
     assert f"no answer from {url}/users/me after" in message and "connection failed: ConnectError" in message
-    assert caught.value.sent is False
+    assert error.sent is False
 
 
 def test_timeouts_come_from_the_argument_then_the_environment_then_the_default(
