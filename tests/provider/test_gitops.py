@@ -49,11 +49,16 @@ def postgres() -> Iterator[PostgresServer]:
 
 def parse_workflow(terraform_env: dict[str, str], directory: Path) -> dict[str, Any]:
     """The workflow file parsed by Terraform's own YAML decoder (``yamldecode`` in ``terraform console``)."""
+    return parse_yaml(terraform_env, WORKFLOW, directory)
+
+
+def parse_yaml(terraform_env: dict[str, str], source: Path, directory: Path) -> dict[str, Any]:
+    """``source`` (a YAML mapping) copied into ``directory`` and parsed there by Terraform's ``yamldecode``."""
     directory.mkdir(parents=True, exist_ok=True)
-    shutil.copy(WORKFLOW, directory / "workflow.yml")
+    shutil.copy(source, directory / source.name)
     result = subprocess.run(
         ["terraform", "console"],
-        input='jsonencode(yamldecode(file("workflow.yml")))\n',
+        input=f'jsonencode(yamldecode(file("{source.name}")))\n',
         cwd=directory,
         env={**os.environ, **terraform_env},
         capture_output=True,
@@ -61,8 +66,8 @@ def parse_workflow(terraform_env: dict[str, str], directory: Path) -> dict[str, 
         timeout=TIMEOUT,
     )
     assert result.returncode == 0, result.stderr
-    workflow: dict[str, Any] = json.loads(json.loads(result.stdout))
-    return workflow
+    parsed: dict[str, Any] = json.loads(json.loads(result.stdout))
+    return parsed
 
 
 @pytest.fixture(scope="module")
@@ -399,18 +404,7 @@ def test_example_workflow_plans_comments_and_applies_the_artifact(
 
 
 def test_atlantis_workflows_run_the_same_steps(terraform_env: dict[str, str], tmp_path: Path) -> None:
-    shutil.copy(ATLANTIS, tmp_path / "atlantis.yml")
-    result = subprocess.run(
-        ["terraform", "console"],
-        input='jsonencode(yamldecode(file("atlantis.yml")))\n',
-        cwd=tmp_path,
-        env={**os.environ, **terraform_env},
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    assert result.returncode == 0, result.stderr
-    config = json.loads(json.loads(result.stdout))
+    config = parse_yaml(terraform_env, ATLANTIS, tmp_path)
     assert config["version"] == 3
     assert {p["workflow"] for p in config["projects"]} == set(config["workflows"]) == {"lium-hcl", "lium-cdk"}
     for workflow in config["workflows"].values():
