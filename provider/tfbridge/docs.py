@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tfbridge import cty
-from tfbridge.resource import Provider
+from tfbridge.resource import DataSource, Provider, Resource
 from tfbridge.schema import MISSING, AttributeSchema, BlockSchema, NestedBlockSchema, Schema
 
 Kind = Literal["resource", "data-source"]
@@ -294,25 +294,19 @@ def generate(
     groups = subcategories or {}
     prefix = provider.type_name + "_"
     pages: dict[str, str] = {"index.md": render_provider(provider, examples_dir)}
-    for resource in provider.resources:
-        short = resource.type_name.removeprefix(prefix)
-        pages[f"resources/{short}.md"] = render(
-            "resource",
-            resource.type_name,
+    elements: list[tuple[Kind, type[Resource[Any]] | type[DataSource[Any]]]] = [
+        *(("resource", resource) for resource in provider.resources),
+        *(("data-source", data_source) for data_source in provider.data_sources),
+    ]
+    for kind, element in elements:
+        short = element.type_name.removeprefix(prefix)
+        pages[f"{kind}s/{short}.md"] = render(  # resources/ and data-sources/
+            kind,
+            element.type_name,
             provider.type_name,
-            resource.schema(),
+            element.schema(),
             examples_dir,
-            groups.get(resource.type_name, ""),
-        )
-    for data_source in provider.data_sources:
-        short = data_source.type_name.removeprefix(prefix)
-        pages[f"data-sources/{short}.md"] = render(
-            "data-source",
-            data_source.type_name,
-            provider.type_name,
-            data_source.schema(),
-            examples_dir,
-            groups.get(data_source.type_name, ""),
+            groups.get(element.type_name, ""),
         )
     return pages
 
