@@ -22,23 +22,19 @@ from typing import Any
 
 from bench.workspace import terraform, terraform_workspace, timed_terraform
 from lium_emulator.launcher import launch
-from tests.support.lium import PROVIDER_BLOCK, new_account
+from tests.support.lium import PROVIDER_BLOCK, new_account, sleeping_template
 
 PARALLELISM = 10
 TARGET_RATIO = 1.15
-STACK = """
-resource "lium_template" "t" {
-  name             = "bench"
-  image            = "python:3.11-slim"
-  entrypoint       = "/bin/sh"
-  startup_commands = "-c 'exec sleep infinity'"
-}
-resource "lium_pod" "p" {
+STACK = (
+    sleeping_template("bench")
+    + """resource "lium_pod" "p" {
   count       = %d
   name        = "bench-${count.index}"
   template_id = lium_template.t.id
 }
 """
+)
 
 
 def requests_total(report: dict[str, Any]) -> int:

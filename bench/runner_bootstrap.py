@@ -22,16 +22,11 @@ from pathlib import Path
 
 from bench.workspace import terraform, terraform_workspace
 from lium_emulator.launcher import launch
-from tests.support.lium import PROVIDER_BLOCK, new_account
+from tests.support.lium import PROVIDER_BLOCK, new_account, sleeping_template
 
-STACK = """
-resource "lium_template" "t" {
-  name             = "bench"
-  image            = "python:3.11-slim"
-  entrypoint       = "/bin/sh"
-  startup_commands = "-c 'exec sleep infinity'"
-}
-resource "lium_pod" "p" {
+STACK = (
+    sleeping_template("bench")
+    + """resource "lium_pod" "p" {
   name        = "bench-%d"
   template_id = lium_template.t.id
 }
@@ -40,6 +35,7 @@ resource "lium_runner" "r" {
   ssh_host_key = lium_pod.p.ssh_host_key
 }
 """
+)
 
 
 @dataclass(frozen=True)
