@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.support.lium import PROVIDER_BLOCK, Account
+from tests.support.lium import PROVIDER_BLOCK, Account, sleeping_template
 from tests.support.procs import find_descendant
 from tests.support.terraform import Terraform, kill_group
 
@@ -24,14 +24,8 @@ pytestmark = pytest.mark.terraform
 
 STACK = (
     PROVIDER_BLOCK
-    + """
-resource "lium_template" "t" {
-  name             = "orphan-template"
-  image            = "python:3.11-slim"
-  entrypoint       = "/bin/sh"
-  startup_commands = "-c 'exec sleep infinity'"
-}
-resource "lium_pod" "p" {
+    + sleeping_template("orphan-template")
+    + """resource "lium_pod" "p" {
   name        = "orphan-pod"
   template_id = lium_template.t.id
 }

@@ -8,21 +8,15 @@ from pathlib import Path
 import pytest
 
 from lium_emulator.launcher import RunningEmulator, launch
-from tests.support.lium import PROVIDER_BLOCK, new_account
+from tests.support.lium import PROVIDER_BLOCK, new_account, sleeping_template
 from tests.support.terraform import Terraform
 
 pytestmark = pytest.mark.terraform
 
 STACK = (
     PROVIDER_BLOCK
-    + """
-resource "lium_template" "t" {
-  name             = "ready"
-  image            = "python:3.11-slim"
-  entrypoint       = "/bin/sh"
-  startup_commands = "-c 'exec sleep infinity'"
-}
-resource "lium_pod" "p" {
+    + sleeping_template("ready")
+    + """resource "lium_pod" "p" {
   name        = "ready"
   template_id = lium_template.t.id
 }

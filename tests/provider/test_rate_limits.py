@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
-from tests.support.lium import PROVIDER_BLOCK, Account
+from tests.support.lium import PROVIDER_BLOCK, Account, sleeping_template
 from tests.support.terraform import Terraform
 
 pytestmark = pytest.mark.terraform
@@ -241,14 +241,9 @@ ENDLESS_RENT_LIMIT = {
         {"method": "POST", "path": "/executors/*/rent", "kind": "rate_limit", "seconds": 2},
     ],
 }
-TIMED_POD = """
-resource "lium_template" "t" {
-  name             = "limited"
-  image            = "python:3.11-slim"
-  entrypoint       = "/bin/sh"
-  startup_commands = "-c 'exec sleep infinity'"
-}
-resource "lium_pod" "p" {
+TIMED_POD = (
+    sleeping_template("limited")
+    + """resource "lium_pod" "p" {
   name        = "limited"
   template_id = lium_template.t.id
   timeouts {
@@ -256,6 +251,7 @@ resource "lium_pod" "p" {
   }
 }
 """
+)
 
 
 def test_a_lasting_429_ends_at_the_operation_timeout(
