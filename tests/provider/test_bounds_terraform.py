@@ -14,18 +14,20 @@ from pathlib import Path
 import pytest
 
 from lium_provider.sshkeys import fetch_host_key, fingerprint
-from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances, sleeping_template
+from tests.support.lium import (
+    PROVIDER_BLOCK,
+    Account,
+    assert_nothing_left,
+    instances,
+    pod_block,
+    sleeping_template,
+)
 from tests.support.terraform import Terraform
 
 pytestmark = pytest.mark.terraform
 
 TEMPLATE = sleeping_template("bounds-template")
-POD = """
-resource "lium_pod" "p" {
-  name        = "bounds-pod"
-  template_id = lium_template.t.id
-}
-"""
+POD = pod_block("bounds-pod")
 RUNNER = """
 resource "lium_runner" "r" {
   pod_id       = lium_pod.p.id

@@ -16,21 +16,13 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.support.lium import PROVIDER_BLOCK, Account, sleeping_template
+from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.procs import find_descendant
 from tests.support.terraform import Terraform, kill_group
 
 pytestmark = pytest.mark.terraform
 
-STACK = (
-    PROVIDER_BLOCK
-    + sleeping_template("orphan-template")
-    + """resource "lium_pod" "p" {
-  name        = "orphan-pod"
-  template_id = lium_template.t.id
-}
-"""
-)
+STACK = PROVIDER_BLOCK + sleeping_template("orphan-template") + pod_block("orphan-pod")
 STUCK = {
     "seed": 5,
     "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "stuck_pending", "first": 1}],

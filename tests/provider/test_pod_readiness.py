@@ -8,20 +8,12 @@ from pathlib import Path
 import pytest
 
 from lium_emulator.launcher import RunningEmulator, launch
-from tests.support.lium import PROVIDER_BLOCK, new_account, sleeping_template
+from tests.support.lium import PROVIDER_BLOCK, new_account, pod_block, sleeping_template
 from tests.support.terraform import Terraform
 
 pytestmark = pytest.mark.terraform
 
-STACK = (
-    PROVIDER_BLOCK
-    + sleeping_template("ready")
-    + """resource "lium_pod" "p" {
-  name        = "ready"
-  template_id = lium_template.t.id
-}
-"""
-)
+STACK = PROVIDER_BLOCK + sleeping_template("ready") + pod_block("ready")
 
 
 @pytest.fixture(scope="module")

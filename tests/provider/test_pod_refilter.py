@@ -17,19 +17,21 @@ import pytest
 
 from lium_provider.endpoints import feed_url_for
 from lium_provider.plan_summary import OfferBook, summarize
-from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances, sleeping_template
+from tests.support.lium import (
+    PROVIDER_BLOCK,
+    Account,
+    assert_nothing_left,
+    instances,
+    pod_block,
+    sleeping_template,
+)
 from tests.support.terraform import Terraform
 
 pytestmark = pytest.mark.terraform
 
 TEMPLATE = sleeping_template("refilter")
-POD = """
-resource "lium_pod" "p" {
-  name        = "refilter-0"
-  template_id = lium_template.t.id
-  %s
-}
-"""
+# Filled in as ``POD % filter_lines``.
+POD = pod_block("refilter-0", extra="%s")
 
 
 def _config(tf: Terraform, filter_lines: str) -> None:

@@ -14,6 +14,7 @@ from tests.support.lium import (
     Account,
     assert_nothing_left,
     instances,
+    pod_block,
     sleeping_template,
     ssh_run,
 )
@@ -23,13 +24,8 @@ pytestmark = pytest.mark.terraform
 
 # Filled in as ``TEMPLATE % (image, extra_line)``.
 TEMPLATE = sleeping_template("tf-template", image="%s", extra="%s")
-POD = """
-resource "lium_pod" "p" {
-  name        = "%s"
-  template_id = lium_template.t.id
-  %s
-}
-"""
+# Filled in as ``POD % (name, extra_line)``.
+POD = pod_block("%s", extra="%s")
 
 
 def test_pod_with_template_lifecycle(stack: Callable[[str], Terraform], account: Account) -> None:

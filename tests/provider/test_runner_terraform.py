@@ -33,6 +33,7 @@ from tests.support.lium import (
     assert_nothing_left,
     instances,
     new_account,
+    pod_block,
     sleeping_template,
     ssh_keypair,
     ssh_run,
@@ -42,14 +43,7 @@ from tests.support.terraform import Terraform, interrupt, kill_group
 pytestmark = pytest.mark.terraform
 
 # Filled in as ``TEMPLATE % image``.
-TEMPLATE = (
-    sleeping_template("runner-template", image="%s")
-    + """resource "lium_pod" "p" {
-  name        = "runner-pod"
-  template_id = lium_template.t.id
-}
-"""
-)
+TEMPLATE = sleeping_template("runner-template", image="%s") + pod_block("runner-pod")
 RUNNER = """
 resource "lium_runner" "r" {
   pod_id       = lium_pod.p.id

@@ -32,15 +32,28 @@ provider "lium" {}
 def sleeping_template(name: str, image: str = "python:3.11-slim", extra: str = "") -> str:
     """The HCL of ``lium_template.t``: ``image`` kept alive by ``/bin/sh -c 'exec sleep infinity'``, so
     its pods stay running for SSH; ``extra`` is one more line of arguments inside the block."""
-    extra_line = f"  {extra}\n" if extra else ""
     return f"""
 resource "lium_template" "t" {{
   name             = "{name}"
   image            = "{image}"
   entrypoint       = "/bin/sh"
   startup_commands = "-c 'exec sleep infinity'"
-{extra_line}}}
+{_extra_line(extra)}}}
 """
+
+
+def pod_block(name: str, extra: str = "") -> str:
+    """The HCL of ``lium_pod.p`` running ``lium_template.t``; ``extra`` is more arguments inside the block."""
+    return f"""
+resource "lium_pod" "p" {{
+  name        = "{name}"
+  template_id = lium_template.t.id
+{_extra_line(extra)}}}
+"""
+
+
+def _extra_line(extra: str) -> str:
+    return f"  {extra}\n" if extra else ""
 
 
 # Short lifecycle timings keep each pod test around a second.
