@@ -18,7 +18,7 @@ import pytest
 
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.procs import find_descendant
-from tests.support.terraform import Terraform, kill_group
+from tests.support.terraform import Terraform, reaped
 
 pytestmark = pytest.mark.terraform
 
@@ -35,21 +35,16 @@ def live_pods(account: Account) -> list[dict[str, object]]:
 
 def kill_provider_after_rent(tf: Terraform, account: Account) -> None:
     """Apply until the pod is rented (and held PENDING), then SIGKILL the provider process."""
-    with account.faults(STUCK):
-        process = tf.start("apply", "-auto-approve", "-no-color")
-        try:
-            deadline = time.monotonic() + 60
-            while not live_pods(account):
-                assert process.poll() is None, process.stdout.read() if process.stdout else ""
-                assert time.monotonic() < deadline, "the rent never happened"
-                time.sleep(0.1)
-            provider = find_descendant(process.pid, "lium_provider")
-            assert provider is not None, "the provider process was not found"
-            os.kill(provider, signal.SIGKILL)
-            output, _ = process.communicate(timeout=60)
-        finally:
-            if process.poll() is None:
-                kill_group(process)
+    with account.faults(STUCK), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
+        deadline = time.monotonic() + 60
+        while not live_pods(account):
+            assert process.poll() is None, process.stdout.read() if process.stdout else ""
+            assert time.monotonic() < deadline, "the rent never happened"
+            time.sleep(0.1)
+        provider = find_descendant(process.pid, "lium_provider")
+        assert provider is not None, "the provider process was not found"
+        os.kill(provider, signal.SIGKILL)
+        output, _ = process.communicate(timeout=60)
     assert process.returncode != 0, output
     assert "lium_pod" not in {r["type"] for r in tf.resources()}, "the killed create must not be in state"
     assert len(live_pods(account)) == 1

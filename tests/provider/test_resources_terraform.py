@@ -18,7 +18,7 @@ from tests.support.lium import (
     sleeping_template,
     ssh_run,
 )
-from tests.support.terraform import Terraform, interrupt, kill_group
+from tests.support.terraform import Terraform, interrupt, reaped
 
 pytestmark = pytest.mark.terraform
 
@@ -245,8 +245,7 @@ def test_sigint_while_provisioning_then_destroy_leaves_nothing(
         {"seed": 1, "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "stuck_pending"}]}
     ):
         tf = stack(TEMPLATE % ("python:3.11-slim", "") + POD % ("ctrl-c", ""))
-        process = tf.start("apply", "-auto-approve", "-no-color")
-        try:
+        with reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
             deadline = time.monotonic() + 60
             while not account.live()["pods"]:
                 assert process.poll() is None, process.stdout.read() if process.stdout else ""
@@ -254,9 +253,6 @@ def test_sigint_while_provisioning_then_destroy_leaves_nothing(
                 time.sleep(0.1)
             interrupt(process)
             output, _ = process.communicate(timeout=60)
-        finally:
-            if process.poll() is None:
-                kill_group(process)
         assert process.returncode != 0, output
         assert [r["type"] for r in tf.resources()] == ["lium_pod", "lium_template"] or {
             r["type"] for r in tf.resources()

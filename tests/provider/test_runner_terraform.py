@@ -38,7 +38,7 @@ from tests.support.lium import (
     ssh_keypair,
     ssh_run,
 )
-from tests.support.terraform import Terraform, interrupt, kill_group
+from tests.support.terraform import Terraform, interrupt, reaped
 
 pytestmark = pytest.mark.terraform
 
@@ -355,14 +355,10 @@ def test_ctrl_c_during_the_bootstrap_then_destroy_leaves_nothing(
     stack: Callable[[str], Terraform], account: Account
 ) -> None:
     tf = stack(TEMPLATE % PYTHON_IMAGE + RUNNER % 'smoke_test = ["touch /tmp/smoke-started", "sleep 120"]')
-    process = tf.start("apply", "-auto-approve", "-no-color")
-    try:
+    with reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
         pod = wait_for_smoke_test(account, process)
         interrupt(process)
         output, _ = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            kill_group(process)
     assert process.returncode != 0, output
     (runner_resource,) = [r for r in tf.resources() if r["type"] == "lium_runner"]
     assert runner_resource["instances"][0].get("status") == "tainted", "the started runner is tracked"

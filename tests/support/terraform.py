@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,3 +129,14 @@ def kill_group(process: subprocess.Popen[str]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def reaped(process: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    """``process`` (from :meth:`Terraform.start`), its process group killed on the way out if it is
+    still running, so a failing test leaves no terraform or provider behind."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            kill_group(process)

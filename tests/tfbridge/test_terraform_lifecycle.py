@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.terraform import Terraform, interrupt, kill_group
+from tests.support.terraform import Terraform, interrupt, reaped
 
 pytestmark = pytest.mark.terraform
 
@@ -233,8 +233,7 @@ def test_sigint_during_slow_create_keeps_the_object(
 ) -> None:
     tf = make_terraform(config(store, thing("slow", "create_delay_seconds = 300")))
     tf.init()
-    process = tf.start("apply", "-auto-approve", "-no-color")
-    try:
+    with reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
         deadline = time.monotonic() + 60
         while not list(store.glob("*.json")):
             assert process.poll() is None, process.stdout.read() if process.stdout else ""
@@ -244,9 +243,6 @@ def test_sigint_during_slow_create_keeps_the_object(
         interrupt(process)
         output, _ = process.communicate(timeout=60)
         assert time.monotonic() - started < 30, "cancellation must stop the wait promptly"
-    finally:
-        if process.poll() is None:
-            kill_group(process)
     assert process.returncode != 0
     assert "cancelled" in output.lower() or "interrupt" in output.lower(), output
     created = only_instance(tf)
