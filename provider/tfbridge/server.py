@@ -142,6 +142,13 @@ def _type_of(schemas: Mapping[str, Schema], type_name: str) -> cty.CtyType | Non
     return schema.type if schema else None
 
 
+def _config_diagnostics(
+    element: Provider[Any] | Resource[Any] | DataSource[Any], config: Mapping[str, Any]
+) -> list[Diagnostic]:
+    """What is wrong with ``config``: the model's field checks, then the element's cross-attribute ones."""
+    return [*validate(element.model, config), *element.validate_config(ConfigView(element.model, config))]
+
+
 def _register_secrets(block: BlockSchema, value: object) -> None:
     """Teach the redactor every sensitive or write-only string in a decoded object."""
     if not isinstance(value, Mapping):
@@ -316,9 +323,7 @@ class ProviderServer(pb_grpc.ProviderServicer):
         with self._answering(response, "validating the provider configuration", schema.type) as diagnostics:
             config = _decode(request.config, schema.type) or {}
             _register_secrets(schema.block, config)
-            model = type(self._provider).model
-            diagnostics += validate(model, config)
-            diagnostics += self._provider.validate_config(ConfigView(model, config))
+            diagnostics += _config_diagnostics(self._provider, config)
         return response
 
     def ConfigureProvider(self, request: pb.ConfigureProvider.Request, context: grpc.ServicerContext) -> Any:
@@ -361,8 +366,7 @@ class ProviderServer(pb_grpc.ProviderServicer):
                         f"{request.type_name} sets a write-only attribute, which this Terraform cannot handle.",
                     )
                 )
-            diagnostics += validate(resource.model, config)
-            diagnostics += resource.validate_config(ConfigView(resource.model, config))
+            diagnostics += _config_diagnostics(resource, config)
         return response
 
     def UpgradeResourceState(
@@ -509,8 +513,7 @@ class ProviderServer(pb_grpc.ProviderServicer):
         with self._answering_data_source(response, operation, request.type_name) as diagnostics:
             data_source, schema = self._data_source(request.type_name)
             config = _decode(request.config, schema.type) or {}
-            diagnostics += validate(data_source.model, config)
-            diagnostics += data_source.validate_config(ConfigView(data_source.model, config))
+            diagnostics += _config_diagnostics(data_source, config)
         return response
 
     def ReadDataSource(self, request: pb.ReadDataSource.Request, context: grpc.ServicerContext) -> Any:
