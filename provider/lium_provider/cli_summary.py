@@ -169,7 +169,7 @@ def add_summary_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         f"an older state is refused (exit {STALE_PLAN_EXIT_CODE}) and a fresh plan for review is made in "
         "<artifact>/fresh.",
     )
-    steps = gitops.add_subparsers(dest="step", required=True)
+    steps = gitops.add_subparsers(dest="step", required=True, help="the pipeline step to run")
     add_summary_options(_add_gitops_step(steps, "plan", "plan the stack into the artifact and summarise it"))
     apply = _add_gitops_step(steps, "apply", "apply the artifact's reviewed plan, or refuse a stale one")
     apply.add_argument(

@@ -88,7 +88,7 @@ class DataLiumOffers(LiumDataSourceBase):
         id_: str,
         *,
         gpu: str | None = None,
-        gpu_count: float | None = None,
+        gpu_count: int | None = None,
         max_price_per_hour: float | None = None,
         regions: Sequence[str] | None = None,
         min_memory_gib: float | None = None,

@@ -32,7 +32,7 @@ class DockerCredential(LiumResourceBase):
         *,
         username: str,
         password_wo: str | None = None,
-        password_wo_version: float | None = None,
+        password_wo_version: int | None = None,
         count: float | cdk.TerraformCount | None = None,
         depends_on: Sequence[cdk.ITerraformDependable] | None = None,
         for_each: cdk.ITerraformIterator | None = None,

@@ -27,7 +27,7 @@ class OfferFilter:
     """
 
     gpu: str | None = None
-    gpu_count: float | None = 1
+    gpu_count: int = 1
     max_price_per_hour: float | None = None
     regions: Sequence[str] | None = None
     min_memory_gib: float | None = None

@@ -76,7 +76,7 @@ class Pod(LiumResourceBase):
         name: str,
         template_id: str,
         gpu: str | None = None,
-        gpu_count: float | None = None,
+        gpu_count: int | None = None,
         max_price_per_hour: float | None = None,
         regions: Sequence[str] | None = None,
         min_memory_gib: float | None = None,
