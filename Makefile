@@ -68,7 +68,7 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy provider emulator constructs release
 
-unit: setup
+unit: setup release-tools  # tests/release build the release, which signs and strips
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 wheel: setup
