@@ -11,9 +11,11 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from lium_provider import __version__
 from lium_provider.api.client import LiumClient, check_feed_url
 from lium_provider.api.errors import InvalidArgument, LiumAuthError, LiumError, LiumProtocolError
+from lium_provider.api.models import TerminationHours
 from lium_provider.api.transport import DEFAULT_CONNECT_TIMEOUT_SECONDS, DEFAULT_REQUEST_TIMEOUT_SECONDS
 from lium_provider.endpoints import DEFAULT_ENDPOINT, feed_url_for
 from lium_provider.journal import RentJournal
+from lium_provider.removal import DEFAULT_TERMINATION_HOURS_ENV, configured_default_hours
 from lium_provider.resources.data_sources import OffersDataSource, PodDataSource, TemplatesDataSource
 from lium_provider.resources.docker_credential import DockerCredentialResource
 from lium_provider.resources.pod import PodResource
@@ -104,6 +106,16 @@ class LiumProviderConfig(BaseModel):
         ),
     ] = None
 
+    default_termination_hours: Annotated[
+        TerminationHours | None,
+        Attribute(
+            optional=True,
+            description="`termination_hours` of every `lium_pod` that sets none (1 to 720): Lium removes such a "
+            f"pod that many hours after it started. Default: env `{DEFAULT_TERMINATION_HOURS_ENV}`, else none "
+            "(pods without `termination_hours` run until deleted).",
+        ),
+    ] = None
+
     @field_validator("request_timeout", "connect_timeout")
     @classmethod
     def _positive_duration(cls, value: str | None) -> str | None:
@@ -181,6 +193,14 @@ class LiumProvider(Provider[LiumProviderConfig]):
             config.connect_timeout, CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT, "connect_timeout"
         )
         try:
+            default_hours = configured_default_hours(config.default_termination_hours)
+        except ValueError as exc:
+            raise TFError(
+                f"Invalid {DEFAULT_TERMINATION_HOURS_ENV}",
+                f"{exc} ({DEFAULT_TERMINATION_HOURS_ENV} sets `default_termination_hours`, 1 to 720).",
+                path=("default_termination_hours",),
+            ) from None
+        try:
             client = LiumClient(
                 endpoint,
                 api_key,
@@ -215,6 +235,7 @@ class LiumProvider(Provider[LiumProviderConfig]):
             ssh_private_key=private_key,
             runner_download_url=config.runner_download_url or os.environ.get("LIUM_RUNNER_DOWNLOAD_URL"),
             journal=RentJournal(journal_dir()),
+            default_termination_hours=default_hours,
         )
 
     def diagnose(self, error: Exception) -> list[Diagnostic] | None:

@@ -21,6 +21,8 @@ class LiumSession:
     ssh_private_key: str | None
     runner_download_url: str | None
     journal: RentJournal
+    default_termination_hours: int | None = None
+    """``termination_hours`` of a pod that sets none (the provider's ``default_termination_hours``)."""
     watcher: PodWatcher = field(init=False)
 
     def __post_init__(self) -> None:

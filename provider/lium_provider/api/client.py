@@ -243,6 +243,18 @@ class LiumClient:
     def delete_pod(self, pod_id: str) -> None:
         self._delete(f"/pods/{_segment(pod_id)}")
 
+    def schedule_removal(self, pod_id: str, at: datetime) -> None:
+        """``POST /pods/{id}/schedule-removal``: Lium removes the pod at ``at`` (sent with its UTC offset),
+        replacing any earlier schedule (docs/lium-api.md#other-pod-routes)."""
+        aware = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+        body = {"removal_scheduled_at": aware.astimezone(UTC).isoformat()}
+        self._call("POST", f"/pods/{_segment(pod_id)}/schedule-removal", json_body=body)
+
+    def cancel_removal(self, pod_id: str) -> None:
+        """``DELETE /pods/{id}/schedule-removal``: the pod runs until deleted (the rent's
+        ``termination_hours`` included)."""
+        self._call("DELETE", f"/pods/{_segment(pod_id)}/schedule-removal")
+
     def rent(self, executor_id: str, body: RentRequest, *, idempotency_key: str) -> str:
         """One rent request (429s resent with the same key and body); returns the new pod's id.
 

@@ -47,6 +47,9 @@ UtcDatetime = Annotated[datetime, AfterValidator(_as_utc)]
 # for what a request made looks back this much before the request started (dstack uses 1 minute too).
 CLOCK_SKEW = timedelta(minutes=1)
 NonEmptyStr = Annotated[str, Field(min_length=1)]
+# Lium's rent field ``termination_hours`` (docs/lium-api.md#rent): Lium removes the pod that many hours
+# after it started. The bound every attribute of that meaning shares (pod, provider default, rent body).
+TerminationHours = Annotated[int, Field(ge=1, le=720)]
 
 
 class _Response(BaseModel):
@@ -90,6 +93,10 @@ class Pod(_Response):
     updated_at: UtcDatetime | None = None
     # Lium's own estimate while PENDING; the pod watcher times its next listing by it.
     estimated_ready_seconds: float | None = None
+    # When Lium removes the pod (docs/lium-api.md#pod-row): from the rent's termination_hours, counted from
+    # RUNNING, or from POST /pods/{id}/schedule-removal. termination_hours stays the rent's value.
+    removal_scheduled_at: UtcDatetime | None = None
+    termination_hours: int | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -103,6 +110,12 @@ class Pod(_Response):
         if isinstance(data, dict) and isinstance(data.get("status"), str):
             data = {**data, "status": data["status"].strip().upper()}
         return data
+
+    @field_validator("termination_hours", mode="before")
+    @classmethod
+    def _hours_or_none(cls, value: Any) -> int | None:
+        # Informational (the schedule itself is removal_scheduled_at): an odd value must not break the row.
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
     @field_validator("estimated_ready_seconds", mode="before")
     @classmethod
@@ -270,7 +283,7 @@ class RentRequest(_Request):
     volume_id: str | None = None
     enable_volume_encryption: bool = False
     enable_jupyter: bool = False
-    termination_hours: Annotated[int, Field(ge=1, le=720)] | None = None
+    termination_hours: TerminationHours | None = None
 
     def to_body(self) -> dict[str, Any]:
         """The JSON body; unset optional fields are omitted (``gpu_count`` absent = all free GPUs)."""

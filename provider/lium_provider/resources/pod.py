@@ -11,15 +11,29 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from lium_provider.api.errors import LiumError, LiumUncertainOutcome, is_definitive
-from lium_provider.api.models import DEAD_POD_STATES, DELETED, RUNNING, Pod, RentRequest
+from lium_provider.api.models import DEAD_POD_STATES, DELETED, RUNNING, Pod, RentRequest, TerminationHours
 from lium_provider.api.rent import RentAttempt, find_rented_pod, rent_reconciled
 from lium_provider.offer_filter import OfferFilter, PodFacts, same_gpu_name
+from lium_provider.removal import (
+    HOUR,
+    SCHEDULE_TOLERANCE,
+    imported_schedule,
+    parse_time,
+    removal_at,
+    rent_hours,
+    rfc3339,
+    same_schedule,
+    set_removal,
+    started_at,
+)
 from lium_provider.resources.common import api_errors
 from lium_provider.resources.inputs import OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.session import LiumSession, session
@@ -57,6 +71,15 @@ class PodModel(OfferFilter):
     field (`gpu`, `max_price_per_hour`, `regions`, `min_memory_gib`, `min_disk_gb`, `spot`) re-rents only
     when the running pod no longer satisfies the new filter; otherwise it updates the state alone. The
     offer-filter fields are those of `lium_offers`.
+
+    Removal deadline: with `termination_hours` (or the provider's `default_termination_hours`) Lium
+    removes the pod that many hours after it started (`started_at`), at `removal_scheduled_at`; changing
+    it moves the removal in place, removing it cancels the removal. Every rent also carries a provisional
+    deadline covering the create's timeout (`termination_hours` when shorter), so a create that never
+    finished is ended by Lium itself; once the pod answers SSH the real schedule replaces it. If that last
+    call fails, the create fails with the pod in the state as tainted (`terraform untaint` keeps it, and
+    the next apply then sets the schedule in place). A schedule changed outside Terraform (Lium's UI)
+    plans an in-place update back to the configuration.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -111,6 +134,33 @@ class PodModel(OfferFilter):
     ssh_host_key: Annotated[
         str | None,
         Attribute(computed=True, plan=_KEEP, description="The pod's SSH host key, pinned on first contact."),
+    ] = None
+    termination_hours: Annotated[
+        TerminationHours | None,
+        Attribute(
+            optional=True,
+            computed=True,
+            description="Lium removes the pod this many hours (1 to 720) after it started. Default: the "
+            "provider's `default_termination_hours`, else none (the pod runs until deleted). Changing it "
+            "moves the removal in place; removing it cancels the removal.",
+        ),
+    ] = None
+    removal_scheduled_at: Annotated[
+        str | None,
+        Attribute(
+            computed=True,
+            description="When Lium removes the pod (RFC 3339, UTC): `started_at` plus `termination_hours`; "
+            "null when it has none.",
+        ),
+    ] = None
+    started_at: Annotated[
+        str | None,
+        Attribute(
+            computed=True,
+            plan=_KEEP,
+            description="When the pod started running (RFC 3339, UTC), from which `termination_hours` "
+            "counts. For an imported pod: when Lium created it.",
+        ),
     ] = None
     timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
 
@@ -202,6 +252,58 @@ def _plan_filter_change(change: PlanChange[PodModel], prior: PodModel, rented: R
         change.require_replace(name)
 
 
+def _plan_termination_hours(ctx: Context, change: PlanChange[PodModel]) -> None:
+    """A pod that sets no ``termination_hours`` plans the provider's default (or none), so the plan shows
+    the deadline the pod gets, and ``lium-tf plan-summary`` counts it."""
+    if change.config_is_null("termination_hours") and isinstance(ctx.provider, LiumSession):
+        change.set_planned("termination_hours", ctx.provider.default_termination_hours)
+
+
+def _plan_removal(change: PlanChange[PodModel], prior: PodModel) -> None:
+    """In place: the removal time the planned ``termination_hours`` gives, counted from the pod's start.
+
+    It differs from the recorded one when the hours changed, or when the schedule was changed outside
+    Terraform (a refresh records Lium's), and the update then sets it back to the configuration.
+    """
+    if change.is_unknown("termination_hours"):
+        change.set_unknown("removal_scheduled_at")
+        return
+    hours = change.planned.termination_hours
+    started = parse_time(prior.started_at)
+    if started is None and hours is not None:
+        raise TFError(
+            "The pod's start time is not known yet",
+            f"Pod {prior.id}'s state predates `started_at`; plan with refresh (without -refresh=false) once.",
+            path=("termination_hours",),
+        )
+    wanted = removal_at(started, hours)
+    if same_schedule(wanted, parse_time(prior.removal_scheduled_at)):
+        change.set_planned("removal_scheduled_at", prior.removal_scheduled_at)
+        return
+    now = datetime.now(UTC)
+    if started is not None and wanted is not None and wanted <= now + SCHEDULE_TOLERANCE:
+        raise TFError(
+            "termination_hours would remove the pod in the past",
+            f"Pod {prior.id} started at {prior.started_at}, so {hours} h end at {rfc3339(wanted)}, which has "
+            f"passed. Set at least {math.floor((now - started) / HOUR) + 1}, or delete the pod.",
+            path=("termination_hours",),
+        )
+    change.set_planned("removal_scheduled_at", rfc3339(wanted))
+
+
+def _with_schedule(state: PodModel, pod: Pod) -> PodModel:
+    """Lium's removal schedule in the state (the recorded string kept while it is the same schedule), and
+    a start time for a pod that has none yet (imported, or older than removal deadlines)."""
+    recorded = state.removal_scheduled_at
+    removal = recorded if same_schedule(parse_time(recorded), pod.removal_scheduled_at) else None
+    return state.model_copy(
+        update={
+            "started_at": state.started_at or rfc3339(imported_schedule(pod)[0]),
+            "removal_scheduled_at": removal or rfc3339(pod.removal_scheduled_at),
+        }
+    )
+
+
 def _keep_computed_if_unchanged(change: PlanChange[PodModel], prior: PodModel) -> None:
     """With nothing left to change, computed values the plan rules marked unknown keep their prior value.
 
@@ -271,6 +373,7 @@ class PodResource(Resource[PodModel]):
         ]
 
     def modify_plan(self, ctx: Context, change: PlanChange[PodModel]) -> None:
+        _plan_termination_hours(ctx, change)
         prior = change.prior
         if prior is None:
             self._check_offers_exist(ctx, change)
@@ -279,6 +382,8 @@ class PodResource(Resource[PodModel]):
             change.set_unknown("status")
             change.require_replace("status")
         _plan_filter_change(change, prior, RentedOffer.from_private(ctx.private))
+        if not change.requires_replace:
+            _plan_removal(change, prior)
 
     def _check_offers_exist(self, ctx: Context, change: PlanChange[PodModel]) -> None:
         """Creating by filter: check now that something matches, so `plan` fails, not a later `apply`."""
@@ -351,12 +456,44 @@ class PodResource(Resource[PodModel]):
             status = pod.status if pod else "gone"
             ctx.record(state.model_copy(update={"status": pod.status if pod else DELETED}))
             raise TFError(f"Pod {pod_id} did not start ({status})", self._failure_reason(s, pod_id))
-        state = _apply_pod(state, pod)
+        state = _apply_pod(state, pod).model_copy(
+            update={
+                "started_at": rfc3339(started_at(pod)),
+                "removal_scheduled_at": rfc3339(pod.removal_scheduled_at),
+            }
+        )
         if not plan.gpu:
             state = state.model_copy(update={"gpu": pod.gpu_name or state.gpu})
         ctx.record(state)
         # The journal entry stays until Terraform is known to hold the pod (the next read or delete).
-        return state.model_copy(update={"ssh_host_key": self._wait_for_ssh(ctx, state)})
+        state = state.model_copy(update={"ssh_host_key": self._wait_for_ssh(ctx, state)})
+        ctx.record(state)
+        return self._replace_provisional_deadline(s, state)
+
+    def _replace_provisional_deadline(self, s: LiumSession, state: PodModel) -> PodModel:
+        """The create has finished: the rent's provisional removal gives way to ``termination_hours``.
+
+        If this fails, the create fails with the pod recorded (tainted), never leaving a provisional
+        deadline on a pod silently; its state keeps the provisional time, so an untainted pod's next plan
+        shows the in-place update that fixes it.
+        """
+        wanted = removal_at(parse_time(state.started_at), state.termination_hours)
+        provisional = parse_time(state.removal_scheduled_at)
+        if same_schedule(wanted, provisional):
+            return state
+        try:
+            set_removal(s.client, state.id or "", wanted)
+        except LiumError as exc:
+            raise TFError(
+                "Setting the pod's removal deadline failed",
+                f"Pod {state.id} is running, but Lium still removes it at {state.removal_scheduled_at} (the "
+                "provisional deadline every rent carries) instead of "
+                f"{rfc3339(wanted) if wanted else 'never'}: {exc}. The pod is in the state as tainted: the "
+                "next apply replaces it; to keep it, run `terraform untaint` on it and apply, which sets "
+                "the deadline in place.",
+                path=("termination_hours",),
+            ) from None
+        return state.model_copy(update={"removal_scheduled_at": rfc3339(wanted)})
 
     def _adopt_unrecorded(self, ctx: Context, s: LiumSession, state: PodModel) -> tuple[str, PodModel] | None:
         """A pod an earlier, killed run rented under this name but never handed to Terraform.
@@ -406,6 +543,7 @@ class PodResource(Resource[PodModel]):
                 gpu_count=state.gpu_count,
                 initial_port_count=2,
                 volume_id=state.volume_id,
+                termination_hours=rent_hours(state.termination_hours, self._create_seconds(ctx)),
             )
             attempt = RentAttempt.new(executor_id, body)
             s.journal.write(attempt)
@@ -440,6 +578,11 @@ class PodResource(Resource[PodModel]):
             f"Tried {len(candidates)} offer(s); each refused: " + "; ".join(refusals[:10]),
         )
 
+    def _create_seconds(self, ctx: Context) -> float:
+        """How long the create may still take: what its timeout leaves, else the default create timeout."""
+        remaining = ctx.remaining()
+        return self.default_timeouts["create"] if remaining is None else max(remaining, 0.0)
+
     def _failure_reason(self, s: LiumSession, pod_id: str) -> str:
         try:
             events = s.client.events(pod_id=pod_id, limit=20)
@@ -467,16 +610,23 @@ class PodResource(Resource[PodModel]):
     # -- update / read / delete ---------------------------------------------------------------------------
 
     def update(self, ctx: Context, prior: PodModel, plan: PodModel, config: PodModel) -> PodModel:
-        """Record new offer-filter bounds the running pod still satisfies, or new timeouts: state only.
+        """Record new offer-filter bounds the running pod still satisfies, or new timeouts: state only;
+        move or cancel the removal as ``modify_plan`` planned it.
 
-        Every other change re-rents (``modify_plan``), so nothing here calls Lium.
+        Every other change re-rents (``modify_plan``), so only the removal calls Lium here.
         """
-        return prior.model_copy(
+        state = prior.model_copy(
             update={
                 **{name: getattr(plan, name) for name in OfferFilter.fields()},
                 "timeouts": plan.timeouts,
+                "termination_hours": plan.termination_hours,
             }
         )
+        wanted = parse_time(plan.removal_scheduled_at)
+        if plan.removal_scheduled_at != prior.removal_scheduled_at:
+            with api_errors("scheduling the pod's removal" if wanted else "cancelling the pod's removal"):
+                set_removal(session(ctx).client, prior.id or "", wanted)
+        return state.model_copy(update={"removal_scheduled_at": plan.removal_scheduled_at})
 
     def read(self, ctx: Context, state: PodModel) -> PodModel | None:
         s = session(ctx)
@@ -484,7 +634,7 @@ class PodResource(Resource[PodModel]):
             pod = s.client.get_pod(state.id or "")
         if pod is None or pod.status == DELETED:
             return None
-        refreshed = _apply_pod(state, pod)
+        refreshed = _with_schedule(_apply_pod(state, pod), pod)
         if not refreshed.name:  # just imported
             refreshed = refreshed.model_copy(
                 update={
@@ -493,6 +643,7 @@ class PodResource(Resource[PodModel]):
                     "gpu_count": pod.gpu_count,
                     "gpu": pod.gpu_name,
                     "volume_id": pod.volume_id,
+                    "termination_hours": imported_schedule(pod)[1],
                 }
             )
             refreshed = self._with_listed_offer(ctx, s, refreshed)
