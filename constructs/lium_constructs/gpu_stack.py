@@ -76,6 +76,7 @@ class GpuStack(Construct):
         entrypoint: str | None = KEEP_ALIVE_ENTRYPOINT,
         startup_commands: str | None = KEEP_ALIVE_ARGUMENTS,
         ssh_public_key: str | None = None,
+        termination_hours: int | None = None,
         runner: RunnerOptions | None = DEFAULT_RUNNER,
         provider: cdk.TerraformProvider | None = None,
         output_prefix: str = "",
@@ -97,6 +98,10 @@ class GpuStack(Construct):
             entrypoint: Entrypoint of the pods; the default keeps the container alive (``sleep infinity``).
             startup_commands: Arguments of the entrypoint.
             ssh_public_key: Key authorised for root; default: derived from the provider's private key.
+            termination_hours: Lium removes each pod this many hours (1 to 720) after it started. Set on
+                every pod (not as the provider's default), so the synthesized plan shows each pod's
+                deadline and a provider shared with other stacks keeps its own; default: the provider's
+                ``default_termination_hours``, else none.
             runner: The dstack runner on each pod, optionally with a smoke test; ``None``: no runner.
             provider: A provider configuration (an alias) for every resource of the stack.
             output_prefix: Prefix of the output names, for apps with several stacks.
@@ -160,6 +165,7 @@ class GpuStack(Construct):
                 template_id=template.id,
                 ssh_public_key=ssh_public_key,
                 volume_id=volume_id,
+                termination_hours=termination_hours,
                 provider=provider,
                 **flt.arguments(),
             )

@@ -99,8 +99,9 @@ class Pipeline:
         ]
         return entry
 
-    def checkout(self, job: str, trainers: int = 1) -> Path:
-        """A fresh checkout for ``job`` with ``trainers`` pods in the configuration (synthesized for CDK)."""
+    def checkout(self, job: str, trainers: int = 1, **synth_env: str) -> Path:
+        """A fresh checkout for ``job`` with ``trainers`` pods in the configuration (synthesized for CDK,
+        with ``synth_env`` too)."""
         workdir = self.root / job
         (workdir / "runner-temp").mkdir(parents=True)
         if self.kind == "hcl":
@@ -113,7 +114,9 @@ class Pipeline:
         else:
             (workdir / "cdk").mkdir()
             shutil.copy(CDK_APP, workdir / "cdk" / "main.py")
-            synth = self.run_step(workdir, "plan", "Synthesize the CDK stack", TRAINERS=str(trainers))
+            synth = self.run_step(
+                workdir, "plan", "Synthesize the CDK stack", TRAINERS=str(trainers), **synth_env
+            )
             assert synth.returncode == 0, synth.stderr
         return workdir
 
@@ -327,6 +330,36 @@ def test_a_violated_policy_fails_the_plan_step_and_blocks_the_apply(
         in refused.stderr
     )
     assert account.live()["pods"] == []
+
+
+@pytest.mark.parametrize("where", ["provider default", "each pod"])
+def test_the_termination_hours_policy_passes_when_every_pod_has_a_deadline(
+    pipeline: Pipeline, account: Account, where: str
+) -> None:
+    # The provider's default (LIUM_DEFAULT_TERMINATION_HOURS) is planned into each pod's termination_hours,
+    # so the plan JSON shows it and the policy and the worst case count it, as they count a pod's own
+    # (var.termination_hours of the HCL stack, GpuStack(termination_hours=...) of the CDK app).
+    own = {"TERMINATION_HOURS": "24"} if where == "each pod" and pipeline.kind == "cdk" else {}
+    workdir = pipeline.checkout("pr", **own)
+    if where == "provider default":
+        deadline = {"LIUM_DEFAULT_TERMINATION_HOURS": "24"}
+    else:
+        deadline = {"TF_VAR_termination_hours": "24"} if pipeline.kind == "hcl" else {}
+    passed = pipeline.run_step(
+        workdir,
+        "plan",
+        "Plan (lium-tf gitops plan)",
+        HEAD_SHA="c1",
+        POLICY_FLAGS="--require-termination-hours --max-spend 100",
+        **deadline,
+    )
+    assert passed.returncode == 0, passed.stderr
+    artifact = workdir / "runner-temp" / "lium-plan"
+    assert "#### Policies: all passed" in (artifact / "summary.md").read_text()
+    (pod,) = json.loads((artifact / "summary.json").read_text())["stacks"][0]["pods"]
+    assert (pod["termination_hours"], pod["lifetime"]) == (24, "bounded"), pod
+    assert pod["worst_case_spend_usd"] == pytest.approx(24 * pod["price_per_hour_after"]), pod
+    assert account.live()["pods"] == [], "a plan rents nothing"
 
 
 def test_apply_without_an_artifact_says_so(tmp_path: Path) -> None:

@@ -285,6 +285,7 @@ STEPS = (
     Step(POD, "ssh_public_key", lambda live: live.keys.spare),
     Step(POD, "volume_id", given("${lium_volume.v.id}")),
     Step(POD, "timeouts", given(TIMEOUTS)),
+    Step(POD, "termination_hours", given(24)),  # moves the removal in place (issue 12)
     # The offer filter (issue 15): the pod runs an RTX 3090 (state: "NVIDIA GeForce RTX 3090") at the
     # cheapest price there is, in us-ca, secure (not spot).
     Step(POD, "gpu", the_short_spelling, "keep", "the same GPU, spelt short"),

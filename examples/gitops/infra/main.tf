@@ -36,6 +36,12 @@ variable "trainers" {
   default     = 1
 }
 
+variable "termination_hours" {
+  description = "Lium removes each trainer pod this many hours after it started (null: the provider's default_termination_hours, else never)."
+  type        = number
+  default     = null
+}
+
 resource "lium_template" "trainer" {
   name             = "trainer"
   image            = "python:3.11-slim"
@@ -50,6 +56,7 @@ resource "lium_pod" "trainer" {
   template_id        = lium_template.trainer.id
   gpu                = var.gpu
   max_price_per_hour = var.max_price_per_hour
+  termination_hours  = var.termination_hours
 
   timeouts {
     create = "20m"
