@@ -602,3 +602,45 @@ def test_the_documented_schema_is_a_valid_json_schema_that_rejects_other_version
     document["schema_version"] = 2
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(document, SCHEMA)
+
+
+def test_real_plans_count_termination_hours_and_the_provider_default(
+    make_terraform: Callable[..., Terraform], account: Account, emulator: RunningEmulator
+) -> None:
+    """Issue 15 through real plans: the worst case is price times termination_hours, the policy names the pod
+    without one, and the provider's ``default_termination_hours`` counts, being planned into the pod."""
+    body = stack(extra="").replace(
+        '  gpu         = "RTX 4090"\n', '  gpu         = "RTX 4090"\n  termination_hours = 5\n'
+    )
+    tf = make_terraform(body, **account.env, TF_VAR_token=SECRET_TOKEN)
+    tf.init()
+    nodes = feed_nodes(emulator)
+    _, price_a = cheapest(nodes, "RTX 4090", 1)
+    env = {"LIUM_API_URL": emulator.api_url}
+
+    _, summary = summarize_plan(tf)
+    rows = pod_rows(summary)
+    assert rows["lium_pod.a"]["Until removal"] == f"${price_a * 5:.2f} (5 h)", rows["lium_pod.a"]
+    assert "unbounded" in rows["lium_pod.b"]["Until removal"], rows["lium_pod.b"]
+    failed = run_summary(str(tf.workdir / "plan.json"), "--require-termination-hours", env=env)
+    assert failed.returncode == 3
+    assert violations(failed) == ["require-termination-hours: `lium_pod.b` has no `termination_hours`"]
+    document = json.loads(run_summary(str(tf.workdir / "plan.json"), "--format", "json", env=env).stdout)
+    jsonschema.validate(document, SCHEMA)
+    lifetimes = {p["address"]: (p["lifetime"], p["termination_hours"]) for p in document["stacks"][0]["pods"]}
+    assert lifetimes == {"lium_pod.a": ("bounded", 5), "lium_pod.b": ("unbounded", None)}
+
+    # The provider's default, from the environment of the plan, is in the plan JSON as b's hours.
+    tf.env["LIUM_DEFAULT_TERMINATION_HOURS"] = "10"
+    summarize_plan(tf)
+    price_b = node_price(nodes, PINNED_EXECUTOR, 1)
+    passed = run_summary(
+        str(tf.workdir / "plan.json"),
+        "--require-termination-hours",
+        "--max-spend",
+        f"{price_a * 5 + price_b * 10 + 0.01}",
+        env=env,
+    )
+    assert passed.returncode == 0 and passed.stderr == "", passed.stderr
+    assert f"${price_b * 10:.2f} (10 h)" in pod_rows(passed.stdout)["lium_pod.b"]["Until removal"]
+    assert account.live()["pods"] == [], "plans rent nothing"
