@@ -223,6 +223,15 @@ def test_gpu_stack_without_runner_and_with_no_pods(stack: cdk.TerraformStack) ->
     assert "runner_ports" not in doc["output"]
 
 
+def test_gpu_stack_termination_hours_goes_to_every_pod(stack: cdk.TerraformStack) -> None:
+    LiumProvider(stack, "lium")
+    GpuStack(stack, "bounded", image="ubuntu:22.04", count=2, termination_hours=12, runner=None)
+    GpuStack(stack, "open", image="ubuntu:22.04", count=1, runner=None, output_prefix="open_")
+    pods = synth(stack)["resource"]["lium_pod"]
+    hours = {name: pod.get("termination_hours") for name, pod in pods.items()}
+    assert hours == {"bounded_0": 12, "bounded_1": 12, "open_0": None}, "unset: the provider's default"
+
+
 def test_gpu_stack_refuses_a_volume_for_several_pods(stack: cdk.TerraformStack) -> None:
     with pytest.raises(ValueError, match="one pod at a time"):
         GpuStack(stack, "gpu", image="ubuntu:22.04", count=2, volume_id="vol-1")

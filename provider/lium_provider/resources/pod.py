@@ -71,7 +71,6 @@ class PodModel(OfferFilter):
     field (`gpu`, `max_price_per_hour`, `regions`, `min_memory_gib`, `min_disk_gb`, `spot`) re-rents only
     when the running pod no longer satisfies the new filter; otherwise it updates the state alone. The
     offer-filter fields are those of `lium_offers`.
-
     Removal deadline: with `termination_hours` (or the provider's `default_termination_hours`) Lium
     removes the pod that many hours after it started (`started_at`), at `removal_scheduled_at`; changing
     it moves the removal in place, removing it cancels the removal. Every rent also carries a provisional
