@@ -7,6 +7,9 @@ is read back from the emulator's pod rows, its inspection report (``running_at``
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,7 +26,8 @@ from tests.support.lium import (
     pod_block,
     sleeping_template,
 )
-from tests.support.terraform import Terraform
+from tests.support.procs import find_descendant
+from tests.support.terraform import Terraform, reaped
 
 pytestmark = pytest.mark.terraform
 
@@ -233,4 +237,34 @@ def test_a_failed_final_schedule_fails_the_create_with_the_pod_recorded(
     assert_removal(account, pod_state(tf, "p"), None)
     assert instances(tf, "lium_pod")[0]["id"] == pod_id
     tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_a_create_killed_after_the_rent_leaves_a_pod_that_lium_removes_by_itself(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    """The provider SIGKILLed while it waits for a running pod's sshd (held back by an ``ssh_late``
+    fault): whatever becomes of the journal, Lium already holds the provisional removal."""
+    silent_sshd = {
+        "seed": 0,
+        "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "ssh_late", "seconds": 300}],
+        "rate_limits": [],
+    }
+    tf = make_terraform(PROVIDER_BLOCK + TEMPLATE + pod("p", "killed"), **account.env)
+    tf.init()
+    with account.faults(silent_sshd), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
+        deadline = time.monotonic() + 120
+        while not [p for p in account.live()["pods"] if p["status"] == "RUNNING" and p["ssh_connect_cmd"]]:
+            assert process.poll() is None, process.stdout.read() if process.stdout else ""
+            assert time.monotonic() < deadline, "the pod never ran"
+            time.sleep(0.1)
+        provider = find_descendant(process.pid, "lium_provider")
+        assert provider is not None, "the provider process was not found"
+        os.kill(provider, signal.SIGKILL)
+        output, _ = process.communicate(timeout=60)
+    assert process.returncode != 0, output
+    (killed,) = account.live()["pods"]
+    row = lium_row(account, killed["id"])
+    assert at(row["removal_scheduled_at"]) == running_at(account, killed["id"]) + timedelta(hours=PROVISIONAL)
+    tf.destroy()  # the local journal still knows the rent: the next destroy deletes the pod at once
     assert_nothing_left(account)
