@@ -10,7 +10,8 @@ Terraform starts a provider process several times per command, so time to the ha
 The order below keeps everything off that path that can be off it:
 
 1. A forked child creates the server key and certificate (:mod:`tfbridge.tls_certificate`; ``cryptography``
-   is slow to import) while the parent imports ``grpc``; both run on separate cores.
+   is slow to import) while the parent imports ``grpc``; both run on separate cores (a zygote's fork gets
+   both made ahead by its zygote: :class:`tfbridge.tls_relay.ServerIdentity`).
 2. The gRPC server starts with one deferred handler and the handshake line is printed.
 3. Only then does a background thread import the generated stubs (:mod:`tfbridge.plugin_services`), fill
    in the handler table and call the servicer factory. Calls that arrive earlier wait for the table;
@@ -34,12 +35,13 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from tfbridge.constants import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE
 from tfbridge.lifecycle import Lifecycle
-from tfbridge.tls_certificate import CertificateChild, self_signed_certificate
+from tfbridge.tls_certificate import CertificateChild
 
 if TYPE_CHECKING:
     import grpc
 
     from tfbridge.proto import tfplugin6_pb2_grpc
+    from tfbridge.tls_relay import ServerIdentity
 
 CORE_PROTOCOL_VERSION = 1
 PROVIDER_PROTOCOL_VERSION = 6
@@ -86,14 +88,15 @@ def serve(
     *,
     max_workers: int = 40,
     host: Host | None = None,
-    preloaded: bool = False,
+    identity: ServerIdentity | None = None,
 ) -> NoReturn:
     """Serve the provider built by ``servicer_factory`` until Terraform calls Shutdown, then exit.
 
     Call this from the main thread of a fresh process, before anything imports ``grpc``, and import the
     provider's own modules inside ``servicer_factory``: the factory runs after the handshake line is out.
     A process forked from a warm parent that imported all that already (:mod:`tfbridge.zygote`) passes
-    ``preloaded=True`` and the ``host`` that stands in for Terraform as its parent.
+    the server ``identity`` (certificate and TLS context) its parent made for it ahead of the start, and
+    the ``host`` that stands in for Terraform as its parent.
     """
     # Terraform forwards Ctrl-C to the whole process group and then calls StopProvider; the server must
     # keep running so in-flight ApplyResourceChange results still reach Terraform.
@@ -105,19 +108,17 @@ def serve(
         sys.exit(1)
     report_invalid_protocol_versions(os.environ.get("PLUGIN_PROTOCOL_VERSIONS", ""))
     client_cert_pem = os.environ.get("PLUGIN_CLIENT_CERT", "").encode()
-    certificate = CertificateChild.start() if client_cert_pem and not preloaded else None
+    certificate = CertificateChild.start() if client_cert_pem and identity is None else None
 
     # Imported only now, while the certificate child runs on the other core (see the module docstring).
     from concurrent import futures
 
     import grpc
 
-    from tfbridge.tls_relay import MutualTlsFrontEnd, server_tls_context
+    from tfbridge.tls_relay import MutualTlsFrontEnd, ServerIdentity
 
     if certificate is not None:
-        tls_material: tuple[bytes, bytes] | None = certificate.result()
-    else:  # preloaded: cryptography is imported already, so the certificate takes a millisecond here
-        tls_material = self_signed_certificate() if client_cert_pem else None
+        identity = ServerIdentity(*certificate.result())
     # Before anything that must be cleaned up: a SIGTERM from here on is handled after the handshake.
     lifecycle = Lifecycle()
     lifecycle.catch_sigterm()
@@ -131,17 +132,15 @@ def serve(
         options=[("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES)],
     )
     server_cert_field = ""
-    if tls_material is None:
+    if not client_cert_pem or identity is None:
         server.add_insecure_port(f"unix:{socket_path}")
     else:
-        cert_der, key_pem = tls_material
         # gRPC listens in plaintext inside the private socket directory; the TLS front end owns the
         # socket Terraform connects to (see tfbridge.tls_relay for why grpcio's own TLS cannot be used).
         server.add_insecure_port(f"unix:{grpc_socket_path}")
-        context = server_tls_context(cert_der, key_pem, client_cert_pem)
-        MutualTlsFrontEnd(socket_path, grpc_socket_path, context).start()
+        MutualTlsFrontEnd(socket_path, grpc_socket_path, identity.trust_only(client_cert_pem)).start()
         # go-plugin sends the DER leaf in base64 without padding (RawStdEncoding): no newlines on the line.
-        server_cert_field = base64.b64encode(cert_der).decode().rstrip("=")
+        server_cert_field = base64.b64encode(identity.cert_der).decode().rstrip("=")
     server.start()
 
     handshake = "|".join(

@@ -120,7 +120,13 @@ def read_line(connection: _socket.socket) -> bytes:
 
 def wait_for_exit(connection: _socket.socket, terraform: int) -> bytes:
     """The server's ``X<code>`` line; tells it ``O`` (orphaned) if Terraform dies first, as a provider's
-    own parent watch would notice."""
+    own parent watch would notice.
+
+    Returns as soon as the line is complete: the server sends it as the last thing before ``os._exit``,
+    and the kernel's teardown of a process of its size (threads, a forked 60 MB heap) takes about 2 ms
+    (measured under load) that Terraform, which waits for this process to exit after every Shutdown,
+    need not wait for.
+    """
     connection.settimeout(PARENT_POLL_SECONDS)
     status = b""
     told = False
@@ -135,6 +141,8 @@ def wait_for_exit(connection: _socket.socket, terraform: int) -> bytes:
         if not chunk:
             return status
         status += chunk
+        if status.endswith(b"\n"):
+            return status
 
 
 def serve_through_zygote(program: str, args: list[str], path: str, terraform: int) -> int | None:

@@ -16,6 +16,8 @@ Safety rules, each checked here rather than assumed:
 
 * only the same user may connect (``SO_PEERCRED``), the socket lives in a 0700 directory;
 * the zygote has no threads when it forks (grpc is imported but never started in it);
+* every fork serves with a TLS key and certificate of its own: the zygote makes the next fork's
+  ahead (:class:`tfbridge.tls_relay.ServerIdentity`), hands it to exactly one child and replaces it;
 * a zygote whose provider sources changed since it imported them refuses to fork and exits, so an
   upgraded or edited provider is never served by stale code; the launcher then starts cold;
 * one zygote per socket (an exclusive ``flock``); it exits after ``idle_seconds`` without a start.
@@ -45,10 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from tfbridge import tls_relay
 from tfbridge.constants import EXITED, FORKED, ORPHANED, STALE
 from tfbridge.handshake import serve
-from tfbridge.tls_certificate import self_signed_certificate
+from tfbridge.tls_relay import ServerIdentity
 
 if TYPE_CHECKING:
     from tfbridge.proto import tfplugin6_pb2_grpc
@@ -152,11 +153,16 @@ def run_zygote(
     os.chmod(socket_path, 0o600)
     listener.listen(64)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    # The next fork's certificate and TLS context, made while no start waits for them.
+    identity = ServerIdentity.create()
     try:
         while select.select([listener], [], [], idle_seconds)[0]:
             connection, _ = listener.accept()
-            if _serve_request(connection, listener, lock, sources, servicer_factory) == "stale":
+            outcome = _serve_request(connection, listener, lock, sources, servicer_factory, identity)
+            if outcome == "stale":
                 break
+            if outcome == "forked":
+                identity = ServerIdentity.create()  # never shared: each server has a key of its own
     finally:
         with contextlib.suppress(FileNotFoundError):
             socket_path.unlink()
@@ -195,8 +201,8 @@ def _preload_bridge() -> None:
 
     # Importing cryptography's primitives, and OpenSSL setting up its EC and TLS tables on first use
     # (about 12 ms): once here, not in every fork.
-    cert_der, key_pem = self_signed_certificate()
-    tls_relay.server_tls_context(cert_der, key_pem, ssl.DER_cert_to_PEM_cert(cert_der).encode())
+    warm_up = ServerIdentity.create()
+    warm_up.trust_only(ssl.DER_cert_to_PEM_cert(warm_up.cert_der).encode())
 
 
 def _serve_request(
@@ -205,8 +211,10 @@ def _serve_request(
     lock: int,
     sources: _SourceWatch,
     servicer_factory: Callable[[], tfplugin6_pb2_grpc.ProviderServicer],
+    identity: ServerIdentity,
 ) -> str:
-    """Fork a server for one launcher; "stale" when the sources changed and the zygote must go."""
+    """Fork a server with ``identity`` for one launcher; "forked", or "stale" when the sources changed
+    and the zygote must go, or "refused"."""
     fds: list[int] = []
     try:
         uid = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
@@ -222,7 +230,7 @@ def _serve_request(
         if pid == 0:
             listener.close()
             os.close(lock)
-            _become_server(connection, fds, request, servicer_factory)
+            _become_server(connection, fds, request, servicer_factory, identity)
         return "forked"
     except OSError:
         return "refused"
@@ -264,6 +272,7 @@ def _become_server(
     fds: list[int],
     request: _Request,
     servicer_factory: Callable[[], tfplugin6_pb2_grpc.ProviderServicer],
+    identity: ServerIdentity,
 ) -> NoReturn:
     """In the forked child: take on the launcher's stdio, environment and directory, then serve."""
     exit_code = 1
@@ -280,7 +289,7 @@ def _become_server(
         sys.argv = request.argv
         random.seed()  # forked children must not share the zygote's random sequence (jitter)
         connection.sendall(_message(FORKED, os.getpid()))
-        serve(servicer_factory, host=launcher, preloaded=True)
+        serve(servicer_factory, host=launcher, identity=identity)
     except SystemExit as stop:
         exit_code = stop.code if isinstance(stop.code, int) else 1
     except BaseException:

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 import tfbridge
 from tests.support.procs import children, cmdline, private_zygotes
@@ -244,3 +246,23 @@ def test_the_launcher_takes_the_shared_names_from_the_one_constants_file() -> No
     assert sent == tuple(
         letter.encode() for letter in (constants.FORKED, constants.EXITED, constants.ORPHANED)
     )
+
+
+def test_each_warm_start_serves_a_key_of_its_own(
+    zygotes: Path, socket_root: Path, identity: ClientIdentity
+) -> None:
+    """The zygote makes each fork's TLS key ahead of the start: two starts must never share one."""
+    env = plugin_env(identity, socket_root)
+    zygote = warm_up(env, zygotes)
+    with PluginProcess(LAUNCHER, env) as first, PluginProcess(LAUNCHER, env) as second:
+        handshakes = [first.handshake(), second.handshake()]
+        assert len(children(zygote)) == 2, "both starts must be forks of the zygote"
+        keys = [
+            x509.load_der_x509_certificate(h.server_cert_der or b"")
+            .public_key()
+            .public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+            for h in handshakes
+        ]
+        assert keys[0] != keys[1]
+        # Each channel trusts only the certificate on its own handshake line: the server serves it.
+        assert [health(h, identity) for h in handshakes] == [SERVING, SERVING]
