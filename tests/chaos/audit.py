@@ -112,7 +112,7 @@ def overbilled(report: Mapping[str, Any], wall_seconds: float) -> list[str]:
 
 # The routes whose requests act on one object: the object's kind and id, from the path (under /api).
 _OBJECT_ROUTE = re.compile(r"^/api/(?P<kind>pods|templates|volumes|docker-credentials)/(?P<id>[^/?]+)")
-_RENT_ROUTE = re.compile(r"^/api/executors/[^/]+/rent$")
+RENT_ROUTE = re.compile(r"^/api/executors/[^/]+/rent$")
 
 
 def template_owners(report: Mapping[str, Any]) -> dict[str, str]:
@@ -137,7 +137,7 @@ def stack_owners(report: Mapping[str, Any], exchanges: Mapping[str, list[Exchang
     owners: dict[str, str] = {}
     for stack, sent in exchanges.items():
         for exchange in sent:
-            if exchange.method == "POST" and _RENT_ROUTE.match(exchange.route):
+            if exchange.method == "POST" and RENT_ROUTE.match(exchange.route):
                 senders[exchange.idempotency_key].add(stack)
             created = exchange.response_json
             if exchange.method == "POST" and exchange.route == "/api/templates" and isinstance(created, dict):
@@ -167,7 +167,7 @@ def cross_stack_effects(
             if exchange.method == "GET":
                 continue
             target = _OBJECT_ROUTE.match(exchange.route)
-            if _RENT_ROUTE.match(exchange.route):
+            if RENT_ROUTE.match(exchange.route):
                 senders[exchange.idempotency_key].add(stack)
                 body = exchange.request_json if isinstance(exchange.request_json, dict) else {}
                 object_id = str(body.get("template_id") or "")

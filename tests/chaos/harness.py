@@ -312,21 +312,19 @@ class ScenarioRun:
         self.transcript.add(label, finished.output)
         return finished
 
-    def _apply_cleanly(self, label: str, tf: Terraform | None = None) -> bool:
-        """An apply without faults must succeed and leave an empty plan (True: both held)."""
+    def _apply_cleanly(self, label: str, tf: Terraform | None = None) -> None:
+        """An apply without faults must succeed and leave an empty plan."""
         result = self._run(label, APPLY, tf=tf)
         if result.returncode != 0:
             self.outcome.problems.append(f"{label} failed without faults:\n{_tail(result.output)}")
-            return False
-        return self._check_plan_is_empty(f"after the {label}", tf)
+        else:
+            self._check_plan_is_empty(f"after the {label}", tf)
 
-    def _check_plan_is_empty(self, when: str, tf: Terraform | None = None) -> bool:
+    def _check_plan_is_empty(self, when: str, tf: Terraform | None = None) -> None:
         result = self._run(f"plan {when}", PLAN, tf=tf)
-        if result.returncode == 0:
-            return True
-        what = "shows changes" if result.returncode == 2 else f"failed ({result.returncode})"
-        self.outcome.problems.append(f"plan {when} {what}:\n{_tail(result.output)}")
-        return False
+        if result.returncode != 0:
+            what = "shows changes" if result.returncode == 2 else f"failed ({result.returncode})"
+            self.outcome.problems.append(f"plan {when} {what}:\n{_tail(result.output)}")
 
     def _chaos(self) -> Finished:
         s = self.scenario

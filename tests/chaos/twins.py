@@ -25,14 +25,13 @@ from typing import Any
 
 from tests.chaos import audit
 from tests.chaos.harness import APPLY, Finished, Outcome, ScenarioRun
-from tests.chaos.scenarios import Scenario
+from tests.chaos.scenarios import TWIN_LABELS, Scenario
 from tests.support.lium import Account
 from tests.support.proxy import RecordingProxy
 from tests.support.terraform import Terraform
 
-BYSTANDER, HIT = "a", "b"
+BYSTANDER, HIT = TWIN_LABELS
 STAGING = "staging"  # the hit stack's workspace in ``workspaces`` scenarios
-_RENTED = ("POST", "/rent")
 
 
 def state_path(tf: Terraform) -> Path:
@@ -140,7 +139,7 @@ class TwinRun(ScenarioRun):
     def _rented(self) -> bool:
         """Whether the hit stack's provider got a rent answered (the bystander's rents do not count)."""
         return any(
-            e.method == _RENTED[0] and e.route.endswith(_RENTED[1]) and 200 <= e.status < 300
+            e.method == "POST" and audit.RENT_ROUTE.match(e.route) and 200 <= e.status < 300
             for e in self.proxies[HIT].snapshot()
         )
 
