@@ -316,7 +316,7 @@ class ScenarioRun:
         """An apply without faults must succeed and leave an empty plan."""
         result = self._run(label, APPLY, tf=tf)
         if result.returncode != 0:
-            self.outcome.problems.append(f"{label} failed without faults:\n{_tail(result.output)}")
+            self.outcome.problems.append(f"{label} failed without faults:\n{tail(result.output)}")
         else:
             self._check_plan_is_empty(f"after the {label}", tf)
 
@@ -324,7 +324,7 @@ class ScenarioRun:
         result = self._run(f"plan {when}", PLAN, tf=tf)
         if result.returncode != 0:
             what = "shows changes" if result.returncode == 2 else f"failed ({result.returncode})"
-            self.outcome.problems.append(f"plan {when} {what}:\n{_tail(result.output)}")
+            self.outcome.problems.append(f"plan {when} {what}:\n{tail(result.output)}")
 
     def _chaos(self) -> Finished:
         s = self.scenario
@@ -415,11 +415,11 @@ class ScenarioRun:
         output = " ".join(result.output.split())  # warnings wrap at any space
         if result.returncode != 0:
             self.outcome.problems.append(
-                f"{exit_command} failed after a host key change:\n{_tail(result.output)}"
+                f"{exit_command} failed after a host key change:\n{tail(result.output)}"
             )
         elif f"The runner on pod {pod['id']} was not stopped" not in output:
             self.outcome.problems.append(
-                f"{exit_command} gave no warning naming the pod:\n{_tail(result.output)}"
+                f"{exit_command} gave no warning naming the pod:\n{tail(result.output)}"
             )
         elif exit_command == "apply -replace":
             self._check_plan_is_empty("after the replacing apply")
@@ -447,7 +447,7 @@ class ScenarioRun:
                     self.outcome.extra_destroys += attempt - 1
                     self.outcome.notes.append(f"{label}destroy converged on run {attempt}")
                 return
-        self.outcome.problems.append(f"{label}destroy did not succeed in 3 runs:\n{_tail(result.output)}")
+        self.outcome.problems.append(f"{label}destroy did not succeed in 3 runs:\n{tail(result.output)}")
 
     # -- the audit -------------------------------------------------------------------------------
 
@@ -458,7 +458,7 @@ class ScenarioRun:
         self.outcome.problems += audit.overbilled(report, wall_seconds)
         texts = dict(self.transcript.texts)
         for label, text in texts.items():
-            self.outcome.crashes += [f"{c}:\n{_tail(text, 15)}" for c in audit.find_crashes({label: text})]
+            self.outcome.crashes += [f"{c}:\n{tail(text, 15)}" for c in audit.find_crashes({label: text})]
         for path in self._files_to_search():
             texts[str(path)] = path.read_text(errors="replace")
         self.outcome.secrets = audit.find_secrets(texts, self.secrets)
@@ -498,5 +498,6 @@ def state_files(workdir: Path) -> Iterator[Path]:
         yield from workdir.glob(pattern)
 
 
-def _tail(text: str, lines: int = 30) -> str:
+def tail(text: str, lines: int = 30) -> str:
+    """The last ``lines`` lines of a command's output, for a finding."""
     return "\n".join(text.strip().splitlines()[-lines:])

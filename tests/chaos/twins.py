@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.chaos import audit
-from tests.chaos.harness import APPLY, Finished, Outcome, ScenarioRun
+from tests.chaos.harness import APPLY, Finished, Outcome, ScenarioRun, tail
 from tests.chaos.scenarios import TWIN_LABELS, Scenario
 from tests.support.lium import Account
 from tests.support.proxy import RecordingProxy
@@ -89,7 +89,12 @@ class TwinRun(ScenarioRun):
                     first.join()
                 if applied and applied[0].returncode == 0:
                     self._check_plan_is_empty("after the concurrent apply", bystander)
-                else:  # the fault hit the bystander's apply too: it converges by a clean apply
+                else:  # a fault rule hits the bystander's apply too; a signal to the other stack must not
+                    if not s.rules:
+                        failed = applied[0].output if applied else "(no result)"
+                        self.outcome.cross_stack.append(
+                            f"stack {BYSTANDER}'s apply failed while only stack {HIT} was hit:\n{tail(failed)}"
+                        )
                     self._apply_cleanly(f"{BYSTANDER}: apply again", bystander)
             else:
                 self._apply_cleanly(f"{BYSTANDER}: apply", bystander)
