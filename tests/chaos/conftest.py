@@ -48,6 +48,7 @@ def summary_table(outcomes: list[Outcome]) -> list[str]:
         "duplicate rentals": sum(len(o.duplicates) for o in outcomes),
         "secrets found": sum(len(o.secrets) for o in outcomes),
         "tracebacks": sum(len(o.crashes) for o in outcomes),
+        "cross-stack effects": sum(len(o.cross_stack) for o in outcomes),
         "other failures": sum(len(o.problems) for o in outcomes),
         "second/third destroys": sum(o.extra_destroys for o in outcomes),
         "orphaned providers": sum(o.orphaned_providers for o in outcomes),

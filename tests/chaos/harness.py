@@ -6,6 +6,11 @@ at the seeded moment; then the faults are cleared, a successful apply is checked
 ``plan -detailed-exitcode``, and the stack is converged (optionally ``apply``, then at most three
 ``destroy`` runs). Finally the account is audited (:mod:`tests.chaos.audit`).
 
+``fresh-runner`` scenarios converge as a new CI runner would: a new ``HOME`` and an empty rent journal,
+the same working directory and state. ``host-key-change`` scenarios apply a stack with a ``lium_runner``,
+rotate the pod's SSH host keys, and must end it (``destroy``, ``destroy -refresh=false`` or ``apply
+-replace``) with a warning instead of an error. Two stacks at once: :mod:`tests.chaos.twins`.
+
 Every Terraform command runs in its own process group with a deadline, so a hung run is killed with all
 of its providers instead of hanging the suite.
 """
@@ -30,7 +35,7 @@ from lium_emulator.launcher import RunningEmulator, launch
 from lium_emulator.sandbox import processes_mentioning
 from tests.chaos import audit
 from tests.chaos.scenarios import Scenario
-from tests.support.lium import FAST_TIMINGS, Account
+from tests.support.lium import FAST_TIMINGS, Account, rotate_host_keys
 from tests.support.procs import find_descendant
 from tests.support.terraform import Terraform, interrupt, kill_group
 
@@ -122,13 +127,21 @@ class Outcome:
     duplicates: list[str] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)
     crashes: list[str] = field(default_factory=list)
+    cross_stack: list[str] = field(default_factory=list)  # one stack touched another stack's object
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)
 
     @property
     def failures(self) -> list[str]:
-        return [*self.leaks, *self.duplicates, *self.secrets, *self.crashes, *self.problems]
+        return [
+            *self.leaks,
+            *self.duplicates,
+            *self.secrets,
+            *self.crashes,
+            *self.cross_stack,
+            *self.problems,
+        ]
 
 
 @dataclass
@@ -225,6 +238,11 @@ APPLY = ["apply", "-auto-approve", "-input=false", "-no-color"]
 DESTROY = ["destroy", "-auto-approve", "-input=false", "-no-color"]
 PLAN = ["plan", "-input=false", "-no-color", "-detailed-exitcode"]
 PHASE_COMMANDS = {"apply": APPLY, "destroy": DESTROY, "plan": ["plan", "-input=false", "-no-color"]}
+HOST_KEY_EXIT_COMMANDS = {
+    "destroy": DESTROY,
+    "destroy -refresh=false": [*DESTROY, "-refresh=false"],
+    "apply -replace": [*APPLY, "-replace=lium_pod.p0"],
+}
 
 
 class ScenarioRun:
@@ -250,6 +268,10 @@ class ScenarioRun:
         self.user_id = user_id_of(account)  # before any fault: the harness's own reads use admin routes
         self.transcript = Transcript()
         self.outcome = Outcome(scenario.name, scenario.category)
+        self.workdirs = [tf.workdir]  # every working directory of the run
+        self.state_dirs = [account.state_dir]  # every rent journal the run used
+        self.label = ""  # prefixes the step labels of the stack the chaos hits
+        self._baseline: set[str] = set()  # pods that existed before the chaos step
 
     # -- the steps -------------------------------------------------------------------------------
 
@@ -259,10 +281,15 @@ class ScenarioRun:
         try:
             if s.phase != "apply":
                 self._apply_cleanly("setup apply")
-            with self.account.faults(s.fault_plan):
-                result = self._chaos()
-            if s.phase == "apply" and result.returncode == 0:
-                self._check_plan_is_empty("after the chaos apply")
+            if s.category == "host-key-change":
+                self._past_a_changed_host_key()
+            else:
+                with self.account.faults(s.fault_plan):
+                    result = self._chaos()
+                if s.phase == "apply" and result.returncode == 0:
+                    self._check_plan_is_empty("after the chaos apply")
+            if s.category == "fresh-runner":
+                self._become_a_fresh_runner()
             self._converge()
         finally:
             self.outcome.seconds = time.monotonic() - started
@@ -270,35 +297,41 @@ class ScenarioRun:
         return self.outcome
 
     def _run(
-        self, label: str, args: list[str], during: Callable[[subprocess.Popen[str]], None] | None = None
+        self,
+        label: str,
+        args: list[str],
+        during: Callable[[subprocess.Popen[str]], None] | None = None,
+        tf: Terraform | None = None,
     ) -> Finished:
+        """Run one Terraform command in ``tf`` (default: the scenario's stack) and note its step."""
         started = time.monotonic()
-        finished = run_command(self.tf, args, during=during)
+        finished = run_command(tf or self.tf, args, during=during)
         self.outcome.steps.append(
             f"{label}: exit {finished.returncode} in {time.monotonic() - started:.1f} s"
         )
         self.transcript.add(label, finished.output)
         return finished
 
-    def _apply_cleanly(self, label: str) -> None:
+    def _apply_cleanly(self, label: str, tf: Terraform | None = None) -> None:
         """An apply without faults must succeed and leave an empty plan."""
-        result = self._run(label, APPLY)
+        result = self._run(label, APPLY, tf=tf)
         if result.returncode != 0:
-            self.outcome.problems.append(f"{label} failed without faults:\n{_tail(result.output)}")
+            self.outcome.problems.append(f"{label} failed without faults:\n{tail(result.output)}")
         else:
-            self._check_plan_is_empty(f"after the {label}")
+            self._check_plan_is_empty(f"after the {label}", tf)
 
-    def _check_plan_is_empty(self, when: str) -> None:
-        result = self._run(f"plan {when}", PLAN)
+    def _check_plan_is_empty(self, when: str, tf: Terraform | None = None) -> None:
+        result = self._run(f"plan {when}", PLAN, tf=tf)
         if result.returncode != 0:
             what = "shows changes" if result.returncode == 2 else f"failed ({result.returncode})"
-            self.outcome.problems.append(f"plan {when} {what}:\n{_tail(result.output)}")
+            self.outcome.problems.append(f"plan {when} {what}:\n{tail(result.output)}")
 
     def _chaos(self) -> Finished:
         s = self.scenario
         command = PHASE_COMMANDS[s.phase]
-        if s.category == "fault":
-            result = self._run(f"{s.phase} under faults", command)
+        self._baseline = {p["id"] for p in self._report()["pods"]}
+        if s.variant:
+            result = self._run(f"{self.label}{s.phase} under faults", command)
             self.outcome.faults_injected += self._fired()
             return result
         action = {
@@ -306,8 +339,9 @@ class ScenarioRun:
             "kill-terraform": self._kill_terraform,
             "kill-provider": self._kill_provider,
             "restart": self._restart_emulator,
-        }[s.category]
-        result = self._run(f"{s.phase} with {s.category}", command, during=self._at_the_moment(action))
+        }[s.action]
+        label = f"{self.label}{s.phase} with {s.action}"
+        result = self._run(label, command, during=self._at_the_moment(action))
         if s.rules:
             self.outcome.faults_injected += self._fired()
         return result
@@ -368,18 +402,52 @@ class ScenarioRun:
         time.sleep(self.scenario.downtime)  # the outage itself, not a synchronisation
         self.account.emulator = self.emulator.start()
 
-    def _converge(self) -> None:
-        """Faults cleared: optionally apply (and check the plan), then destroy, at most three times."""
-        if self.scenario.recover_by_apply:
-            self._apply_cleanly("recovery apply")
+    def _past_a_changed_host_key(self) -> None:
+        """The pod's host keys change under its runner; the scenario's exit command must still succeed,
+        warning that the runner was not stopped."""
+        (pod,) = (
+            i["attributes"] for r in self.tf.resources() if r["type"] == "lium_pod" for i in r["instances"]
+        )
+        rotate_host_keys(self.account, pod)
+        self.outcome.faults_injected += 1
+        exit_command = self.scenario.host_key_exit
+        result = self._run(f"{exit_command} after the host key changed", HOST_KEY_EXIT_COMMANDS[exit_command])
+        output = " ".join(result.output.split())  # warnings wrap at any space
+        if result.returncode != 0:
+            self.outcome.problems.append(
+                f"{exit_command} failed after a host key change:\n{tail(result.output)}"
+            )
+        elif f"The runner on pod {pod['id']} was not stopped" not in output:
+            self.outcome.problems.append(
+                f"{exit_command} gave no warning naming the pod:\n{tail(result.output)}"
+            )
+        elif exit_command == "apply -replace":
+            self._check_plan_is_empty("after the replacing apply")
+
+    def _become_a_fresh_runner(self) -> None:
+        """What follows runs as a new CI runner: a new, empty ``HOME`` and rent journal, the same checkout
+        and state."""
+        home = self.tf.workdir.parent / f"{self.tf.workdir.name}-fresh-home"
+        home.mkdir()
+        self.tf.env = {**self.tf.env, "HOME": str(home), "LIUM_STATE_DIR": str(home / "state")}
+        self.state_dirs.append(home / "state")
+
+    def _converge(self, tf: Terraform | None = None, *, recover: bool | None = None, label: str = "") -> None:
+        """Faults cleared: optionally apply (and check the plan), then destroy, at most three times.
+
+        ``tf``: which stack (default: the scenario's); ``recover``: whether to apply first (default: the
+        scenario's ``recover_by_apply``); ``label`` prefixes the steps.
+        """
+        if self.scenario.recover_by_apply if recover is None else recover:
+            self._apply_cleanly(f"{label}recovery apply", tf)
         for attempt in range(1, 4):
-            result = self._run(f"converge destroy {attempt}", DESTROY)
+            result = self._run(f"{label}converge destroy {attempt}", DESTROY, tf=tf)
             if result.returncode == 0:
                 if attempt > 1:
-                    self.outcome.extra_destroys = attempt - 1
-                    self.outcome.notes.append(f"destroy converged on run {attempt}")
+                    self.outcome.extra_destroys += attempt - 1
+                    self.outcome.notes.append(f"{label}destroy converged on run {attempt}")
                 return
-        self.outcome.problems.append(f"destroy did not succeed in 3 runs:\n{_tail(result.output)}")
+        self.outcome.problems.append(f"{label}destroy did not succeed in 3 runs:\n{tail(result.output)}")
 
     # -- the audit -------------------------------------------------------------------------------
 
@@ -390,10 +458,18 @@ class ScenarioRun:
         self.outcome.problems += audit.overbilled(report, wall_seconds)
         texts = dict(self.transcript.texts)
         for label, text in texts.items():
-            self.outcome.crashes += [f"{c}:\n{_tail(text, 15)}" for c in audit.find_crashes({label: text})]
-        for path in _files_to_search(self.tf.workdir, self.account.state_dir):
+            self.outcome.crashes += [f"{c}:\n{tail(text, 15)}" for c in audit.find_crashes({label: text})]
+        for path in self._files_to_search():
             texts[str(path)] = path.read_text(errors="replace")
         self.outcome.secrets = audit.find_secrets(texts, self.secrets)
+
+    def _files_to_search(self) -> Iterator[Path]:
+        """State files (every workspace's) and the rent journals: where a leaked secret would persist."""
+        for workdir in self.workdirs:
+            yield from state_files(workdir)
+        for state_dir in self.state_dirs:
+            if state_dir.exists():
+                yield from (p for p in state_dir.rglob("*") if p.is_file())
 
     # -- emulator access -------------------------------------------------------------------------
 
@@ -409,18 +485,19 @@ class ScenarioRun:
         return sum(int(c["fired"]) for c in response.json().get("counters", {}).values())
 
     def _rented(self) -> bool:
+        """Whether a pod the chaos step's command rented exists (pods from before it do not count)."""
         with contextlib.suppress(httpx.HTTPError):
-            return any(p["status"] != "DELETED" for p in self._report()["pods"])
+            pods = self._report()["pods"]
+            return any(p["status"] != "DELETED" and p["id"] not in self._baseline for p in pods)
         return False  # the emulator is down for the moment
 
 
-def _files_to_search(workdir: Path, state_dir: Path) -> Iterator[Path]:
-    """State files and the rent journal: where a leaked secret would persist."""
-    for pattern in ("*.tfstate", "*.tfstate.backup"):
+def state_files(workdir: Path) -> Iterator[Path]:
+    """The local state files of ``workdir``: the default workspace's and every other workspace's."""
+    for pattern in ("*.tfstate", "*.tfstate.backup", "terraform.tfstate.d/*/*.tfstate*"):
         yield from workdir.glob(pattern)
-    if state_dir.exists():
-        yield from (p for p in state_dir.rglob("*") if p.is_file())
 
 
-def _tail(text: str, lines: int = 30) -> str:
+def tail(text: str, lines: int = 30) -> str:
+    """The last ``lines`` lines of a command's output, for a finding."""
     return "\n".join(text.strip().splitlines()[-lines:])

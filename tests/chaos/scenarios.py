@@ -3,8 +3,9 @@
 A scenario is data only (the harness runs it). Generation puts a *coverage list* first, so that any seed's
 first 30 scenarios include every fault kind the emulator can inject (faults.py) and every process fault
 (Ctrl-C during apply and during destroy, SIGKILL of terraform, SIGKILL of the provider, an emulator stop by
-SIGTERM and by SIGKILL), then every API route not met yet (coverage faults fire for sure: on the first
-matches or always); after that, scenarios are drawn at random from the whole matrix. Every random choice
+SIGTERM and by SIGKILL) and every team case (two stacks of the same names in two directories and in two
+workspaces, recovery from a fresh runner, a pod host key change before destroy), then every API route not
+met yet (coverage faults fire for sure: on the first matches or always); after that, scenarios are drawn at random from the whole matrix. Every random choice
 comes from ``random.Random(f"{seed}/{index}")``, so a scenario depends only on the seed and its index.
 """
 
@@ -14,8 +15,22 @@ import random
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Category = Literal["fault", "sigint", "kill-terraform", "kill-provider", "restart"]
+Category = Literal[
+    "fault",
+    "sigint",
+    "kill-terraform",
+    "kill-provider",
+    "restart",
+    "twin-stacks",
+    "fresh-runner",
+    "host-key-change",
+]
 Phase = Literal["apply", "plan", "destroy"]
+Twin = Literal["", "directories", "workspaces"]
+# What hits a stack in the team categories when no fault rule does: a process fault of the harness.
+Hit = Literal["", "sigint", "kill-terraform", "kill-provider"]
+# How a host-key-change scenario ends its stack: the command that must get past the changed key.
+HostKeyExit = Literal["", "destroy", "destroy -refresh=false", "apply -replace"]
 
 DEFAULT_SEED = 20260701
 
@@ -92,6 +107,18 @@ PROCESS_CASES: tuple[tuple[Category, str], ...] = (
     ("restart", "SIGTERM"),
     ("restart", "SIGKILL"),
 )
+TWINS: tuple[Twin, ...] = ("directories", "workspaces")
+TWIN_HITS: tuple[Hit, ...] = ("sigint", "kill-terraform", "kill-provider")
+FRESH_RUNNER_HITS: tuple[Hit, ...] = ("kill-terraform", "kill-provider")
+HOST_KEY_EXITS: tuple[HostKeyExit, ...] = ("destroy", "destroy -refresh=false", "apply -replace")
+# Routes a twin stack (a template and pods, no credential or volume) sends while it applies.
+TWIN_ROUTES = tuple(
+    r for r in ROUTES if "apply" in ROUTE_PHASES[r] and r.split("-")[0] not in ("credential", "volume")
+)
+# The stack label a twin stack's template carries in its environment: what makes a template attributable
+# to its stack in the emulator's report although both stacks use the same names.
+STACK_LABEL_VARIABLE = "CHAOS_STACK"
+TWIN_LABELS = ("a", "b")  # "a" is the bystander, "b" the stack the chaos hits
 # Variants that stall a request as long as they fire (the provider waits out 429s for up to 15 minutes):
 # they fire a bounded number of times, never always.
 _BOUNDED = frozenset({"latency", "pod_state_conflict", "rate_limit"})
@@ -109,6 +136,7 @@ class Stack:
     credential: bool
     volume: bool
     create_timeout: int
+    runner: bool = False  # a lium_runner on the first pod
 
 
 @dataclass(frozen=True)
@@ -119,6 +147,11 @@ class Scenario:
     ``start`` (the command started) or ``rent`` (the first pod was rented). ``signal`` names the signal of
     process faults; ``downtime`` is how long a stopped emulator stays down. ``recover_by_apply`` converges
     by ``apply`` then ``destroy`` instead of destroy alone.
+
+    Team categories: ``twin`` says where the second stack of the same names lives (another directory or
+    another workspace of the same one) and ``concurrent`` whether the two apply at the same time (else the
+    bystander applies first); ``hit`` is the process fault that hits a twin or fresh-runner stack (with no
+    fault ``rules``); ``host_key_exit`` is the command that must get past a changed pod host key.
     """
 
     index: int
@@ -134,6 +167,15 @@ class Scenario:
     signal: str = ""
     downtime: float = 0.0
     recover_by_apply: bool = False
+    twin: Twin = ""
+    concurrent: bool = False
+    hit: Hit = ""
+    host_key_exit: HostKeyExit = ""
+
+    @property
+    def action(self) -> str:
+        """The process fault the harness applies: the category's own, or a team scenario's ``hit``."""
+        return self.hit or self.category
 
     @property
     def name(self) -> str:
@@ -144,6 +186,10 @@ class Scenario:
             "kill-terraform": f"rent+{self.delay:.1f}s",
             "kill-provider": f"rent+{self.delay:.1f}s",
             "restart": f"{self.signal}@{self.trigger}+{self.delay:.1f}s",
+            "twin-stacks": f"{self.twin}-{'concurrent' if self.concurrent else 'interleaved'}-"
+            + (f"{self.variant}@{self.route}" if self.variant else f"{self.hit}+{self.delay:.1f}s"),
+            "fresh-runner": f"{self.hit}-rent+{self.delay:.1f}s",
+            "host-key-change": self.host_key_exit.replace(" ", ""),
         }[self.category]
         return f"{self.index:03d}-{self.category}-{self.phase}-{detail}"
 
@@ -164,23 +210,29 @@ def generate(seed: int, count: int) -> list[Scenario]:
     return scenarios
 
 
-Case = tuple[Category, str, str]  # (category, fault variant or process detail, route or "")
+Case = tuple[Category, str, str]  # (category, fault variant or process or team detail, route or "")
 
 
 def coverage_cases(seed: int) -> list[Case]:
     """Every fault variant and process fault (shuffled), then the routes not met yet.
 
-    Each variant takes a route no earlier variant took when it can, so the list stays within 30.
+    Each variant takes a route no earlier variant took when it can, and each twin case a generic fault on
+    a route nothing took yet, so the list stays within 30.
     """
     rng = random.Random(f"{seed}/coverage")
     covered: set[str] = set()
     first: list[Case] = []
-    for variant in sorted(VARIANTS, key=lambda v: len(VARIANT_ROUTES[v])):  # the most constrained first
-        allowed = VARIANT_ROUTES[variant]
+    claims = [("fault", variant, VARIANT_ROUTES[variant]) for variant in VARIANTS]
+    claims += [("twin-stacks", twin, TWIN_ROUTES) for twin in TWINS]
+    for category, what, allowed in sorted(claims, key=lambda c: len(c[2])):  # the most constrained first
         route = rng.choice([r for r in allowed if r not in covered] or list(allowed))
         covered.add(route)
-        first.append(("fault", variant, route))
+        if category == "fault":
+            first.append(("fault", what, route))
+        else:
+            first.append(("twin-stacks", f"{what}/{rng.choice(GENERIC_VARIANTS)}", route))
     first += [(category, detail, "") for category, detail in PROCESS_CASES]
+    first += [("fresh-runner", rng.choice(FRESH_RUNNER_HITS), ""), ("host-key-change", "", "")]
     rng.shuffle(first)
     routes: list[Case] = [
         ("fault", rng.choice(GENERIC_VARIANTS), route) for route in ROUTES if route not in covered
@@ -189,9 +241,19 @@ def coverage_cases(seed: int) -> list[Case]:
 
 
 def _random_case(rng: random.Random) -> Case:
-    if rng.random() < 0.3:
+    draw = rng.random()
+    if draw < 0.3:
         category, detail = rng.choice(PROCESS_CASES)
         return (category, detail, "")
+    if draw < 0.36:
+        twin = rng.choice(TWINS)
+        if rng.random() < 0.5:
+            return ("twin-stacks", f"{twin}/{rng.choice(TWIN_HITS)}", "")
+        return ("twin-stacks", f"{twin}/{rng.choice(GENERIC_VARIANTS)}", rng.choice(TWIN_ROUTES))
+    if draw < 0.40:
+        return ("fresh-runner", rng.choice(FRESH_RUNNER_HITS), "")
+    if draw < 0.43:
+        return ("host-key-change", "", "")
     variant = rng.choice(VARIANTS)
     return ("fault", variant, rng.choice(VARIANT_ROUTES[variant]))
 
@@ -200,6 +262,12 @@ def _build(index: int, seed: int, case: Case, rng: random.Random, *, sure: bool)
     category, detail, route = case
     if category == "fault":
         return _fault(index, seed, detail, route, rng.choice(ROUTE_PHASES[route]), rng, sure=sure)
+    if category == "twin-stacks":
+        return _twin(index, seed, detail, route, rng, sure=sure)
+    if category == "fresh-runner":
+        return _fresh_runner(index, seed, detail, rng)
+    if category == "host-key-change":
+        return _host_key_change(index, seed, rng)
     return _process(index, seed, category, detail, rng)
 
 
@@ -264,15 +332,20 @@ def fault_rule(variant: str, route: str, rng: random.Random, *, sure: bool = Fal
     return {**rule, "kind": variant}  # drop_after_commit, node_rent_in_progress, node_unavailable
 
 
+def _rules(variant: str, route: str, rng: random.Random, *, sure: bool) -> tuple[dict[str, Any], ...]:
+    """The fault plan's rules for ``variant`` on ``route``."""
+    rule = fault_rule(variant, route, rng, sure=sure)
+    if route != "events":
+        return (rule,)
+    # The provider reads events to explain a failed creation: make one fail so the route is used.
+    reason = {"name": "chaos-events-reason", "path": ROUTES["rent"][1], "kind": "creation_failed", "first": 1}
+    return (rule, reason)
+
+
 def _fault(
     index: int, seed: int, variant: str, route: str, phase: Phase, rng: random.Random, *, sure: bool
 ) -> Scenario:
-    rules = [fault_rule(variant, route, rng, sure=sure)]
-    if route == "events":
-        # The provider reads events to explain a failed creation: make one fail so the route is used.
-        rules.append(
-            {"name": "chaos-events-reason", "path": ROUTES["rent"][1], "kind": "creation_failed", "first": 1}
-        )
+    rules = _rules(variant, route, rng, sure=sure)
     stuck = variant == "stuck_pending"
     return Scenario(
         index=index,
@@ -280,7 +353,7 @@ def _fault(
         category="fault",
         phase=phase,
         stack=_stack(rng, route=route, stuck=stuck),
-        rules=tuple(rules),
+        rules=rules,
         variant=variant,
         route=route,
         recover_by_apply=rng.random() < 0.3,
@@ -357,17 +430,102 @@ def _process(index: int, seed: int, category: Category, detail: str, rng: random
     )
 
 
+def _twin(index: int, seed: int, detail: str, route: str, rng: random.Random, *, sure: bool) -> Scenario:
+    """Two stacks of the same names (template and pods only); the chaos hits the second one.
+
+    ``detail`` is ``<twin>/<generic fault variant or process hit>``. Interleaved: the bystander applies
+    first, then the hit stack under the fault or signal. Concurrent: both apply at once (a fault rule then
+    hits both, a signal only the hit stack).
+    """
+    twin_text, what = detail.split("/")
+    twin: Twin = "workspaces" if twin_text == "workspaces" else "directories"
+    stack = Stack(pods=rng.choice((1, 1, 2)), credential=False, volume=False, create_timeout=CREATE_TIMEOUT)
+    concurrent = rng.random() < 0.5
+    recover = rng.random() < 0.3
+    if route:
+        return Scenario(
+            index,
+            seed,
+            "twin-stacks",
+            "apply",
+            stack,
+            rules=_rules(what, route, rng, sure=sure),
+            variant=what,
+            route=route,
+            recover_by_apply=recover,
+            twin=twin,
+            concurrent=concurrent,
+        )
+    hit = next(h for h in TWIN_HITS if h == what)
+    return Scenario(
+        index,
+        seed,
+        "twin-stacks",
+        "apply",
+        stack,
+        trigger="start" if hit == "sigint" else "rent",
+        delay=round(rng.uniform(0.2, 3.0) if hit == "sigint" else rng.uniform(0.0, 0.8), 2),
+        signal="SIGINT" if hit == "sigint" else "SIGKILL",
+        recover_by_apply=recover,
+        twin=twin,
+        concurrent=concurrent,
+        hit=hit,
+    )
+
+
+def _fresh_runner(index: int, seed: int, detail: str, rng: random.Random) -> Scenario:
+    """A kill after the first rent of an apply; recovery runs as a new CI runner (fresh HOME and journal)."""
+    hit = next(h for h in FRESH_RUNNER_HITS if h == detail)
+    return Scenario(
+        index,
+        seed,
+        "fresh-runner",
+        "apply",
+        _stack(rng),
+        trigger="rent",
+        delay=round(rng.uniform(0.0, 0.8), 2),
+        signal="SIGKILL",
+        recover_by_apply=rng.random() < 0.5,
+        hit=hit,
+    )
+
+
+def _host_key_change(index: int, seed: int, rng: random.Random) -> Scenario:
+    """A stack with a ``lium_runner``: after a clean apply the pod's host keys change, then it is ended.
+
+    The public image only: the rotation runs ``ssh-keygen`` inside the pod.
+    """
+    volume = rng.random() < 0.25
+    stack = Stack(pods=1, credential=False, volume=volume, create_timeout=CREATE_TIMEOUT, runner=True)
+    return Scenario(
+        index,
+        seed,
+        "host-key-change",
+        "destroy",
+        stack,
+        host_key_exit=rng.choice(HOST_KEY_EXITS),
+    )
+
+
 PRIVATE_IMAGE_USER = "trainer-bot"
 
 
-def render(stack: Stack, prefix: str, private_image: str) -> str:
-    """The Terraform configuration (without the provider block) for ``stack``; names start with ``prefix``."""
+def render(stack: Stack, prefix: str, private_image: str, *, labelled: bool = False) -> str:
+    """The Terraform configuration (without the provider block) for ``stack``; names start with ``prefix``.
+
+    ``labelled`` (twin stacks): the template's environment carries ``STACK_LABEL_VARIABLE`` from the
+    variable ``stack_label``, which each stack's process sets (``TF_VAR_stack_label``): two directories or
+    two workspaces of one configuration then differ in nothing else.
+    """
     parts = []
     template_extra = ""
+    if labelled:
+        parts.append('variable "stack_label" {\n  type = string\n}\n')
+        template_extra = f"\n  environment      = {{ {STACK_LABEL_VARIABLE} = var.stack_label }}"
     image = "python:3.11-slim"
     if stack.credential:
         image = private_image
-        template_extra = "\n  docker_credential_id = lium_docker_credential.c.id"
+        template_extra += "\n  docker_credential_id = lium_docker_credential.c.id"
         parts.append(
             'variable "registry_password" {\n  type      = string\n  sensitive = true\n  ephemeral = true\n}\n'
             'resource "lium_docker_credential" "c" {\n'
@@ -391,5 +549,11 @@ def render(stack: Stack, prefix: str, private_image: str) -> str:
             f'  name        = "{prefix}-{number}"\n'
             f"  template_id = lium_template.t.id{volume}\n"
             f'  timeouts {{\n    create = "{stack.create_timeout}s"\n    delete = "{DELETE_TIMEOUT}s"\n  }}\n}}\n'
+        )
+    if stack.runner:
+        parts.append(
+            'resource "lium_runner" "r" {\n'
+            "  pod_id       = lium_pod.p0.id\n"
+            "  ssh_host_key = lium_pod.p0.ssh_host_key\n}\n"
         )
     return "".join(parts)

@@ -1,4 +1,5 @@
-"""The seeded chaos scenarios (``LIUM_CHAOS_SCENARIOS``, default 30; ``LIUM_CHAOS_SEED``): see harness.py."""
+"""The seeded chaos scenarios (``LIUM_CHAOS_SCENARIOS``, default 30; ``LIUM_CHAOS_SEED``): see harness.py
+(and twins.py for two stacks of the same names)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,24 @@ from lium_emulator.images import image_catalog
 from lium_emulator.launcher import RunningEmulator
 from tests.chaos.conftest import chaos_count, chaos_seed
 from tests.chaos.harness import Outcome, RestartableEmulator, ScenarioRun
-from tests.chaos.scenarios import Scenario, generate, render
+from tests.chaos.scenarios import TWIN_LABELS, Scenario, generate, render
+from tests.chaos.twins import STAGING, TwinRun
 from tests.support.lium import PROVIDER_BLOCK, Account, new_account, ssh_keypair
+from tests.support.proxy import RecordingProxy
 from tests.support.terraform import Terraform
 
 pytestmark = pytest.mark.terraform
 
 PRIVATE = next(image for image in image_catalog() if image.private)
+
+
+def secrets_of(account: Account) -> dict[str, str]:
+    """What must appear in no output and no file a scenario leaves."""
+    return {
+        "the API key": account.api_key,
+        "the registry password": PRIVATE.registry_password or "",
+        "the SSH private key": account.key_file.read_text(),
+    }
 
 
 def run(
@@ -31,12 +43,37 @@ def run(
     body = render(scenario.stack, f"chaos{scenario.index:03d}", PRIVATE.reference)
     tf = make_terraform(PROVIDER_BLOCK + body, **account.env, TF_VAR_registry_password=password)
     tf.init()
-    secrets_to_hide = {
-        "the API key": account.api_key,
-        "the registry password": password,
-        "the SSH private key": account.key_file.read_text(),
-    }
-    return ScenarioRun(scenario, tf, account, secrets_to_hide, emulator).execute()
+    return ScenarioRun(scenario, tf, account, secrets_of(account), emulator).execute()
+
+
+def run_twins(scenario: Scenario, account: Account, make_terraform: Callable[..., Terraform]) -> Outcome:
+    """Two stacks of one configuration (the same names), each behind its own proxy: in two directories,
+    or in the default and the ``staging`` workspace of one."""
+    body = PROVIDER_BLOCK + render(
+        scenario.stack, f"chaos{scenario.index:03d}", PRIVATE.reference, labelled=True
+    )
+    with (
+        RecordingProxy(account.emulator.root_url) as first,
+        RecordingProxy(account.emulator.root_url) as second,
+    ):
+        proxies = dict(zip(TWIN_LABELS, (first, second), strict=True))
+        env = {
+            label: {**account.env, "LIUM_API_URL": f"{proxy.url}/api", "TF_VAR_stack_label": label}
+            for label, proxy in proxies.items()
+        }
+        bystander, hit = TWIN_LABELS
+        stacks = {bystander: make_terraform(body, **env[bystander])}
+        stacks[bystander].init()
+        if scenario.twin == "directories":
+            stacks[hit] = make_terraform(body, **env[hit])
+            stacks[hit].init()
+        else:
+            stacks[bystander].run("workspace", "new", STAGING)
+            stacks[bystander].run("workspace", "select", "default")
+            stacks[hit] = Terraform(
+                stacks[bystander].workdir, {**stacks[bystander].env, **env[hit], "TF_WORKSPACE": STAGING}
+            )
+        return TwinRun(scenario, stacks, proxies, account, secrets_of(account)).execute()
 
 
 @pytest.mark.parametrize("scenario", generate(chaos_seed(), chaos_count()), ids=lambda s: s.name)
@@ -65,7 +102,10 @@ def test_scenario(
     else:
         account = new_account(shared_emulator, tmp_path)
         with account.faults():
-            outcome = run(scenario, account, make_terraform, None)
+            if scenario.category == "twin-stacks":
+                outcome = run_twins(scenario, account, make_terraform)
+            else:
+                outcome = run(scenario, account, make_terraform, None)
     chaos_log.append(outcome)
     print(f"{scenario.name}: {outcome.seconds:.1f} s; " + "; ".join(outcome.steps + outcome.notes))
     assert not outcome.failures, (

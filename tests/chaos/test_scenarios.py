@@ -6,22 +6,30 @@ from typing import Any, get_args
 
 from lium_emulator.faults import FaultKind, FaultPlan
 from tests.chaos.audit import (
+    cross_stack_effects,
     duplicate_rentals,
     find_crashes,
     find_secrets,
     leftovers,
     overbilled,
     secret_needles,
+    stack_owners,
 )
 from tests.chaos.scenarios import (
     DEFAULT_SEED,
+    FRESH_RUNNER_HITS,
+    HOST_KEY_EXITS,
     PROCESS_CASES,
     ROUTES,
+    STACK_LABEL_VARIABLE,
+    TWIN_HITS,
+    TWINS,
     VARIANTS,
     Stack,
     generate,
     render,
 )
+from tests.support.proxy import Exchange
 
 PEM = """-----BEGIN OPENSSH PRIVATE KEY-----
 b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW
@@ -36,14 +44,32 @@ def test_generation_is_deterministic_per_seed() -> None:
     assert generate(DEFAULT_SEED, 40)[:10] == generate(DEFAULT_SEED, 10), "a longer run extends a shorter one"
 
 
-def test_the_first_thirty_cover_every_fault_kind_route_and_process_fault() -> None:
+def test_the_first_thirty_cover_every_fault_kind_route_process_fault_and_team_case() -> None:
     for seed in (DEFAULT_SEED, 1, 2, 3):
         scenarios = generate(seed, 30)
         assert {s.variant for s in scenarios if s.category == "fault"} == set(VARIANTS)
         processes = {(s.category, s.signal if s.category == "restart" else s.phase) for s in scenarios}
         assert set(PROCESS_CASES) <= processes
-        assert {s.route for s in scenarios if s.category == "fault"} == set(ROUTES)
+        assert {s.route for s in scenarios if s.variant} == set(ROUTES)
+        assert {s.twin for s in scenarios if s.category == "twin-stacks"} == set(TWINS)
+        assert any(s.category == "fresh-runner" for s in scenarios)
+        assert any(s.category == "host-key-change" for s in scenarios)
         assert len({s.name for s in scenarios}) == 30
+
+
+def test_team_scenarios_are_well_formed() -> None:
+    scenarios = generate(DEFAULT_SEED, 500)
+    twins = [s for s in scenarios if s.category == "twin-stacks"]
+    assert {s.concurrent for s in twins} == {True, False}
+    assert {s.hit for s in twins if not s.variant} == set(TWIN_HITS)
+    for twin in twins:
+        assert bool(twin.rules) != bool(twin.hit), "a twin scenario is hit by a fault rule or a signal"
+        assert not twin.stack.credential and not twin.stack.volume
+    fresh = [s for s in scenarios if s.category == "fresh-runner"]
+    assert {s.hit for s in fresh} == set(FRESH_RUNNER_HITS) and all(s.trigger == "rent" for s in fresh)
+    host_keys = [s for s in scenarios if s.category == "host-key-change"]
+    assert {s.host_key_exit for s in host_keys} == set(HOST_KEY_EXITS)
+    assert all(s.stack.runner and s.stack.pods == 1 and not s.stack.credential for s in host_keys)
 
 
 def test_every_generated_fault_plan_is_valid_for_the_emulator() -> None:
@@ -64,6 +90,16 @@ def test_render_declares_what_the_stack_says() -> None:
     assert 'create = "8s"' in full and 'image            = "private/image:1"' in full
     bare = render(Stack(pods=1, credential=False, volume=False, create_timeout=40), "y", "private/image:1")
     assert "lium_docker_credential" not in bare and "lium_volume" not in bare and "python:3.11-slim" in bare
+    assert "lium_runner" not in bare and STACK_LABEL_VARIABLE not in bare
+    team = render(
+        Stack(pods=1, credential=True, volume=False, create_timeout=40, runner=True),
+        "z",
+        "private/image:1",
+        labelled=True,
+    )
+    assert f"{STACK_LABEL_VARIABLE} = var.stack_label" in team and 'variable "stack_label"' in team
+    assert "docker_credential_id = lium_docker_credential.c.id" in team
+    assert "pod_id       = lium_pod.p0.id" in team and "ssh_host_key = lium_pod.p0.ssh_host_key" in team
 
 
 def test_secrets_are_found_whole_or_line_by_line() -> None:
@@ -121,3 +157,45 @@ def test_leftovers_and_overbilling_are_found() -> None:
     assert leftovers(report) == ["pod a (a-None) is CREATION_FAILED", "template tpl (t1)"]
     assert overbilled(report, 60.0) == ["pod b billed 61.0 s in a 60.0 s scenario"]
     assert overbilled(report, 61.0) == []
+
+
+def exchange(method: str, path: str, key: str = "", request: Any = None, response: Any = None) -> Exchange:
+    return Exchange(method, path, key, request, 0.0, 200, 0.0, None, response, "")
+
+
+def test_two_stacks_of_the_same_names_are_told_apart() -> None:
+    report = account(
+        [
+            pod("p0", "2026-01-01T00:00:00+00:00", 10.0, key="ka") | {"id": "pod-a"},
+            pod("p0", "2026-01-01T00:00:01+00:00", 10.0, key="kb") | {"id": "pod-b"},
+        ]
+    )
+    report["templates"] = [{"id": "tpl-a", "environment": {STACK_LABEL_VARIABLE: "a"}}]
+    own = {
+        "a": [
+            exchange("POST", "/api/executors/e1/rent", "ka", {"template_id": "tpl-a"}),
+            exchange("DELETE", "/api/pods/pod-a"),
+        ],
+        "b": [
+            exchange("POST", "/api/templates", response={"id": "tpl-b"}),
+            exchange("POST", "/api/executors/e2/rent", "kb", {"template_id": "tpl-b"}),
+            exchange("GET", "/api/pods/pod-a"),  # reads touch nothing
+            exchange("DELETE", "/api/pods/pod-b"),
+        ],
+    }
+    assert stack_owners(report, own) == {"tpl-a": "a", "tpl-b": "b", "pod-a": "a", "pod-b": "b"}
+    assert cross_stack_effects(report, own, {}) == []
+    assert duplicate_rentals(report, stack_owners(report, own)) == []
+    assert len(duplicate_rentals(report)) == 1, "without owners the two p0 pods look like one name twice"
+
+    crossed = {**own, "b": [*own["b"], exchange("DELETE", "/api/pods/pod-a?force=1")]}
+    assert cross_stack_effects(report, crossed, {}) == ["stack b sent DELETE /api/pods/pod-a, stack a's"]
+    deleted_template = {"a": own["a"], "b": [exchange("DELETE", "/api/templates/tpl-old")]}
+    assert cross_stack_effects(report, deleted_template, {"tpl-old": "a"}) == [
+        "stack b sent DELETE /api/templates/tpl-old, stack a's"
+    ]
+    stolen_key = {
+        **own,
+        "b": [*own["b"], exchange("POST", "/api/executors/e3/rent", "ka", {"template_id": "tpl-b"})],
+    }
+    assert cross_stack_effects(report, stolen_key, {}) == ["stacks a and b both sent rent key ka"]

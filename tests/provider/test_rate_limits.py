@@ -3,7 +3,7 @@
 The emulator limits the account with the fault plan: a token bucket on ``GET /pods`` (Lium's listing
 limit, below the provider's polling rate) and fixed-``Retry-After`` rules on rents (a burst that refuses
 the first 80), ``GET /pods/{id}``, deletes and template creation. The emulator counts requests but does
-not log their times, so the provider talks to it through a recording reverse proxy (real HTTP, in this process): for
+not log their times, so the provider talks to it through a recording reverse proxy (``tests/support/proxy.py``): for
 every 429 it notes the moment just before the answer left and the ``Retry-After``; a resend of the same
 request (method, path, query, ``Idempotency-Key`` and body) must not arrive before that moment plus
 ``Retry-After``.
@@ -11,20 +11,15 @@ request (method, path, query, ``Idempotency-Key`` and body) must not arrive befo
 
 from __future__ import annotations
 
-import hashlib
 import json
-import threading
-import time
-from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
 from tests.support.lium import PROVIDER_BLOCK, Account, sleeping_template
+from tests.support.proxy import RecordingProxy, early_resends
 from tests.support.terraform import Terraform
 
 pytestmark = pytest.mark.terraform
@@ -90,111 +85,6 @@ resource "lium_pod" "p" {
   }
 }
 """
-_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "host"}
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """One proxied request: what it was, when it arrived, and (for a 429) when its answer left."""
-
-    identity: str
-    arrived: float
-    status: int
-    answered: float
-    retry_after: float | None
-
-
-class RecordingProxy:
-    """A reverse proxy to ``upstream`` that records every exchange with monotonic timestamps."""
-
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream.rstrip("/")
-        self.exchanges: list[Exchange] = []
-        self._lock = threading.Lock()
-        self._client = httpx.Client(timeout=60, follow_redirects=False)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> RecordingProxy:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._client.close()
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _forward(self) -> None:
-                arrived = time.monotonic()
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
-                upstream = proxy._client.request(
-                    self.command, proxy.upstream + self.path, headers=headers, content=body
-                )
-                content = upstream.content
-                self.send_response(upstream.status_code)
-                for key, value in upstream.headers.items():
-                    if key.lower() not in _HOP_BY_HOP:
-                        self.send_header(key, value)
-                self.send_header("Content-Length", str(len(content)))
-                answered = time.monotonic()  # before the client can see the answer
-                self.end_headers()
-                self.wfile.write(content)
-                retry_after = upstream.headers.get("Retry-After")
-                identity = " ".join(
-                    (
-                        self.command,
-                        self.path,
-                        self.headers.get("Idempotency-Key", ""),
-                        hashlib.sha256(body).hexdigest(),
-                    )
-                )
-                with proxy._lock:
-                    proxy.exchanges.append(
-                        Exchange(
-                            identity,
-                            arrived,
-                            upstream.status_code,
-                            answered,
-                            float(retry_after) if retry_after is not None else None,
-                        )
-                    )
-
-            do_GET = do_POST = do_PUT = do_DELETE = _forward
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-        return Handler
-
-
-def early_resends(exchanges: list[Exchange]) -> list[str]:
-    """Resends that arrived before the previous 429's ``Retry-After`` ran out, and 429s never resent."""
-    by_identity: dict[str, list[Exchange]] = defaultdict(list)
-    for exchange in sorted(exchanges, key=lambda e: e.arrived):
-        by_identity[exchange.identity].append(exchange)
-    found = []
-    for identity, sequence in by_identity.items():
-        for limited, after in zip(sequence, [*sequence[1:], None], strict=True):
-            if limited.status != 429:
-                continue
-            if after is None:
-                found.append(f"{identity}: a 429 was never resent")
-            elif after.arrived < limited.answered + (limited.retry_after or 0):
-                early = limited.answered + (limited.retry_after or 0) - after.arrived
-                found.append(f"{identity}: resent {early:.3f} s before Retry-After ran out")
-    return found
 
 
 def one_gpu_slots(emulator: RunningEmulator) -> list[str]:

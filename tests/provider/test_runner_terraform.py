@@ -34,6 +34,7 @@ from tests.support.lium import (
     instances,
     new_account,
     pod_block,
+    rotate_host_keys,
     sleeping_template,
     ssh_keypair,
     ssh_run,
@@ -389,26 +390,7 @@ def wait_for_smoke_test(account: Account, process: subprocess.Popen[str]) -> dic
 
 
 # Issue 12, item 3: a changed host key or an unreachable pod never blocks the runner's delete.
-ROTATE_HOST_KEYS = (
-    "rm -f /etc/ssh/ssh_host_*"
-    " && ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key"
-    " && ssh-keygen -q -t ecdsa -N '' -f /etc/ssh/ssh_host_ecdsa_key"
-    " && kill -HUP $(cat /run/sshd.pid)"
-)
 STOP_SSHD = "kill -TERM $(cat /run/sshd.pid)"
-KEY_CHANGE_WAIT_SECONDS = 30.0
-
-
-def rotate_host_keys(account: Account, pod: dict[str, Any]) -> str:
-    """New sshd host keys generated in the pod, as a key rotation there would; the key it offers now."""
-    ssh_run(account, pod, ROTATE_HOST_KEYS)
-    give_up = time.monotonic() + KEY_CHANGE_WAIT_SECONDS
-    while time.monotonic() < give_up:  # sshd re-executes itself on SIGHUP: poll until it answers again
-        offered = fetch_host_key(pod["ssh_host"], pod["ssh_port"], timeout=5.0)
-        if offered is not None and offered != pod["ssh_host_key"]:
-            return offered
-        time.sleep(0.1)
-    raise AssertionError("the pod's sshd never offered a new host key")
 
 
 def warnings_of(result: subprocess.CompletedProcess[str]) -> str:

@@ -6,6 +6,7 @@ import base64
 import io
 import secrets
 import subprocess
+import time
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import httpx
 import paramiko
 
 from lium_emulator.launcher import RunningEmulator
+from lium_provider.sshkeys import fetch_host_key
 from tests.support.faults import NO_FAULTS, faults
 from tests.support.terraform import Terraform
 
@@ -166,6 +168,27 @@ def ssh_run(account: Account, pod: dict[str, Any], command: str) -> str:
         return output.decode()
     finally:
         client.close()
+
+
+ROTATE_HOST_KEYS = (
+    "rm -f /etc/ssh/ssh_host_*"
+    " && ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key"
+    " && ssh-keygen -q -t ecdsa -N '' -f /etc/ssh/ssh_host_ecdsa_key"
+    " && kill -HUP $(cat /run/sshd.pid)"
+)
+KEY_CHANGE_WAIT_SECONDS = 30.0
+
+
+def rotate_host_keys(account: Account, pod: dict[str, Any]) -> str:
+    """New sshd host keys generated in the pod, as a key rotation there would; the key it offers now."""
+    ssh_run(account, pod, ROTATE_HOST_KEYS)
+    give_up = time.monotonic() + KEY_CHANGE_WAIT_SECONDS
+    while time.monotonic() < give_up:  # sshd re-executes itself on SIGHUP: poll until it answers again
+        offered = fetch_host_key(pod["ssh_host"], pod["ssh_port"], timeout=5.0)
+        if offered is not None and offered != pod["ssh_host_key"]:
+            return offered
+        time.sleep(0.1)
+    raise AssertionError("the pod's sshd never offered a new host key")
 
 
 def assert_nothing_left(account: Account) -> None:
