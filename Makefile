@@ -12,7 +12,7 @@ export CHECKPOINT_DISABLE := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: help setup demo test lint typecheck unit wheel chaos bench proto docs check-terraform release release-tools
+.PHONY: help setup demo test lint typecheck unit wheel chaos bench proto docs check-terraform release release-tools locks
 
 help:
 	@echo "make demo   - set up, deploy the quickstart GPU stack on the embedded Lium emulator, destroy, leak-check"
@@ -20,6 +20,7 @@ help:
 	@echo "make chaos N=500 - the long chaos soak (see docs/reliability.md)"
 	@echo "make bench  - the benchmarks (see docs/benchmarks.md)"
 	@echo "make release - wheel, sdist, the self-contained provider zip, signed SHA256SUMS and registry/mirror trees in dist/ (docs/release.md)"
+	@echo "make locks  - make release, then each example's .terraform.lock.hcl from dist/ (commit them)"
 
 check-terraform:
 	@command -v terraform >/dev/null 2>&1 || { echo "terraform not found on PATH: install Terraform 1.11+ (https://developer.hashicorp.com/terraform/install) and re-run"; exit 1; }
@@ -103,3 +104,7 @@ release-tools:
 # LIUM_RELEASE_GPG_KEY=<key id> signs with that key; without it, a throwaway key in build/release/gnupg.
 release: setup release-tools
 	$(PY) -m release
+
+# The examples commit their lock files: rewrite them for the archives just built (docs/release.md).
+locks: release
+	$(PY) -m release.locks

@@ -17,23 +17,19 @@ import sys
 from pathlib import Path
 
 from release import layout
-from release.archive import write_zip
+from release.archive import ZIP_EPOCH, write_zip
 from release.bundle import build_bundle
 from release.signing import sign, signing_key, write_sha256sums
 from release.trees import Archive, write_filesystem_mirror, write_network_mirror, write_registry
 
 
 def source_date_epoch() -> int:
-    """``$SOURCE_DATE_EPOCH``, else the last commit's time: the archive's one timestamp."""
-    if "SOURCE_DATE_EPOCH" in os.environ:
-        return int(os.environ["SOURCE_DATE_EPOCH"])
-    result = subprocess.run(
-        ["git", "-C", str(layout.REPO), "log", "-1", "--format=%ct"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return int(result.stdout.strip() or 315532800)  # 1980-01-01, zip's first date, outside a git checkout
+    """``$SOURCE_DATE_EPOCH``, else 1980-01-01 (zip's first date): the archive's one timestamp.
+
+    Not the last commit's time: the examples commit the archive's hashes (:mod:`release.locks`), so
+    the same sources must give the same archive in whichever commit they are.
+    """
+    return int(os.environ.get("SOURCE_DATE_EPOCH", ZIP_EPOCH))
 
 
 def build_python_distributions(dist: Path) -> Path:

@@ -20,10 +20,13 @@ import time
 import zipfile
 from pathlib import Path
 
+# 1980-01-01 00:00:00 UTC, the earliest date a zip entry can hold.
+ZIP_EPOCH = 315532800
+
 
 def write_zip(directory: Path, archive: Path, timestamp: int) -> Path:
     """Zip the files under ``directory`` (paths relative to it) into ``archive``, dated ``timestamp``."""
-    date_time = max(_zip_date(timestamp), (1980, 1, 1, 0, 0, 0))
+    date_time = _zip_date(max(timestamp, ZIP_EPOCH))
     partial = archive.with_suffix(".partial")
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as package:
         for path in sorted(p for p in directory.rglob("*") if p.is_file()):

@@ -26,6 +26,7 @@ Why not PyInstaller or Nuitka: see docs/benchmarks.md ("The self-contained provi
 
 from __future__ import annotations
 
+import csv
 import os
 import shutil
 import subprocess
@@ -156,16 +157,14 @@ def _install_runtime(wheel: Path, site: Path) -> None:
     )
     shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts with this machine's shebangs
     for direct_url in site.glob("*.dist-info/direct_url.json"):  # the wheel's path on this machine
-        record = direct_url.with_name("RECORD")
-        lines = record.read_text().splitlines(keepends=True)
-        record.write_text(
-            "".join(
-                line for line in lines if not line.startswith(f"{direct_url.parent.name}/direct_url.json,")
-            )
-        )
         direct_url.unlink()
     for package in _NOT_IN_PROVIDER:
         shutil.rmtree(site / package)
+    # Each RECORD lists only the files kept: the removed scripts' hashes depend on this machine's venv
+    # path (their shebang), and the examples' lock files need the same bundle wherever it is built.
+    for record in site.glob("*.dist-info/RECORD"):
+        lines = record.read_text().splitlines(keepends=True)
+        record.write_text("".join(line for line in lines if (site / next(csv.reader([line]))[0]).is_file()))
 
 
 def _elf_files(root: Path) -> list[Path]:

@@ -13,11 +13,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lium_provider.api.client import LiumClient
-from lium_provider.api.models import DELETED, DELETING, DockerCredential, Pod, Template, Volume
+from lium_provider.api.models import (
+    DELETED,
+    DELETING,
+    POD_GONE_TIMEOUT,
+    DockerCredential,
+    Pod,
+    Template,
+    Volume,
+)
 from lium_provider.api.rent import RentAttempt, find_rented_pod
 from lium_provider.journal import RentJournal
 
-POD_GONE_TIMEOUT = 900.0
 POLL_SECONDS = 2.0
 
 

@@ -1,20 +1,21 @@
 """``examples/hcl``, the quickstart stack in plain HCL, applied against the emulator and destroyed.
 
 Only the provider's environment variables configure it (see the example's README), so this is exactly what
-a user runs, with the emulator's URLs.
+a user runs, with the emulator's URLs, from a copy without the committed lock file (the release's hashes,
+not the checkout launcher's).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
+from tests.support.examples import copy_example
 from tests.support.lium import assert_nothing_left, instances, new_account
 from tests.support.terraform import REPO, Terraform
 
@@ -29,7 +30,7 @@ def test_hcl_example_applies_and_destroys(
     account = new_account(emulator, tmp_path)
     tf = make_terraform("", **account.env)
     (tf.workdir / "main.tf").unlink()
-    shutil.copytree(EXAMPLE, tf.workdir, dirs_exist_ok=True)
+    copy_example(EXAMPLE, tf.workdir)
     tf.init()
     tf.apply()
 

@@ -282,14 +282,8 @@ def test_bad_inputs_name_the_attribute_and_leave_no_runner(
 ) -> None:
     body = (
         TEMPLATE % PYTHON_IMAGE
+        + sleeping_template("ssh-only", extra="internal_ports = [22]", label="no_runner_port")
         + """
-resource "lium_template" "no_runner_port" {
-  name             = "ssh-only"
-  image            = "python:3.11-slim"
-  entrypoint       = "/bin/sh"
-  startup_commands = "-c 'exec sleep infinity'"
-  internal_ports   = [22]
-}
 resource "lium_pod" "ssh_only" {
   name        = "ssh-only"
   template_id = lium_template.no_runner_port.id

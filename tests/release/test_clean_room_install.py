@@ -12,9 +12,10 @@ venv). The provider comes from ``make release``'s artifacts, served as a user's 
 - the **network-mirror protocol** over HTTPS;
 - a **filesystem mirror** in the packed layout.
 
-Each installs, applies and destroys the HCL example against the emulator. The lock file Terraform writes
-on the registry install is given to the two mirror installs as is: the same archive, the same hashes,
-wherever it is installed from.
+Each installs, applies and destroys the HCL example against the emulator. The example's committed lock
+file comes with it: the registry install must accept it and leave it as it is (it holds the archive's
+two hashes, as Terraform writes them), and the lock after that install is given to the two mirror
+installs as is: the same archive, the same hashes, wherever it is installed from.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import pytest
 from lium_emulator.launcher import RunningEmulator
 from release import layout
 from release.archive import h1_hash, zip_hash
+from release.locks import LOCK_FILE
 from tests.release.clean_room import NO_PYTHON_EXIT, clean_room
 from tests.release.https_server import HttpsHost, serve_https
 from tests.support.lium import assert_nothing_left, instances, new_account
@@ -92,7 +94,7 @@ def registry_host(release_dist: Path, tmp_path_factory: pytest.TempPathFactory) 
 
 
 def lock_hashes(tf: Terraform) -> set[str]:
-    return set(HASH.findall((tf.workdir / ".terraform.lock.hcl").read_text()))
+    return set(HASH.findall((tf.workdir / LOCK_FILE).read_text()))
 
 
 def apply_and_destroy(tf: Terraform, emulator: RunningEmulator, directory: Path) -> None:
@@ -129,7 +131,7 @@ def registry_lock(room: CleanRoom, registry_host: HttpsHost, archive: Path) -> t
     assert any(
         path.endswith(layout.PROVIDER_SHA256SUMS + layout.SIGNATURE_SUFFIX) for path in registry_host.requests
     )
-    return tf, (tf.workdir / ".terraform.lock.hcl").read_text()
+    return tf, (tf.workdir / LOCK_FILE).read_text()
 
 
 def test_clean_room_has_no_python(room: CleanRoom, tmp_path: Path) -> None:
@@ -150,6 +152,7 @@ def test_registry_protocol_installs_signed_provider_and_applies(
 ) -> None:
     tf, lock = registry_lock
     assert set(HASH.findall(lock)) == {h1_hash(archive), zip_hash(archive)}
+    assert lock == (EXAMPLE / LOCK_FILE).read_text(), "terraform init rewrote the committed lock file"
     apply_and_destroy(tf, emulator, tmp_path)
 
 
@@ -208,10 +211,10 @@ def test_network_mirror_installs_with_the_registry_lock_and_applies(
             f'provider_installation {{\n  network_mirror {{\n    url = "{host.url}/"\n  }}\n}}\n',
             SSL_CERT_FILE=str(host.ca_file),
         )
-        (tf.workdir / ".terraform.lock.hcl").write_text(lock)
+        (tf.workdir / LOCK_FILE).write_text(lock)
         tf.init()
         assert any(path.endswith(f"/lium-stacks/lium/{layout.VERSION}.json") for path in host.requests)
-    assert (tf.workdir / ".terraform.lock.hcl").read_text() == lock
+    assert (tf.workdir / LOCK_FILE).read_text() == lock
     apply_and_destroy(tf, emulator, tmp_path)
 
 
@@ -228,7 +231,7 @@ def test_filesystem_mirror_installs_with_the_registry_lock_and_applies(
     tf = room.terraform(
         "fs-mirror", f'provider_installation {{\n  filesystem_mirror {{\n    path = "{mirror}"\n  }}\n}}\n'
     )
-    (tf.workdir / ".terraform.lock.hcl").write_text(lock)
+    (tf.workdir / LOCK_FILE).write_text(lock)
     tf.init()
-    assert (tf.workdir / ".terraform.lock.hcl").read_text() == lock
+    assert (tf.workdir / LOCK_FILE).read_text() == lock
     apply_and_destroy(tf, emulator, tmp_path)

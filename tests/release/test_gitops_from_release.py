@@ -3,9 +3,9 @@
 The workflow's own install step (taken from the YAML by Terraform's ``yamldecode``) runs with
 ``LIUM_STACKS_REQUIREMENT`` naming the wheel in ``dist/`` and ``LIUM_PROVIDER_MIRROR`` the network
 mirror served over HTTPS, on a fresh venv's ``python`` (what ``actions/setup-python`` gives); then the
-plan job's and apply job's commands run in a copy of ``infra/`` with the ``pg`` backend on a real
-PostgreSQL, against the emulator. No checkout's launcher is involved: ``lium-tf`` comes from the wheel,
-the provider from the mirror.
+plan job's and apply job's commands run in a copy of ``infra/``, its committed lock file included, with
+the ``pg`` backend on a real PostgreSQL, against the emulator. No checkout's launcher is involved:
+``lium-tf`` comes from the wheel, the provider from the mirror, verified against the committed lock.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
+from release.locks import LOCK_FILE
 from tests.provider.test_gitops import GITOPS, parse_workflow
 from tests.release.https_server import serve_https
 from tests.support.lium import assert_nothing_left, new_account
@@ -79,6 +80,8 @@ def test_gitops_workflow_plans_and_applies_from_release_artifacts(
         # The plan job's commands, then the apply job's (a fresh plan, applied).
         tf.run("init", "-input=false")
         assert any(path.endswith(".zip") for path in mirror.requests), mirror.requests
+    # The stack's committed lock verified the mirror's archive, and init left it as it was.
+    assert (tf.workdir / LOCK_FILE).read_text() == (STACK_DIR / LOCK_FILE).read_text()
     tf.run("plan", "-input=false", "-lock-timeout=60s", "-out=plan.bin")
     (tf.workdir / "plan.json").write_text(tf.run("show", "-json", "plan.bin").stdout)
     summary = subprocess.run(

@@ -7,16 +7,20 @@ output, one argument per line, so they are adapted line by line: the example's f
 outputs refer to objects the test does not have), and each top-level argument of that block takes the
 live object's value when the live state holds one; the others (nested blocks such as ``timeouts``, and
 inputs the state lacks) stay as the example wrote them.
+
+:func:`copy_example` is how a test runs an example directory with the checkout's launcher.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from release.locks import LOCK_FILE
 from tests.support.terraform import REPO
 
 EXAMPLES = REPO / "examples" / "resources"
@@ -36,6 +40,16 @@ class AdaptedExample:
     """HCL: the example's variables and its resource block with the live values."""
     arguments: frozenset[str]
     """Top-level arguments and nested blocks the adapted block sets."""
+
+
+def copy_example(example: Path, workdir: Path) -> None:
+    """``example``'s files into ``workdir``, without its committed lock file.
+
+    The lock holds the released archive's hashes; the tests install the checkout's launcher, a
+    different package, so ``terraform init`` in the copy writes a lock of its own and the committed one
+    stays as it is.
+    """
+    shutil.copytree(example, workdir, dirs_exist_ok=True, ignore=shutil.ignore_patterns(LOCK_FILE))
 
 
 def example_path(type_name: str) -> Path:

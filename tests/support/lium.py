@@ -31,11 +31,11 @@ provider "lium" {}
 """
 
 
-def sleeping_template(name: str, image: str = "python:3.11-slim", extra: str = "") -> str:
-    """The HCL of ``lium_template.t``: ``image`` kept alive by ``/bin/sh -c 'exec sleep infinity'``, so
-    its pods stay running for SSH; ``extra`` is one more line of arguments inside the block."""
+def sleeping_template(name: str, image: str = "python:3.11-slim", extra: str = "", label: str = "t") -> str:
+    """The HCL of ``lium_template.<label>``: ``image`` kept alive by ``/bin/sh -c 'exec sleep infinity'``,
+    so its pods stay running for SSH; ``extra`` is one more line of arguments inside the block."""
     return f"""
-resource "lium_template" "t" {{
+resource "lium_template" "{label}" {{
   name             = "{name}"
   image            = "{image}"
   entrypoint       = "/bin/sh"

@@ -33,6 +33,9 @@ DELETED = "DELETED"
 DEAD_POD_STATES: frozenset[str] = frozenset(
     {"STOPPED", "FAILED", "CREATION_FAILED", "BROKEN", "REBOOT_FAILED"}
 )
+# How long a deleted pod may take to be gone before giving up: lium_pod's default delete timeout and
+# how long `lium-tf sweep` waits for the pods it deleted.
+POD_GONE_TIMEOUT = 900.0
 # dstack's terminal set (docs/lium-api.md#lifecycle): a pod in one of these states will never become usable.
 TERMINAL_POD_STATES: frozenset[str] = DEAD_POD_STATES | {DELETING, DELETED}
 

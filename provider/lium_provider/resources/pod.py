@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from lium_provider.api.errors import LiumError, LiumUncertainOutcome, is_definitive
-from lium_provider.api.models import DEAD_POD_STATES, DELETED, RUNNING, Pod, RentRequest, TerminationHours
+from lium_provider.api.models import (
+    DEAD_POD_STATES,
+    DELETED,
+    POD_GONE_TIMEOUT,
+    RUNNING,
+    Pod,
+    RentRequest,
+    TerminationHours,
+)
 from lium_provider.api.rent import RentAttempt, find_rented_pod, rent_reconciled
 from lium_provider.offer_filter import OfferFilter, PodFacts, same_gpu_name
 from lium_provider.removal import (
@@ -336,7 +344,7 @@ class PodResource(Resource[PodModel]):
     type_name = "lium_pod"
     model = PodModel
     description = inspect.cleandoc(PodModel.__doc__ or "")
-    default_timeouts = {"create": 1800.0, "delete": 900.0, "read": 300.0}
+    default_timeouts = {"create": 1800.0, "delete": POD_GONE_TIMEOUT, "read": 300.0}
 
     @classmethod
     def schema(cls) -> Schema:
