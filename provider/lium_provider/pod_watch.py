@@ -102,6 +102,7 @@ class PodWatcher:
         self._cond = threading.Condition()
         self._pods: dict[str, Pod] = {}
         self._taken_at = float("-inf")
+        self._sent_at = float("-inf")  # when the latest listing was sent (it shows nothing older)
         self._generation = 0
         self._refreshing = False
         self._waiting: Counter[str] = Counter()
@@ -109,6 +110,7 @@ class PodWatcher:
         self._phase_lengths: dict[str, deque[float]] = {}
 
     def _refresh(self) -> None:
+        sent_at = time.monotonic()
         try:
             pods = {pod.id: pod for pod in self._client.list_pods()}
         finally:
@@ -116,6 +118,7 @@ class PodWatcher:
                 self._refreshing = False
                 self._cond.notify_all()
         with self._cond:
+            self._sent_at = sent_at
             self._learn(pods, time.monotonic())
             self._generation += 1
             self._cond.notify_all()
@@ -160,16 +163,26 @@ class PodWatcher:
         due = min((self._due_at(pod_id) for pod_id in self._waiting), default=self._taken_at + self._idle)
         return max(due, self._budget.ready_at(now))
 
-    def wait(self, ctx: Context, pod_id: str, done: Callable[[Pod | None], bool]) -> Pod | None:
+    def wait(
+        self,
+        ctx: Context,
+        pod_id: str,
+        done: Callable[[Pod | None], bool],
+        *,
+        unlisted_is_gone: bool = False,
+    ) -> Pod | None:
         """Block until ``done(pod)`` holds for a fresh view of the pod (None: not in the listing, 404).
 
         A pod missing from the listing is confirmed with ``GET /pods/{id}`` before ``done(None)`` is
-        asked, because a listing may lag behind a rent that just happened.
+        asked, because a listing may lag behind a rent that just happened. A wait for a pod already
+        deleted passes ``unlisted_is_gone``: a listing sent after the wait began that no longer shows
+        the pod is then answer enough (Lium lists every pod until it is DELETED), which spares a fleet's
+        destroy one ``GET`` per pod.
         """
         with self._cond:
             self._waiting[pod_id] += 1
         try:
-            return self._wait(ctx, pod_id, done)
+            return self._wait(ctx, pod_id, done, time.monotonic() if unlisted_is_gone else None)
         finally:
             with self._cond:
                 self._waiting[pod_id] -= 1
@@ -177,7 +190,13 @@ class PodWatcher:
                     del self._waiting[pod_id]
                     self._seen.pop(pod_id, None)
 
-    def _wait(self, ctx: Context, pod_id: str, done: Callable[[Pod | None], bool]) -> Pod | None:
+    def _wait(
+        self,
+        ctx: Context,
+        pod_id: str,
+        done: Callable[[Pod | None], bool],
+        gone_if_unlisted_from: float | None,
+    ) -> Pod | None:
         seen = -1
         while True:
             ctx.check()
@@ -188,7 +207,12 @@ class PodWatcher:
                     pod = self._pods.get(pod_id)
                     if pod is not None and done(pod):
                         return pod
-                    confirm = pod is None
+                    unlisted_since_wait = (
+                        gone_if_unlisted_from is not None and self._sent_at >= gone_if_unlisted_from
+                    )
+                    if pod is None and unlisted_since_wait and done(None):
+                        return None
+                    confirm = pod is None and not unlisted_since_wait
                 if not confirm:
                     now = time.monotonic()
                     next_at = self._next_listing_at(now)

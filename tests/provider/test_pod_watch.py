@@ -128,3 +128,27 @@ def test_no_minute_ever_holds_more_than_sixty_listings(gaps: list[float]) -> Non
         while at - sent[window_start] >= 60.0:
             window_start += 1
         assert end - window_start + 1 <= 60
+
+
+def test_a_deleted_pod_missing_from_a_later_listing_needs_no_get(session: Session) -> None:
+    watcher = PodWatcher(session.client)
+    pod_id = rent(session)
+    watcher.wait(context(), pod_id, running)
+    session.client.delete_pod(pod_id)
+    before = len(session.wire.log)
+    assert watcher.wait(context(), pod_id, gone, unlisted_is_gone=True) is None
+    sent = [(e.method, e.path) for e in session.wire.log[before:]]
+    assert sent and all(method == "GET" and path.endswith("/pods") for method, path in sent), sent
+
+
+def test_a_pod_missing_from_an_older_listing_is_still_confirmed(session: Session) -> None:
+    watcher = PodWatcher(session.client)
+    listed = rent(session)
+    watcher.wait(context(), listed, running)  # a listing taken before the next pod exists
+    pod_id = rent(session)
+    before = len(session.wire.log)
+    pod = watcher.wait(context(), pod_id, lambda p: p is not None, unlisted_is_gone=True)
+    assert pod is not None and pod.id == pod_id, "an older listing that lacks the pod says nothing"
+    assert any(e.method == "GET" and e.path.endswith(f"/pods/{pod_id}") for e in session.wire.log[before:])
+    for done in (listed, pod_id):
+        session.client.delete_pod(done)
