@@ -173,16 +173,17 @@ class PodWatcher:
     ) -> Pod | None:
         """Block until ``done(pod)`` holds for a fresh view of the pod (None: not in the listing, 404).
 
-        A pod missing from the listing is confirmed with ``GET /pods/{id}`` before ``done(None)`` is
-        asked, because a listing may lag behind a rent that just happened. A wait for a pod already
-        deleted passes ``unlisted_is_gone``: a listing sent after the wait began that no longer shows
-        the pod is then answer enough (Lium lists every pod until it is DELETED), which spares a fleet's
-        destroy one ``GET`` per pod.
+        A listing sent before the wait began says nothing of a pod it lacks (the pod may be younger):
+        the wait takes the next one. A pod missing from a later listing is confirmed with
+        ``GET /pods/{id}`` before ``done(None)`` is asked, because a listing may lag behind a rent that
+        just happened. A wait for a pod already deleted passes ``unlisted_is_gone``: the later listing
+        is then answer enough (Lium lists every pod until it is DELETED). Either way a fleet's creates
+        and deletes cost no ``GET`` per pod.
         """
         with self._cond:
             self._waiting[pod_id] += 1
         try:
-            return self._wait(ctx, pod_id, done, time.monotonic() if unlisted_is_gone else None)
+            return self._wait(ctx, pod_id, done, time.monotonic(), unlisted_is_gone)
         finally:
             with self._cond:
                 self._waiting[pod_id] -= 1
@@ -195,7 +196,8 @@ class PodWatcher:
         ctx: Context,
         pod_id: str,
         done: Callable[[Pod | None], bool],
-        gone_if_unlisted_from: float | None,
+        began: float,
+        unlisted_is_gone: bool,
     ) -> Pod | None:
         seen = -1
         while True:
@@ -207,12 +209,10 @@ class PodWatcher:
                     pod = self._pods.get(pod_id)
                     if pod is not None and done(pod):
                         return pod
-                    unlisted_since_wait = (
-                        gone_if_unlisted_from is not None and self._sent_at >= gone_if_unlisted_from
-                    )
-                    if pod is None and unlisted_since_wait and done(None):
+                    unlisted = pod is None and self._sent_at >= began
+                    if unlisted and unlisted_is_gone and done(None):
                         return None
-                    confirm = pod is None and not unlisted_since_wait
+                    confirm = unlisted and not unlisted_is_gone
                 if not confirm:
                     now = time.monotonic()
                     next_at = self._next_listing_at(now)
