@@ -32,6 +32,8 @@ from lium_provider.api.client import LiumClient
 from lium_provider.api.models import PENDING, Pod
 from tfbridge import Context
 
+LISTINGS_PER_MINUTE = 60  # Lium's cap on pod listings per account (docs/lium-api.md#rate-limits)
+_BURST_LISTINGS = 15.0  # listings at once; the rest of the minute's cap is the sustained rate
 _WAKE_SECONDS = 0.25  # how often a blocked waiter re-checks cancellation and deadlines
 _LEARNED_SAMPLES = 10  # phase lengths remembered per phase; the shortest of them is used
 
@@ -43,8 +45,8 @@ class ListingBudget:
     With capacity 15 and 45 a minute no 60-second window holds more than 60 listings, Lium's poll cap.
     """
 
-    capacity: float = 15.0
-    per_minute: float = 45.0
+    capacity: float = _BURST_LISTINGS
+    per_minute: float = LISTINGS_PER_MINUTE - _BURST_LISTINGS
     started_at: float | None = None  # on the caller's clock (time.monotonic() unless given)
     _tokens: float = field(init=False)
     _updated: float = field(init=False)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from lium_emulator.launcher import RunningEmulator, launch
 from lium_provider.api.models import Pod
 from lium_provider.api.rent import rent_reconciled
-from lium_provider.pod_watch import ListingBudget, PodWatcher
+from lium_provider.pod_watch import LISTINGS_PER_MINUTE, ListingBudget, PodWatcher
 from tests.provider.test_api_emulator import Session, new_attempt, open_session
 from tfbridge import Context
 from tfbridge.cancel import CancelToken
@@ -127,7 +127,7 @@ def test_no_minute_ever_holds_more_than_sixty_listings(gaps: list[float]) -> Non
     for end, at in enumerate(sent):
         while at - sent[window_start] >= 60.0:
             window_start += 1
-        assert end - window_start + 1 <= 60
+        assert end - window_start + 1 <= LISTINGS_PER_MINUTE
 
 
 def test_a_deleted_pod_missing_from_a_later_listing_needs_no_get(session: Session) -> None:
