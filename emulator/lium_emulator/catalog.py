@@ -7,6 +7,7 @@ static description lives here; how many of its GPUs are free is derived from the
 
 import json
 import math
+import uuid
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 KIB_PER_GIB = 1024 * 1024
+FLEET_PRICE_STEP = 0.01  # each generated node costs this share more than the one before: a strict order
 EARTH_RADIUS_MILES = 3958.8
 
 
@@ -130,3 +132,37 @@ class Catalog:
     def get(self, node_id: str) -> Node | None:
         """The node with ``node_id``, or None."""
         return self.nodes.get(node_id)
+
+
+def generate_fleet(count: int, gpus_per_node: int, gpu_model: str) -> list[Node]:
+    """``count`` nodes of ``gpus_per_node`` ``gpu_model`` GPUs each, for benchmarks of large fleets.
+
+    Each is a copy of the packaged catalog's largest ``gpu_model`` node, its CPU, RAM and disk scaled to
+    ``gpus_per_node`` and rentable one GPU at a time, with a stable id (the same command makes the same
+    catalog) and a price :data:`FLEET_PRICE_STEP` above the previous node's, so the cheapest order is
+    the catalog's order.
+    """
+    if count < 1 or gpus_per_node < 1:
+        raise ValueError("a fleet needs at least one node of at least one GPU")
+    like = [n for n in Catalog.load(None).nodes.values() if n.gpu_model == gpu_model]
+    if not like:
+        raise ValueError(f"the packaged catalog has no {gpu_model!r} node to copy")
+    template = max(like, key=lambda n: n.gpu_count)
+    scale = gpus_per_node / template.gpu_count
+    return [
+        template.model_copy(
+            update={
+                "id": str(
+                    uuid.uuid5(uuid.NAMESPACE_URL, f"lium-emulator-fleet/{gpu_model}/{gpus_per_node}/{i}")
+                ),
+                "gpu_count": gpus_per_node,
+                "min_rentable_gpu_count": 1,
+                "price_per_gpu_hour": round(template.price_per_gpu_hour * (1 + FLEET_PRICE_STEP * i), 6),
+                "cpu_count": max(1, round(template.cpu_count * scale)),
+                "ram_gb": round(template.ram_gb * scale, 1),
+                "disk_gb": round(template.disk_gb * scale, 1),
+                "disk_free_gb": round(template.disk_free_gb * scale, 1),
+            }
+        )
+        for i in range(count)
+    ]

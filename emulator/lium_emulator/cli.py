@@ -1,4 +1,4 @@
-"""``lium-emulator``: ``serve`` runs a local Lium; ``resources`` prints what it holds (docs/emulator.md)."""
+"""``lium-emulator``: ``serve`` runs a local Lium; ``resources`` prints what it holds; ``catalog`` generates nodes (docs/emulator.md)."""
 
 import argparse
 import json
@@ -100,7 +100,28 @@ def _parser() -> argparse.ArgumentParser:
     )
     resources.add_argument("--url", required=True, help="the emulator's URL, e.g. http://127.0.0.1:8787/api")
     resources.add_argument("--admin-key", required=True, help="the emulator's admin key")
+    catalog = commands.add_parser(
+        "catalog",
+        help="print a generated node catalog (for --nodes) as JSON",
+        description="Print COUNT nodes of GPUS_PER_NODE GPUs each, copies of the packaged catalog's "
+        "GPU_MODEL node at rising prices, as a node catalog for `serve --nodes`.",
+    )
+    catalog.add_argument("--count", type=int, required=True, help="how many nodes")
+    catalog.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default: %(default)s)")
+    catalog.add_argument("--gpu-model", default="RTX 3090", help="GPU model to copy (default: %(default)s)")
     return parser
+
+
+def _catalog(args: argparse.Namespace) -> int:
+    from lium_emulator.catalog import generate_fleet
+
+    try:
+        nodes = generate_fleet(args.count, args.gpus_per_node, args.gpu_model)
+    except ValueError as exc:
+        print(f"lium-emulator catalog: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"nodes": [node.model_dump(mode="json") for node in nodes]}, indent=1))
+    return 0
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -154,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
         return _serve(args)
+    if args.command == "catalog":
+        return _catalog(args)
     return _resources(args)
 
 

@@ -32,6 +32,8 @@ from lium_provider.api.client import LiumClient
 from lium_provider.api.models import PENDING, Pod
 from tfbridge import Context
 
+LISTINGS_PER_MINUTE = 60  # Lium's cap on pod listings per account (docs/lium-api.md#rate-limits)
+_BURST_LISTINGS = 15.0  # listings at once; the rest of the minute's cap is the sustained rate
 _WAKE_SECONDS = 0.25  # how often a blocked waiter re-checks cancellation and deadlines
 _LEARNED_SAMPLES = 10  # phase lengths remembered per phase; the shortest of them is used
 
@@ -43,8 +45,8 @@ class ListingBudget:
     With capacity 15 and 45 a minute no 60-second window holds more than 60 listings, Lium's poll cap.
     """
 
-    capacity: float = 15.0
-    per_minute: float = 45.0
+    capacity: float = _BURST_LISTINGS
+    per_minute: float = LISTINGS_PER_MINUTE - _BURST_LISTINGS
     started_at: float | None = None  # on the caller's clock (time.monotonic() unless given)
     _tokens: float = field(init=False)
     _updated: float = field(init=False)
@@ -102,6 +104,7 @@ class PodWatcher:
         self._cond = threading.Condition()
         self._pods: dict[str, Pod] = {}
         self._taken_at = float("-inf")
+        self._sent_at = float("-inf")  # when the latest listing was sent (it shows nothing older)
         self._generation = 0
         self._refreshing = False
         self._waiting: Counter[str] = Counter()
@@ -109,6 +112,7 @@ class PodWatcher:
         self._phase_lengths: dict[str, deque[float]] = {}
 
     def _refresh(self) -> None:
+        sent_at = time.monotonic()
         try:
             pods = {pod.id: pod for pod in self._client.list_pods()}
         finally:
@@ -116,6 +120,7 @@ class PodWatcher:
                 self._refreshing = False
                 self._cond.notify_all()
         with self._cond:
+            self._sent_at = sent_at
             self._learn(pods, time.monotonic())
             self._generation += 1
             self._cond.notify_all()
@@ -160,16 +165,27 @@ class PodWatcher:
         due = min((self._due_at(pod_id) for pod_id in self._waiting), default=self._taken_at + self._idle)
         return max(due, self._budget.ready_at(now))
 
-    def wait(self, ctx: Context, pod_id: str, done: Callable[[Pod | None], bool]) -> Pod | None:
+    def wait(
+        self,
+        ctx: Context,
+        pod_id: str,
+        done: Callable[[Pod | None], bool],
+        *,
+        unlisted_is_gone: bool = False,
+    ) -> Pod | None:
         """Block until ``done(pod)`` holds for a fresh view of the pod (None: not in the listing, 404).
 
-        A pod missing from the listing is confirmed with ``GET /pods/{id}`` before ``done(None)`` is
-        asked, because a listing may lag behind a rent that just happened.
+        A listing sent before the wait began says nothing of a pod it lacks (the pod may be younger):
+        the wait takes the next one. A pod missing from a later listing is confirmed with
+        ``GET /pods/{id}`` before ``done(None)`` is asked, because a listing may lag behind a rent that
+        just happened. A wait for a pod already deleted passes ``unlisted_is_gone``: the later listing
+        is then answer enough (Lium lists every pod until it is DELETED). Either way a fleet's creates
+        and deletes cost no ``GET`` per pod.
         """
         with self._cond:
             self._waiting[pod_id] += 1
         try:
-            return self._wait(ctx, pod_id, done)
+            return self._wait(ctx, pod_id, done, time.monotonic(), unlisted_is_gone)
         finally:
             with self._cond:
                 self._waiting[pod_id] -= 1
@@ -177,7 +193,14 @@ class PodWatcher:
                     del self._waiting[pod_id]
                     self._seen.pop(pod_id, None)
 
-    def _wait(self, ctx: Context, pod_id: str, done: Callable[[Pod | None], bool]) -> Pod | None:
+    def _wait(
+        self,
+        ctx: Context,
+        pod_id: str,
+        done: Callable[[Pod | None], bool],
+        began: float,
+        unlisted_is_gone: bool,
+    ) -> Pod | None:
         seen = -1
         while True:
             ctx.check()
@@ -188,7 +211,10 @@ class PodWatcher:
                     pod = self._pods.get(pod_id)
                     if pod is not None and done(pod):
                         return pod
-                    confirm = pod is None
+                    unlisted = pod is None and self._sent_at >= began
+                    if unlisted and unlisted_is_gone and done(None):
+                        return None
+                    confirm = unlisted and not unlisted_is_gone
                 if not confirm:
                     now = time.monotonic()
                     next_at = self._next_listing_at(now)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from lium_provider.api.client import LiumClient
 from lium_provider.journal import RentJournal
+from lium_provider.placement import Placement
 from lium_provider.pod_watch import PodWatcher
 from tfbridge import Context, TFError
 
@@ -24,9 +25,11 @@ class LiumSession:
     default_termination_hours: int | None = None
     """``termination_hours`` of a pod that sets none (the provider's ``default_termination_hours``)."""
     watcher: PodWatcher = field(init=False)
+    placement: Placement = field(init=False)
 
     def __post_init__(self) -> None:
         self.watcher = PodWatcher(self.client)
+        self.placement = Placement(lambda: self.client.nodes_feed(self.feed_url))
 
     def require_ssh_key(self, attribute: str) -> str:
         if not self.ssh_private_key:

@@ -53,6 +53,10 @@ NOT_A_COMMAND_MESSAGE = (
 
 # Terraform (and Go providers) accept up to 256 MiB per message; grpcio's default receive limit is 4 MiB.
 _MAX_MESSAGE_BYTES = 256 << 20
+# Calls served at once. Terraform sends up to -parallelism resource calls at a time (any number the user
+# picks; 10 by default) plus its own (Stop, schemas); threads start only as calls need them, so a high
+# bound costs nothing at the default. 40 made an apply at -parallelism=50 run 40 pods at a time.
+MAX_CONCURRENT_CALLS = 256
 # Time in-flight calls get to finish after GRPCController/Shutdown. go-plugin's client SIGKILLs a plugin
 # that has not exited 2 s after Shutdown (leaving its sockets behind), so stay well below that.
 _SHUTDOWN_GRACE_SECONDS = 1.0
@@ -86,7 +90,7 @@ class TerraformParent:
 def serve(
     servicer_factory: Callable[[], tfplugin6_pb2_grpc.ProviderServicer],
     *,
-    max_workers: int = 40,
+    max_workers: int = MAX_CONCURRENT_CALLS,
     host: Host | None = None,
     identity: ServerIdentity | None = None,
 ) -> NoReturn:

@@ -106,3 +106,25 @@ def test_serve_takes_its_node_catalog_from_a_file(tmp_path: Path) -> None:
         feed = httpx.get(f"{emulator.api_url}/public/v1/nodes").json()
         assert [n["id"] for n in feed["nodes"]] == [node.id] and feed["count"] == 1
         assert emulator.stop() == 0
+
+
+def test_catalog_generates_a_fleet_in_price_order(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "lium_emulator.cli", "catalog", "--count", "4", "--gpus-per-node", "2"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    path = tmp_path / "nodes.json"
+    path.write_text(result.stdout)
+    nodes = list(Catalog.load(path).nodes.values())
+    assert [n.gpu_count for n in nodes] == [2] * 4 and all(n.min_rentable_gpu_count == 1 for n in nodes)
+    prices = [n.price_per_gpu_hour for n in nodes]
+    assert prices == sorted(set(prices)), prices
+    again = subprocess.run(
+        [sys.executable, "-m", "lium_emulator.cli", "catalog", "--count", "4", "--gpus-per-node", "2"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert again.stdout == result.stdout, "the same command makes the same catalog"

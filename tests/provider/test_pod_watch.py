@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from lium_emulator.launcher import RunningEmulator, launch
 from lium_provider.api.models import Pod
 from lium_provider.api.rent import rent_reconciled
-from lium_provider.pod_watch import ListingBudget, PodWatcher
+from lium_provider.pod_watch import LISTINGS_PER_MINUTE, ListingBudget, PodWatcher
 from tests.provider.test_api_emulator import Session, new_attempt, open_session
 from tfbridge import Context
 from tfbridge.cancel import CancelToken
@@ -127,4 +127,30 @@ def test_no_minute_ever_holds_more_than_sixty_listings(gaps: list[float]) -> Non
     for end, at in enumerate(sent):
         while at - sent[window_start] >= 60.0:
             window_start += 1
-        assert end - window_start + 1 <= 60
+        assert end - window_start + 1 <= LISTINGS_PER_MINUTE
+
+
+def test_a_deleted_pod_missing_from_a_later_listing_needs_no_get(session: Session) -> None:
+    watcher = PodWatcher(session.client)
+    pod_id = rent(session)
+    watcher.wait(context(), pod_id, running)
+    session.client.delete_pod(pod_id)
+    before = len(session.wire.log)
+    assert watcher.wait(context(), pod_id, gone, unlisted_is_gone=True) is None
+    sent = [(e.method, e.path) for e in session.wire.log[before:]]
+    assert sent and all(method == "GET" and path.endswith("/pods") for method, path in sent), sent
+
+
+def test_an_older_listing_that_lacks_a_new_pod_is_not_its_answer(session: Session) -> None:
+    watcher = PodWatcher(session.client)
+    listed = rent(session)
+    watcher.wait(context(), listed, running)  # a listing taken before the next pod exists
+    pod_id = rent(session)
+    before = len(session.wire.log)
+    pod = watcher.wait(context(), pod_id, lambda p: p is not None)
+    assert pod is not None and pod.id == pod_id
+    sent = [(e.method, e.path) for e in session.wire.log[before:]]
+    # The next listing shows the pod: no GET of it, and no listing taken as "gone".
+    assert len(sent) == 1 and sent[0][0] == "GET" and sent[0][1].endswith("/pods"), sent
+    for done in (listed, pod_id):
+        session.client.delete_pod(done)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 
@@ -401,12 +401,12 @@ class PodResource(Resource[PodModel]):
         self._matching_offers(ctx, change.config)  # gpu_count: the default when unset, as planned
 
     def _matching_offers(self, ctx: Context, pod: PodModel) -> list[Offer]:
-        from lium_provider.api.offers import find_offers, known_gpu_names, matches
+        from lium_provider.api.offers import known_gpu_names, matches, select_offers
 
         s = session(ctx)
         flt = OfferFilter.of(dict(pod)).with_defaults()
         with api_errors("searching Lium offers"):
-            everything = find_offers(s.feed_url, OfferFilter(gpu_count=flt.gpu_count), client=s.client)
+            everything = select_offers(s.placement.offers(), OfferFilter(gpu_count=flt.gpu_count))
         offers = [o for o in everything if matches(o, flt)]
         if flt.gpu and not any(
             matches(o, OfferFilter(gpu=flt.gpu, gpu_count=flt.gpu_count)) for o in everything
@@ -433,11 +433,11 @@ class PodResource(Resource[PodModel]):
         s = session(ctx)
         public_key = plan.ssh_public_key or public_key_line(s.require_ssh_key("lium_pod.ssh_public_key"))
         state = plan.model_copy(update={"ssh_public_key": public_key, "timeouts": plan.timeouts})
-        candidates: list[tuple[str, PodModel, RentedOffer]]
+        candidates: Iterable[tuple[str, PodModel, RentedOffer]]
         if plan.executor_id:
             candidates = [(plan.executor_id, state, RentedOffer())]
         else:
-            candidates = [
+            candidates = (  # each claimed in turn, so concurrent creates spread (lium_provider.placement)
                 (
                     o.executor_id,
                     state.model_copy(
@@ -449,8 +449,8 @@ class PodResource(Resource[PodModel]):
                     ),
                     RentedOffer.of(o),
                 )
-                for o in self._matching_offers(ctx, plan)
-            ]
+                for o in s.placement.spread(self._matching_offers(ctx, plan))
+            )
         adopted = self._adopt_unrecorded(ctx, s, state)
         if adopted is not None:
             pod_id, state = adopted
@@ -536,7 +536,7 @@ class PodResource(Resource[PodModel]):
         ctx: Context,
         s: LiumSession,
         state: PodModel,
-        candidates: list[tuple[str, PodModel, RentedOffer]],
+        candidates: Iterable[tuple[str, PodModel, RentedOffer]],
         public_key: str,
     ) -> tuple[str, PodModel]:
         """Rent the first candidate with capacity; its offer's facts go into the private state."""
@@ -582,7 +582,9 @@ class PodResource(Resource[PodModel]):
             raise TFError("Lium refused the rent", str(result.error) if result.error else result.outcome)
         raise TFError(
             "No capacity on any matching offer",
-            f"Tried {len(candidates)} offer(s); each refused: " + "; ".join(refusals[:10]),
+            f"Tried {len(refusals)} offer(s); each refused: " + "; ".join(refusals[:10])
+            if refusals
+            else "Every matching offer refused another pod of this run for lack of capacity.",
         )
 
     def _create_seconds(self, ctx: Context) -> float:
@@ -716,7 +718,7 @@ def delete_pod_and_wait(ctx: Context, s: LiumSession, pod_id: str) -> None:
                 break
             ctx.log.info("pod cannot be deleted yet, retrying", pod=pod_id, status=pod.status)
             ctx.sleep(2.0)
-    s.watcher.wait(ctx, pod_id, lambda p: p is None or p.status == DELETED)
+    s.watcher.wait(ctx, pod_id, lambda p: p is None or p.status == DELETED, unlisted_is_gone=True)
 
 
 def settle_orphans(ctx: Context, s: LiumSession, uses: Callable[[RentAttempt], bool]) -> None:
