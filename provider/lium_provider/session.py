@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,10 +22,26 @@ class LiumSession:
     ssh_private_key: str | None
     runner_download_url: str | None
     journal: RentJournal
+    stack_tag: str
+    """This stack's tag (:mod:`lium_provider.stack`): recovery touches only objects that carry it."""
     watcher: PodWatcher = field(init=False)
+    _planned_creates: set[str] = field(init=False, default_factory=set)
+    _planned_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.watcher = PodWatcher(self.client)
+
+    def claim_pod_name(self, name: str) -> bool:
+        """Note that this process plans to create a pod named ``name``; False if one already is.
+
+        Within a stack the pod name is what recognises a pod without the local journal, so two creates
+        of one name in one stack must be refused (each provider process plans one Terraform run).
+        """
+        with self._planned_lock:
+            if name in self._planned_creates:
+                return False
+            self._planned_creates.add(name)
+            return True
 
     def require_ssh_key(self, attribute: str) -> str:
         if not self.ssh_private_key:

@@ -236,3 +236,13 @@ class Pod(LiumResourceBase):
     def ssh_host_key(self) -> str:
         """The pod's SSH host key, pinned on first contact."""
         return self.get_string_attribute("ssh_host_key")
+
+    @property
+    def generation(self) -> float:
+        """Counts this resource instance's pods: 1 for the first, one more for each replacement, so a replacement never shares its name on Lium with the pod it replaces."""
+        return self.get_number_attribute("generation")
+
+    @property
+    def lium_name(self) -> str:
+        """The name sent to Lium: `name`, then `-`, the stack tag and `generation` (see the provider's `stack`). It recognises this stack's pod of this instance from any machine."""
+        return self.get_string_attribute("lium_name")

@@ -25,6 +25,7 @@ class LiumProvider(LiumProviderBase):
         Argument("runner_download_url", STRING),
         Argument("request_timeout", STRING),
         Argument("connect_timeout", STRING),
+        Argument("stack", STRING),
     )
 
     def __init__(
@@ -40,6 +41,7 @@ class LiumProvider(LiumProviderBase):
         runner_download_url: str | None = None,
         request_timeout: str | None = None,
         connect_timeout: str | None = None,
+        stack: str | None = None,
         alias: str | None = None,
     ) -> None:
         """Declare ``lium`` ``id_`` in ``scope``.
@@ -53,6 +55,7 @@ class LiumProvider(LiumProviderBase):
             runner_download_url: Default download URL of the dstack runner for every `lium_runner` (may contain `{version}`). Default: env `LIUM_RUNNER_DOWNLOAD_URL`, else dstack's official URL.
             request_timeout: Longest one Lium API request may take, resends after failed connections and server errors included (a duration, e.g. `30s`, `2m`). Default: env `LIUM_REQUEST_TIMEOUT`, else `30s`. Waits asked for by a 429 are bounded by the operation's `timeouts`.
             connect_timeout: Longest wait for a connection to the Lium API to open (a duration). Default: env `LIUM_CONNECT_TIMEOUT`, else `10s`.
+            stack: Names the stack whose objects this provider may recover (adopt or delete after a crash); its hash tags every pod name sent to Lium. Default: env `LIUM_STACK`, else derived from the backend that holds the state and the workspace (docs/reliability.md, "What counts as the same stack").
             alias: Name of this configuration when a stack declares more than one.
         """
         super().__init__(
@@ -67,6 +70,7 @@ class LiumProvider(LiumProviderBase):
                 "runner_download_url": runner_download_url,
                 "request_timeout": request_timeout,
                 "connect_timeout": connect_timeout,
+                "stack": stack,
             },
             alias=alias,
         )

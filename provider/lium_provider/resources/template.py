@@ -197,7 +197,7 @@ class TemplateResource(Resource[TemplateModel]):
     def delete(self, ctx: Context, state: TemplateModel) -> None:
         s = session(ctx)
         template_id = state.id or ""
-        settle_orphans(ctx, s, lambda attempt: attempt.body.template_id == template_id)
+        settle_orphans(ctx, s, template_id=template_id)
         delete_reconciled(
             ctx,
             "deleting the template",
