@@ -9,8 +9,11 @@ fresh machine: same backend, empty HOME and journal.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from lium_provider.stack import stack_tag
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.postgres import PostgresServer, running_postgres
 from tests.support.procs import find_descendant
@@ -186,3 +190,41 @@ def test_a_fresh_runner_adopts_the_pod_of_a_runner_killed_mid_create(
     second.destroy()
     wait_for(lambda: live_pods(account) == [], "no pod is left running")
     assert account.live()["templates"] == []
+
+
+def test_two_pods_of_one_name_in_one_stack_are_refused_at_plan(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    twice = stack_with_template("own-twice") + pod_block("p0").replace('"p" {', '"q" {')
+    tf = make_terraform(twice, **account.env)
+    tf.init()
+    result = tf.run("plan", "-input=false", "-no-color", check=False)
+    assert result.returncode == 1, result.stdout
+    assert "Another lium_pod of this stack is also named" in result.stderr, result.stderr
+    assert "name" in result.stderr and pods(account) == []
+
+
+def test_sweep_stack_lists_and_deletes_exactly_that_stacks_pods(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    team_a = make_terraform(stack_with_template("own-sweep-a"), **account.env, LIUM_STACK="team-a")
+    team_b = make_terraform(stack_with_template("own-sweep-b"), **account.env, LIUM_STACK="team-b")
+    for tf in (team_a, team_b):
+        tf.init()
+        tf.apply()
+    env = {**os.environ, **account.env}
+    command = [sys.executable, "-m", "lium_provider.cli", "sweep", "--stack", "team-a"]
+    listed = json.loads(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
+    assert [p["id"] for p in listed["pods"]] == [pod_id(team_a)]
+    assert listed["templates"] == [] and listed["volumes"] == [] and listed["docker_credentials"] == []
+    by_tag = [*command[:-1], stack_tag("stack:team-a")]
+    assert (
+        json.loads(subprocess.run(by_tag, env=env, capture_output=True, text=True, check=True).stdout)
+        == listed
+    )
+    subprocess.run([*command, "--delete"], env=env, capture_output=True, text=True, check=True)
+    assert [p["id"] for p in live_pods(account)] == [pod_id(team_b)], "only team-a's pod was deleted"
+    assert team_b.plan_exitcode()[0] == 0
+    team_b.destroy()
+    team_a.destroy()
+    assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
