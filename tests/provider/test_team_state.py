@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from lium_provider.stack import parse_lium_pod_name
-from tests.support.lium import Account
+from tests.support.lium import Account, name_in_state
 from tests.support.postgres import PostgresServer, running_postgres
 from tests.support.terraform import REPO, Terraform, kill_group
 
@@ -155,13 +155,6 @@ def collide(
                 kill_group(run.process)
 
 
-def names_in_state(lium_name: str) -> tuple[str, int]:
-    """A pod's ``name`` and ``generation`` from the name Lium holds (``<name>-<stack tag><generation>``)."""
-    parsed = parse_lium_pod_name(lium_name)
-    assert parsed is not None, f"{lium_name!r} carries no stack tag"
-    return parsed[0], parsed[2]
-
-
 def test_concurrent_applies_share_one_locked_state(
     team: Callable[[], Terraform], account: Account, postgres: PostgresServer
 ) -> None:
@@ -171,7 +164,7 @@ def test_concurrent_applies_share_one_locked_state(
     waited = collide(account, postgres, holder=alice, loser=bob, waiter=carol)
     assert "Apply complete! Resources: 0 added, 0 changed, 0 destroyed." in waited
     (pod,) = account.live()["pods"]
-    assert names_in_state(pod["pod_name"]) == ("trainer-0", 1) and pod["status"] == "RUNNING"
+    assert name_in_state(pod["pod_name"]) == "trainer-0" and pod["status"] == "RUNNING"
     assert [t["name"] for t in account.live()["templates"]] == ["trainer"]
 
     # An existing workspace, everyone scaling to two trainers: the lock is now the state row's.
@@ -180,7 +173,7 @@ def test_concurrent_applies_share_one_locked_state(
     waited = collide(account, postgres, holder=carol, loser=alice, waiter=bob)
     assert "Apply complete! Resources: 0 added, 0 changed, 0 destroyed." in waited
     pods = account.live()["pods"]
-    assert sorted(names_in_state(p["pod_name"]) for p in pods) == [("trainer-0", 1), ("trainer-1", 1)]
+    assert sorted(name_in_state(p["pod_name"]) for p in pods) == ["trainer-0", "trainer-1"]
     tags = {parsed[1] for p in pods if (parsed := parse_lium_pod_name(p["pod_name"])) is not None}
     assert len(tags) == 1, "three checkouts of one pg backend are one stack: one tag"
     assert pod["id"] in {p["id"] for p in pods}, "the first trainer is kept"
