@@ -141,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument(
         "--stack",
         help="only this stack's pods and journalled rents: the provider's `stack` value (or LIUM_STACK) or "
-        "its 8-character tag (the end of a pod's `lium_name`, before the generation)",
+        "its 8-character tag (in a pod's `lium_name`, before its last 3 characters)",
     )
     sweep.add_argument("--delete", action="store_true", help="delete what was found")
     sweep.add_argument("--include-volumes", action="store_true", help="with --delete, delete volumes too")

@@ -20,7 +20,9 @@ machine's local state). The identity is:
     (``/etc/machine-id``, else the host name), because a local state file cannot be shared.
 
 The **stack tag** (:func:`stack_tag`) is a short hash of the identity, the only form that goes on the
-wire: pod names carry it (:func:`lium_pod_name`), and it never reveals the identity itself.
+wire: pod names carry it (:func:`lium_pod_name`), and it never reveals the identity itself. Pod names
+also carry a **rent digest** (:func:`rent_digest`): a short hash of what the rent asks for, so that a
+replacement (which changes one of those) never has the name of the pod it replaces.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from urllib.parse import urlsplit
 
 STACK_ENV = "LIUM_STACK"
 TAG_LENGTH = 8
+DIGEST_LENGTH = 3
 # The fields of each backend type that name the state: equal on every machine that shares it.
 STATE_NAMING_FIELDS: dict[str, tuple[str, ...]] = {
     "s3": ("bucket", "key", "workspace_key_prefix", "region"),
@@ -57,7 +60,9 @@ _SECRET_LOOKING = re.compile(
 )
 _MAX_LIUM_NAME = 63
 _TAG_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
-_LIUM_NAME = re.compile(rf"^(?P<base>.+)-(?P<tag>[{_TAG_ALPHABET}]{{{TAG_LENGTH}}})(?P<generation>[0-9]+)$")
+_LIUM_NAME = re.compile(
+    rf"^(?P<base>.+)-(?P<tag>[{_TAG_ALPHABET}]{{{TAG_LENGTH}}})(?P<digest>[{_TAG_ALPHABET}]{{{DIGEST_LENGTH}}})$"
+)
 
 
 def stack_identity(
@@ -85,31 +90,48 @@ def stack_identity(
     return f"{kind}:{json.dumps(_naming_fields(kind, config, env), sort_keys=True)}|workspace={workspace}"
 
 
+def _base32(text: str, length: int) -> str:
+    digest = hashlib.sha256(text.encode()).digest()
+    return base64.b32encode(digest[:5]).decode().lower()[:length]
+
+
 def stack_tag(identity: str) -> str:
     """The identity's tag on the wire: 8 lower-case base32 characters of its SHA-256 (40 bits)."""
-    digest = hashlib.sha256(identity.encode()).digest()
-    return base64.b32encode(digest[:5]).decode().lower()
+    return _base32(identity, TAG_LENGTH)
 
 
-def lium_pod_name(name: str, tag: str, generation: int) -> str:
-    """The pod name sent to Lium: ``<name>-<tag><generation>``, within Lium's 63 characters.
+def rent_digest(*rent_fields: object) -> str:
+    """3 base32 characters of what a rent asks for (template, GPU count, volume, chosen executor and
+    key): a replacement changes one of them, so its pod's name differs from the replaced pod's."""
+    return _base32(json.dumps(rent_fields, sort_keys=True, default=str), DIGEST_LENGTH)
+
+
+def lium_pod_name(name: str, tag: str, digest: str) -> str:
+    """The pod name sent to Lium: ``<name>-<tag><digest>``, within Lium's 63 characters.
 
     A name too long for the suffix is cut and gets 4 hex characters of its hash, so two long names
     that share a beginning still differ.
     """
-    suffix = f"-{tag}{generation}"
+    suffix = f"-{tag}{digest}"
     if len(name) + len(suffix) <= _MAX_LIUM_NAME:
         return name + suffix
     digest = hashlib.sha256(name.encode()).hexdigest()[:4]
     return f"{name[: _MAX_LIUM_NAME - len(suffix) - 5]}~{digest}{suffix}"
 
 
-def parse_lium_pod_name(lium_name: str) -> tuple[str, str, int] | None:
-    """``(name, tag, generation)`` of a name :func:`lium_pod_name` made; None for any other name."""
+def parse_lium_pod_name(lium_name: str) -> tuple[str, str, str] | None:
+    """``(name, tag, digest)`` of a name :func:`lium_pod_name` made; None for any other name."""
     match = _LIUM_NAME.match(lium_name)
     if match is None:
         return None
-    return match["base"], match["tag"], int(match["generation"])
+    return match["base"], match["tag"], match["digest"]
+
+
+def is_named(lium_name: str, name: str, tag: str) -> bool:
+    """Whether a pod Lium calls ``lium_name`` is the one called ``name``: that very name, or this
+    stack's (``tag``) pod whose ``name`` attribute it is."""
+    parsed = parse_lium_pod_name(lium_name)
+    return lium_name == name or (parsed is not None and parsed[:2] == (name, tag))
 
 
 def tag_of(stack_or_tag: str) -> str:

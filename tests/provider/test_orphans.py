@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import pytest
 
-from lium_provider.stack import lium_pod_name, stack_identity, stack_tag
+from lium_provider.stack import parse_lium_pod_name, stack_identity, stack_tag
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.procs import find_descendant
 from tests.support.terraform import Terraform, reaped
@@ -101,8 +101,9 @@ def test_sweep_lists_and_deletes_leftovers(crashed: Terraform, account: Account)
     env = {**os.environ, **account.env}
     command = [sys.executable, "-m", "lium_provider.cli", "sweep", "--name-prefix", "orphan-"]
     listed = json.loads(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
-    sent_name = lium_pod_name("orphan-pod", stack_tag(stack_identity(environ={}, cwd=crashed.workdir)), 1)
-    assert [p["name"] for p in listed["pods"]] == [sent_name]
+    tag = stack_tag(stack_identity(environ={}, cwd=crashed.workdir))
+    (sent_name,) = [p["name"] for p in listed["pods"]]
+    assert (parse_lium_pod_name(sent_name) or ())[:2] == ("orphan-pod", tag), sent_name
     assert [t["name"] for t in listed["templates"]] == ["orphan-template"]
     assert [a["pod_name"] for a in listed["journal"]] == [sent_name]
     subprocess.run([*command, "--delete"], env=env, capture_output=True, text=True, check=True)

@@ -11,6 +11,7 @@ import pytest
 from lium_provider.stack import (
     lium_pod_name,
     parse_lium_pod_name,
+    rent_digest,
     stack_identity,
     stack_tag,
     tag_of,
@@ -136,12 +137,14 @@ def test_the_tag_is_short_stable_and_recovers_from_a_lium_name() -> None:
     tag = stack_tag("stack:team-a")
     assert tag == stack_tag("stack:team-a") and len(tag) == 8 and tag != stack_tag("stack:team-b")
     assert tag_of("team-a") == tag and tag_of(tag) == tag
-    assert parse_lium_pod_name(lium_pod_name("p0", tag, 3)) == ("p0", tag, 3)
+    digest = rent_digest("template-1", 1, None, None, None)
+    assert len(digest) == 3 and digest != rent_digest("template-2", 1, None, None, None)
+    assert parse_lium_pod_name(lium_pod_name("p0", tag, digest)) == ("p0", tag, digest)
     assert parse_lium_pod_name("p0") is None and parse_lium_pod_name("p0-short1") is None
 
 
 def test_long_names_fit_lium_and_stay_distinct() -> None:
     tag = stack_tag("stack:x")
-    a, b = lium_pod_name("n" * 60 + "a", tag, 12), lium_pod_name("n" * 60 + "b", tag, 12)
+    a, b = lium_pod_name("n" * 60 + "a", tag, "xyz"), lium_pod_name("n" * 60 + "b", tag, "xyz")
     assert len(a) == len(b) == 63 and a != b
-    assert parse_lium_pod_name(a) is not None and parse_lium_pod_name(a)[1:] == (tag, 12)  # type: ignore[index]
+    assert parse_lium_pod_name(a) is not None and parse_lium_pod_name(a)[1:] == (tag, "xyz")  # type: ignore[index]

@@ -238,11 +238,6 @@ class Pod(LiumResourceBase):
         return self.get_string_attribute("ssh_host_key")
 
     @property
-    def generation(self) -> float:
-        """Counts this resource instance's pods: 1 for the first, one more for each replacement, so a replacement never shares its name on Lium with the pod it replaces."""
-        return self.get_number_attribute("generation")
-
-    @property
     def lium_name(self) -> str:
-        """The name sent to Lium: `name`, then `-`, the stack tag and `generation` (see the provider's `stack`). It recognises this stack's pod of this instance from any machine."""
+        """The name sent to Lium: `name`, `-`, the stack tag (see the provider's `stack`) and 3 characters of what the rent asks for (`template_id`, `gpu_count`, `volume_id`, a configured `executor_id` and `ssh_public_key`), so a replacement never has its predecessor's name. It recognises this stack's pod of this instance from any machine."""
         return self.get_string_attribute("lium_name")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,7 +23,7 @@ from lium_provider.resources.common import api_errors
 from lium_provider.resources.inputs import OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, fingerprint, public_key_line
-from lium_provider.stack import lium_pod_name, parse_lium_pod_name
+from lium_provider.stack import lium_pod_name, parse_lium_pod_name, rent_digest
 from tfbridge import (
     TIMEOUTS_BLOCK,
     Attribute,
@@ -113,30 +112,18 @@ class PodModel(OfferFilter):
         str | None,
         Attribute(computed=True, plan=_KEEP, description="The pod's SSH host key, pinned on first contact."),
     ] = None
-    generation: Annotated[
-        int | None,
-        Attribute(
-            computed=True,
-            plan=_KEEP,
-            description="Counts this resource instance's pods: 1 for the first, one more for each "
-            "replacement, so a replacement never shares its name on Lium with the pod it replaces.",
-        ),
-    ] = None
     lium_name: Annotated[
         str | None,
         Attribute(
             computed=True,
             plan=_KEEP,
-            description="The name sent to Lium: `name`, then `-`, the stack tag and `generation` (see the "
-            "provider's `stack`). It recognises this stack's pod of this instance from any machine.",
+            description="The name sent to Lium: `name`, `-`, the stack tag (see the provider's `stack`) and 3 "
+            "characters of what the rent asks for (`template_id`, `gpu_count`, `volume_id`, a configured "
+            "`executor_id` and `ssh_public_key`), so a replacement never has its predecessor's name. It "
+            "recognises this stack's pod of this instance from any machine.",
         ),
     ] = None
     timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
-
-
-# The private-state key that hands a replacement's generation from Terraform's first plan call (with
-# the prior pod) to its second (prior null, the create's plan), which receives the first's private.
-_REPLACES_GENERATION = "replaces_generation"
 
 
 class RentedOffer(BaseModel):
@@ -175,24 +162,11 @@ class RentedOffer(BaseModel):
             return cls()
 
 
-def _replaced_generation(private: bytes) -> int:
-    """The generation of the pod a create replaces, as the replace's first plan call noted it; 0 if none."""
-    try:
-        noted = json.loads(private).get(_REPLACES_GENERATION) if private else None
-    except (ValueError, AttributeError):
-        return 0
-    return noted if isinstance(noted, int) else 0
-
-
-def _with_replaced_generation(private: bytes, generation: int) -> bytes:
-    """``private`` (the RentedOffer record, which ignores unknown keys) noting the replaced generation."""
-    try:
-        record = json.loads(private) if private else {}
-    except ValueError:
-        record = {}
-    return json.dumps(
-        {**(record if isinstance(record, dict) else {}), _REPLACES_GENERATION: generation}
-    ).encode()
+def _rent_digest(pod: PodModel, configured: PodModel) -> str:
+    """The rent digest of a pod's Lium name (:func:`lium_provider.stack.rent_digest`)."""
+    return rent_digest(
+        pod.template_id, pod.gpu_count, pod.volume_id, configured.executor_id, configured.ssh_public_key
+    )
 
 
 def pod_facts(state: PodModel, rented: RentedOffer) -> PodFacts:
@@ -317,20 +291,17 @@ class PodResource(Resource[PodModel]):
     def modify_plan(self, ctx: Context, change: PlanChange[PodModel]) -> None:
         prior = change.prior
         if prior is None:
-            self._plan_lium_name(ctx, change, _replaced_generation(ctx.private) + 1)
+            self._plan_lium_name(ctx, change)
             self._check_offers_exist(ctx, change)
             return
         if prior.status in DEAD_POD_STATES:
             change.set_unknown("status")
             change.require_replace("status")
         _plan_filter_change(change, prior, RentedOffer.from_private(ctx.private))
-        if change.requires_replace:
-            ctx.private = _with_replaced_generation(ctx.private, prior.generation or 1)
 
-    def _plan_lium_name(self, ctx: Context, change: PlanChange[PodModel], generation: int) -> None:
-        """A create's generation and Lium name, known at plan time; a second create of one name in this
-        stack (this provider process plans the whole run) is refused."""
-        change.set_planned("generation", generation)
+    def _plan_lium_name(self, ctx: Context, change: PlanChange[PodModel]) -> None:
+        """A create's Lium name, known at plan time when what it hashes is known; a second create of one
+        name in this stack (this provider process plans the whole run) is refused."""
         if change.is_unknown("name"):
             change.set_unknown("lium_name")
             return
@@ -342,7 +313,13 @@ class PodResource(Resource[PodModel]):
                 "recognised after an interrupted run. Give each pod its own `name`.",
                 path=("name",),
             )
-        change.set_planned("lium_name", lium_pod_name(name, session(ctx).stack_tag, generation))
+        if any(change.is_unknown(n) for n in ("template_id", "gpu_count", "volume_id")) or any(
+            change.config_is_unknown(n) for n in ("executor_id", "ssh_public_key")
+        ):
+            change.set_unknown("lium_name")  # named at create, from the same fields
+            return
+        digest = _rent_digest(change.planned, change.config)
+        change.set_planned("lium_name", lium_pod_name(name, session(ctx).stack_tag, digest))
 
     def _check_offers_exist(self, ctx: Context, change: PlanChange[PodModel]) -> None:
         """Creating by filter: check now that something matches, so `plan` fails, not a later `apply`."""
@@ -384,14 +361,9 @@ class PodResource(Resource[PodModel]):
     def create(self, ctx: Context, plan: PodModel, config: PodModel) -> PodModel:
         s = session(ctx)
         public_key = plan.ssh_public_key or public_key_line(s.require_ssh_key("lium_pod.ssh_public_key"))
-        generation = plan.generation or 1
+        lium_name = plan.lium_name or lium_pod_name(plan.name, s.stack_tag, _rent_digest(plan, config))
         state = plan.model_copy(
-            update={
-                "ssh_public_key": public_key,
-                "timeouts": plan.timeouts,
-                "generation": generation,
-                "lium_name": plan.lium_name or lium_pod_name(plan.name, s.stack_tag, generation),
-            }
+            update={"ssh_public_key": public_key, "timeouts": plan.timeouts, "lium_name": lium_name}
         )
         candidates: list[tuple[str, PodModel, RentedOffer]]
         if plan.executor_id:
@@ -444,7 +416,7 @@ class PodResource(Resource[PodModel]):
         """A pod an earlier, killed run of this stack rented for this instance but never handed to Terraform.
 
         It is this stack's instance only if its Lium name is this create's (name, stack tag and
-        generation): found through the local journal when this machine rented it, else by that name
+        rent digest): found through the local journal when this machine rented it, else by that name
         among the live pods (a fresh runner). If it matches this plan it is adopted instead of renting a
         second pod; otherwise it is deleted first. A pod of any other name is never touched.
         """
@@ -586,7 +558,6 @@ class PodResource(Resource[PodModel]):
             refreshed = refreshed.model_copy(
                 update={
                     "name": parsed[0] if parsed else pod.pod_name,
-                    "generation": parsed[2] if parsed else None,
                     "lium_name": pod.pod_name,
                     "template_id": pod.template_id,
                     "gpu_count": pod.gpu_count,
