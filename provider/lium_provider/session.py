@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lium_provider.api.client import LiumClient
+from lium_provider.api.models import DEAD_POD_STATES, Pod
 from lium_provider.journal import RentJournal
 from lium_provider.pod_watch import PodWatcher
+from lium_provider.stack import parse_lium_pod_name
 from tfbridge import Context, TFError
 
 
@@ -27,9 +29,28 @@ class LiumSession:
     watcher: PodWatcher = field(init=False)
     _planned_creates: set[str] = field(init=False, default_factory=set)
     _planned_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _earlier_pods: dict[str, Pod] | None = field(init=False, default=None)
+    _earlier_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.watcher = PodWatcher(self.client)
+
+    def earlier_pod(self, lium_name: str) -> Pod | None:
+        """The live pod of this stack named ``lium_name`` that existed when this process first asked.
+
+        An interrupted run's pod exists before this process starts, so one listing per process (not
+        one per create, which would spend Lium's listing budget that :mod:`lium_provider.pod_watch`
+        shares out) finds every one of them.
+        """
+        with self._earlier_lock:
+            if self._earlier_pods is None:
+                self._earlier_pods = {
+                    p.pod_name: p
+                    for p in self.client.list_pods()
+                    if p.status not in DEAD_POD_STATES
+                    and (parse_lium_pod_name(p.pod_name) or ("", ""))[1] == self.stack_tag
+                }
+            return self._earlier_pods.get(lium_name)
 
     def claim_pod_name(self, name: str) -> bool:
         """Note that this process plans to create a pod named ``name``; False if one already is.

@@ -434,14 +434,8 @@ class PodResource(Resource[PodModel]):
             pod = s.client.get_pod(result.pod_id) if result.outcome == "rented" and result.pod_id else None
         else:
             with api_errors("looking for a pod an interrupted run rented"):
-                pod = next(
-                    (
-                        p
-                        for p in s.client.list_pods()
-                        if p.pod_name == lium_name and p.status not in DEAD_POD_STATES
-                    ),
-                    None,
-                )
+                earlier = s.earlier_pod(lium_name)
+                pod = s.client.get_pod(earlier.id) if earlier is not None else None
         if pod is None or pod.status in DEAD_POD_STATES:
             return None
         same = pod.template_id in (None, state.template_id) and pod.volume_id in (None, state.volume_id)
