@@ -90,7 +90,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from lium_provider.endpoints import DEFAULT_ENDPOINT
     from lium_provider.journal import RentJournal
     from lium_provider.session import journal_dir
-    from lium_provider.sweep import delete_leftovers, find_leftovers
+    from lium_provider.stack import tag_of
+    from lium_provider.sweep import delete_leftovers, find_leftovers, find_stack_leftovers
 
     endpoint = os.environ.get("LIUM_API_URL") or DEFAULT_ENDPOINT
     api_key = os.environ.get("LIUM_API_KEY")
@@ -100,7 +101,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     journal = RentJournal(journal_dir())
     try:
         with LiumClient(endpoint, api_key) as client:
-            leftovers = find_leftovers(client, args.name_prefix, journal)
+            if args.stack:
+                leftovers = find_stack_leftovers(client, tag_of(args.stack), journal)
+            else:
+                leftovers = find_leftovers(client, args.name_prefix, journal)
             print(json.dumps(leftovers.as_dict(), indent=2))
             if args.delete and not leftovers.empty():
                 delete_leftovers(client, leftovers, journal, include_volumes=args.include_volumes)
@@ -132,7 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="list (and with --delete remove) pods, templates, credentials and volumes a stack left behind",
         description="Uses LIUM_API_URL and LIUM_API_KEY. Prints the leftovers as JSON.",
     )
-    sweep.add_argument("--name-prefix", required=True, help="only resources whose names start with this")
+    which = sweep.add_mutually_exclusive_group(required=True)
+    which.add_argument("--name-prefix", help="only resources whose names start with this")
+    which.add_argument(
+        "--stack",
+        help="only this stack's pods and journalled rents: the provider's `stack` value (or LIUM_STACK) or "
+        "its 8-character tag (in a pod's `lium_name`, before its last 3 characters)",
+    )
     sweep.add_argument("--delete", action="store_true", help="delete what was found")
     sweep.add_argument("--include-volumes", action="store_true", help="with --delete, delete volumes too")
     sweep.set_defaults(handler=cmd_sweep)

@@ -18,12 +18,14 @@ from lium_provider.journal import RentJournal
 from lium_provider.removal import DEFAULT_TERMINATION_HOURS_ENV, configured_default_hours
 from lium_provider.resources.data_sources import OffersDataSource, PodDataSource, TemplatesDataSource
 from lium_provider.resources.docker_credential import DockerCredentialResource
+from lium_provider.resources.inputs import PRINTABLE_NAME
 from lium_provider.resources.pod import PodResource
 from lium_provider.resources.runner import RunnerResource
 from lium_provider.resources.template import TemplateResource
 from lium_provider.resources.volume import VolumeResource
 from lium_provider.session import LiumSession, journal_dir
 from lium_provider.sshkeys import load_private_key
+from lium_provider.stack import STACK_ENV, stack_identity, stack_tag
 from tfbridge import (
     Attribute,
     CancelToken,
@@ -114,6 +116,17 @@ class LiumProviderConfig(BaseModel):
             f"pod that many hours after it started. Default: env `{DEFAULT_TERMINATION_HOURS_ENV}`, else none "
             "(pods without `termination_hours` run until deleted).",
         ),
+    ] = None
+    stack: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            description=f"Names the stack whose objects this provider may recover (adopt or delete after a "
+            f"crash); its hash tags every pod name sent to Lium. Default: env `{STACK_ENV}`, else derived "
+            'from the backend that holds the state and the workspace (docs/reliability.md, "What counts as '
+            'the same stack").',
+        ),
+        PRINTABLE_NAME,
     ] = None
 
     @field_validator("request_timeout", "connect_timeout")
@@ -208,7 +221,8 @@ class LiumProvider(Provider[LiumProviderConfig]):
                 connect_timeout=connect_timeout,
                 user_agent=f"lium-stacks-terraform/{__version__}",
                 sleep=sleep_within_the_operation(ctx.cancel),
-                cancel=lambda: ctx.cancel.cancelled,
+                # Once abandoned, requests still go out (a create deletes what it rented); waits end.
+                cancel=lambda: ctx.cancel.cancelled and not ctx.cancel.abandoned,
             )
             # After the client: a feed derived from a bad endpoint is the endpoint's fault.
             feed_url = check_feed_url(feed_url_for(endpoint, config.nodes_feed_url))
@@ -235,6 +249,7 @@ class LiumProvider(Provider[LiumProviderConfig]):
             ssh_private_key=private_key,
             runner_download_url=config.runner_download_url or os.environ.get("LIUM_RUNNER_DOWNLOAD_URL"),
             journal=RentJournal(journal_dir()),
+            stack_tag=stack_tag(stack_identity(config.stack)),
             default_termination_hours=default_hours,
         )
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lium_provider.api.client import LiumClient
+from lium_provider.api.models import DEAD_POD_STATES, Pod
 from lium_provider.journal import RentJournal
 from lium_provider.placement import Placement
 from lium_provider.pod_watch import PodWatcher
+from lium_provider.stack import parse_lium_pod_name
 from tfbridge import Context, TFError
 
 
@@ -22,14 +25,49 @@ class LiumSession:
     ssh_private_key: str | None
     runner_download_url: str | None
     journal: RentJournal
+    stack_tag: str
+    """This stack's tag (:mod:`lium_provider.stack`): recovery touches only objects that carry it."""
     default_termination_hours: int | None = None
     """``termination_hours`` of a pod that sets none (the provider's ``default_termination_hours``)."""
     watcher: PodWatcher = field(init=False)
     placement: Placement = field(init=False)
+    _planned_creates: set[str] = field(init=False, default_factory=set)
+    _planned_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _earlier_pods: dict[str, Pod] | None = field(init=False, default=None)
+    _earlier_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.watcher = PodWatcher(self.client)
         self.placement = Placement(lambda: self.client.nodes_feed(self.feed_url))
+
+    def earlier_pod(self, lium_name: str) -> Pod | None:
+        """The live pod of this stack named ``lium_name`` that existed when this process first asked.
+
+        An interrupted run's pod exists before this process starts, so one listing per process (not
+        one per create, which would spend Lium's listing budget that :mod:`lium_provider.pod_watch`
+        shares out) finds every one of them.
+        """
+        with self._earlier_lock:
+            if self._earlier_pods is None:
+                self._earlier_pods = {
+                    p.pod_name: p
+                    for p in self.client.list_pods()
+                    if p.status not in DEAD_POD_STATES
+                    and (parse_lium_pod_name(p.pod_name) or ("", ""))[1] == self.stack_tag
+                }
+            return self._earlier_pods.get(lium_name)
+
+    def claim_pod_name(self, name: str) -> bool:
+        """Note that this process plans to create a pod named ``name``; False if one already is.
+
+        Within a stack the pod name is what recognises a pod without the local journal, so two creates
+        of one name in one stack must be refused (each provider process plans one Terraform run).
+        """
+        with self._planned_lock:
+            if name in self._planned_creates:
+                return False
+            self._planned_creates.add(name)
+            return True
 
     def require_ssh_key(self, attribute: str) -> str:
         if not self.ssh_private_key:

@@ -2,7 +2,9 @@
 
 Leftovers are the account's pods, own templates and volumes whose names start with a prefix, the Docker
 credentials that only those templates use, and rent attempts still in the local journal (a provider
-killed between a rent and the state write). Deletion order follows dependencies: pods (waiting until
+killed between a rent and the state write). With a stack tag instead (``--stack``), they are exactly
+the pods whose Lium names carry that tag and the journal's attempts for them: templates, credentials
+and volumes carry no tag yet, so ``--stack`` lists none of them (``--name-prefix`` does). Deletion order follows dependencies: pods (waiting until
 they are gone), then templates, then credentials; volumes only when asked, because they hold data.
 """
 
@@ -24,6 +26,7 @@ from lium_provider.api.models import (
 )
 from lium_provider.api.rent import RentAttempt, find_rented_pod
 from lium_provider.journal import RentJournal
+from lium_provider.stack import parse_lium_pod_name
 
 POLL_SECONDS = 2.0
 
@@ -52,6 +55,19 @@ class Leftovers:
                 for a in self.journal
             ],
         }
+
+
+def has_tag(lium_name: str, tag: str) -> bool:
+    """Whether a Lium pod name was made for the stack with this tag."""
+    parsed = parse_lium_pod_name(lium_name)
+    return parsed is not None and parsed[1] == tag
+
+
+def find_stack_leftovers(client: LiumClient, tag: str, journal: RentJournal | None = None) -> Leftovers:
+    """The live pods and journalled rents of the stack tagged ``tag``; nothing of any other stack."""
+    pods = [p for p in client.list_pods() if p.status != DELETED and has_tag(p.pod_name, tag)]
+    attempts = [a for a in (journal.pending() if journal else []) if has_tag(a.pod_name, tag)]
+    return Leftovers(pods=pods, journal=attempts)
 
 
 def find_leftovers(client: LiumClient, prefix: str, journal: RentJournal | None = None) -> Leftovers:

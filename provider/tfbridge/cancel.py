@@ -9,6 +9,7 @@ return partial state when they stop early.
 from __future__ import annotations
 
 import threading
+import weakref
 
 
 class Cancelled(Exception):
@@ -23,13 +24,26 @@ class CancelToken:
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._abandoned = False
+        _TOKENS.add(self)
 
     def cancel(self) -> None:
+        self._event.set()
+
+    def abandon(self) -> None:
+        """Cancel because nobody will ever receive the results (Terraform, or its launcher, is gone)."""
+        self._abandoned = True
         self._event.set()
 
     @property
     def cancelled(self) -> bool:
         return self._event.is_set()
+
+    @property
+    def abandoned(self) -> bool:
+        """True once :meth:`abandon` was called: what an operation made will never reach any state, so
+        it should undo what it can (and may still call its API to do so) before the process exits."""
+        return self._abandoned
 
     def raise_if_cancelled(self) -> None:
         if self._event.is_set():
@@ -39,3 +53,12 @@ class CancelToken:
         """Wait up to ``seconds``; raise :class:`Cancelled` as soon as the token is set."""
         if self._event.wait(max(0.0, seconds)):
             raise Cancelled()
+
+
+_TOKENS: weakref.WeakSet[CancelToken] = weakref.WeakSet()
+
+
+def abandon_all() -> None:
+    """Abandon every token of this process: the serving process's host is gone (:mod:`tfbridge.handshake`)."""
+    for token in list(_TOKENS):
+        token.abandon()

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
+from tfbridge.cancel import abandon_all
 from tfbridge.constants import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE
 from tfbridge.lifecycle import Lifecycle
 from tfbridge.tls_certificate import CertificateChild
@@ -60,6 +61,9 @@ MAX_CONCURRENT_CALLS = 256
 # Time in-flight calls get to finish after GRPCController/Shutdown. go-plugin's client SIGKILLs a plugin
 # that has not exited 2 s after Shutdown (leaving its sockets behind), so stay well below that.
 _SHUTDOWN_GRACE_SECONDS = 1.0
+# Time in-flight calls get to undo what they made once the host is gone (``Context.abandoned``); the
+# process is killed outright a second later whatever it is doing, so it never outlives its host long.
+ABANDON_GRACE_SECONDS = 8.0
 _PARENT_POLL_SECONDS = 1.0
 
 
@@ -173,7 +177,8 @@ def serve(
 
     terminated = lifecycle.wait_for_exit_request()
     lifecycle.begin_stopping()
-    server.stop(None if terminated else _SHUTDOWN_GRACE_SECONDS).wait()
+    grace = ABANDON_GRACE_SECONDS if lifecycle.abandoned else _SHUTDOWN_GRACE_SECONDS
+    server.stop(None if terminated else grace).wait()
     for path in (socket_path, grpc_socket_path):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
@@ -189,11 +194,16 @@ def serve(
 def _exit_when_gone(lifecycle: Lifecycle, host: Host) -> None:
     """Stop serving once Terraform is gone without calling Shutdown (it was SIGKILLed, or crashed).
 
-    Nobody can receive this process's answers any more; lingering would only keep half-done work
-    running. What a create had started is safe: rents are journalled before they are sent.
+    Nobody can receive this process's answers any more, so nothing an in-flight create made can ever
+    reach a state: every operation is abandoned (:attr:`tfbridge.Context.abandoned`) and gets
+    :data:`ABANDON_GRACE_SECONDS` to undo it; a watchdog kills the process a second after that.
     """
     host.wait_gone()
-    lifecycle.request_shutdown()
+    watchdog = threading.Timer(ABANDON_GRACE_SECONDS + 1.0, os.kill, (os.getpid(), signal.SIGKILL))
+    watchdog.daemon = True
+    watchdog.start()
+    abandon_all()
+    lifecycle.abandon()
 
 
 def _make_socket_dir() -> str:

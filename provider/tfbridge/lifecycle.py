@@ -34,6 +34,8 @@ class Lifecycle:
         self._lock = threading.Lock()
         self._stopping = False
         self._stop_callbacks: list[Callable[[], None]] = []
+        self.abandoned = False
+        """Set when the host went away: in-flight operations get time to undo what they made."""
 
     def catch_sigterm(self) -> None:
         """From now on SIGTERM ends :meth:`wait_for_exit_request`, not the process (main thread only)."""
@@ -42,6 +44,11 @@ class Lifecycle:
 
     def request_shutdown(self) -> None:
         os.write(self._wake_write_fd, _SHUTDOWN_REQUESTED)
+
+    def abandon(self) -> None:
+        """Stop because the host is gone: nobody receives answers any more (see ``abandoned``)."""
+        self.abandoned = True
+        self.request_shutdown()
 
     def wait_for_exit_request(self) -> bool:
         """Block until Shutdown is called or SIGTERM arrives; True for SIGTERM."""

@@ -65,6 +65,13 @@ class Context:
         """Make this the context :func:`current_context` returns in this thread (the server does)."""
         _CURRENT.set(self)
 
+    @property
+    def abandoned(self) -> bool:
+        """True when this operation's result can never be recorded: Terraform died (or the launcher it
+        started was killed) while it ran. A create that made something billable should delete it now,
+        within seconds: the process exits shortly after (:mod:`tfbridge.handshake`)."""
+        return self.cancel.abandoned
+
     def check(self) -> None:
         """Raise if the operation was cancelled or ran out of time."""
         self.cancel.raise_if_cancelled()

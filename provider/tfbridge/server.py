@@ -238,11 +238,12 @@ class ProviderServer(pb_grpc.ProviderServicer):
         except TFError as exc:
             diagnostics.extend(exc.diagnostics())
         except Cancelled:
-            diagnostics.append(
-                Diagnostic.error(
-                    f"{operation} was cancelled", "Terraform asked the provider to stop (Ctrl-C)."
-                )
+            why = (
+                "The provider's launcher or Terraform is gone; what the operation made was undone where it could be."
+                if self._cancel.abandoned
+                else "Terraform asked the provider to stop (Ctrl-C)."
             )
+            diagnostics.append(Diagnostic.error(f"{operation} was cancelled", why))
         except TimeoutError as exc:
             diagnostics.append(Diagnostic.error(f"{operation} timed out", str(exc)))
         except cty.CtyError as exc:

@@ -74,20 +74,19 @@ class LauncherLink:
         self._connection = connection
 
     def wait_gone(self) -> None:
-        """Returns when the launcher says Terraform died (:data:`~tfbridge.constants.ORPHANED`); dies
-        with the launcher itself.
+        """Returns when the launcher says Terraform died (:data:`~tfbridge.constants.ORPHANED`), or when
+        the launcher itself is gone (its socket closed).
 
         To Terraform the launcher is the provider process: if it was killed, this process must not
-        go on serving (or finish a create) as if it had not been.
+        go on serving (or finish a create) as if it had not been; it gets the same bounded time to undo
+        in-flight work as after Terraform's death, then exits (:func:`tfbridge.handshake.serve`).
         """
         while True:
             try:
                 data = self._connection.recv(64)
             except OSError:
                 data = b""
-            if not data:
-                os.kill(os.getpid(), signal.SIGKILL)
-            if ORPHANED.encode() in data:
+            if not data or ORPHANED.encode() in data:
                 return
 
     def exited(self, exit_code: int) -> None:

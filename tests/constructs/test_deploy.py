@@ -15,7 +15,7 @@ import pytest
 from lium_emulator.images import image_catalog
 from lium_emulator.launcher import RunningEmulator, launch
 from tests.constructs.apps import CDK_VERSIONS, CdktfApp, state_resources, synth
-from tests.support.lium import FAST_TIMINGS, Account, assert_nothing_left, new_account, ssh_run
+from tests.support.lium import FAST_TIMINGS, Account, assert_nothing_left, name_in_state, new_account, ssh_run
 from tests.support.terraform import Terraform
 
 pytestmark = pytest.mark.terraform
@@ -55,7 +55,7 @@ def test_quickstart_deploys_and_destroys_with_the_cdk_cli(
     assert synthesized["//"]["metadata"]["version"] == CDK_VERSIONS[cli]
     (pod,) = state_resources(app.state_file, "lium_pod")
     (runner,) = state_resources(app.state_file, "lium_runner")
-    assert [p["pod_name"] for p in account.live()["pods"]] == ["quickstart-0"]
+    assert [name_in_state(p["pod_name"]) for p in account.live()["pods"]] == ["quickstart-0"]
     assert outputs["ssh_commands"] == [f"ssh -p {pod['ssh_port']} root@{pod['ssh_host']}"]
     assert outputs["runner_ports"] == [runner["runner_ssh_port"]]
     assert runner["healthy"] is True

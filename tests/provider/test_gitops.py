@@ -27,7 +27,7 @@ from lium_provider.gitops import config_digest
 from lium_provider.gitops_contract import STALE_PLAN_EXIT_CODE
 from lium_provider.plan_summary.json_format import schema
 from tests.constructs.apps import QUIET
-from tests.support.lium import Account, assert_nothing_left
+from tests.support.lium import Account, assert_nothing_left, name_in_state
 from tests.support.postgres import PostgresServer, running_postgres
 from tests.support.terraform import REPO
 
@@ -252,7 +252,9 @@ def test_the_merge_applies_the_reviewed_plan_and_refuses_stale_ones(
     assert applied.returncode == 0, applied.stderr
     assert "Apply complete! Resources: 2 added, 0 changed, 0 destroyed." in applied.stderr
     assert state_addresses(pipeline, merge) == planned_creates(reviewed)
-    assert [p["pod_name"] for p in account.live()["pods"]] == ["trainer-0"], "the plan's one pod, not three"
+    assert [name_in_state(p["pod_name"]) for p in account.live()["pods"]] == ["trainer-0"], (
+        "the plan's one pod, not three"
+    )
 
     # Two pull requests planned against that state; the first merge moves the state on, so the second
     # pull request's plan is stale: Terraform refuses it, and so does the step, with a fresh plan.
@@ -262,7 +264,7 @@ def test_the_merge_applies_the_reviewed_plan_and_refuses_stale_ones(
     _, applied = pipeline.apply("merge-2", first, "c2", trainers=2)
     assert applied.returncode == 0, applied.stderr
     pods = account.live()["pods"]
-    assert sorted(p["pod_name"] for p in pods) == ["trainer-0", "trainer-1"]
+    assert sorted(name_in_state(p["pod_name"]) for p in pods) == ["trainer-0", "trainer-1"]
 
     merge, stale = pipeline.apply("merge-3", second, "c3", trainers=2)
     assert stale.returncode == STALE_PLAN_EXIT_CODE, stale.stderr

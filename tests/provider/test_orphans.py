@@ -1,7 +1,10 @@
 """Pods Terraform never recorded: a provider killed between Lium's rent answer and the state write.
 
 The provider journals every rent before sending it; the next apply adopts the pod, the next destroy
-deletes it, and ``lium-tf sweep`` lists and removes it.
+deletes it, and ``lium-tf sweep`` lists and removes it. The provider starts cold here
+(``TFBRIDGE_ZYGOTE=0``), so killing the provider process kills the server itself, with no chance to
+delete what it rented (as when a machine dies): a killed launcher's server deletes its create's pod
+itself (``tests/provider/test_ownership.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Callable
 
 import pytest
 
+from lium_provider.stack import parse_lium_pod_name, stack_identity, stack_tag
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.procs import find_descendant
 from tests.support.terraform import Terraform, reaped
@@ -23,6 +27,7 @@ from tests.support.terraform import Terraform, reaped
 pytestmark = pytest.mark.terraform
 
 STACK = PROVIDER_BLOCK + sleeping_template("orphan-template") + pod_block("orphan-pod")
+COLD_START = {"TFBRIDGE_ZYGOTE": "0"}
 STUCK = {
     "seed": 5,
     "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "stuck_pending", "first": 1}],
@@ -52,7 +57,7 @@ def kill_provider_after_rent(tf: Terraform, account: Account) -> None:
 
 @pytest.fixture
 def crashed(make_terraform: Callable[..., Terraform], account: Account) -> Terraform:
-    tf = make_terraform(STACK, **account.env)
+    tf = make_terraform(STACK, **account.env, **COLD_START)
     tf.init()
     kill_provider_after_rent(tf, account)
     return tf
@@ -85,7 +90,7 @@ def test_one_destroy_suffices_when_the_unrecorded_pod_mounts_a_volume(
         )
         + 'resource "lium_volume" "v" {\n  name = "orphan-volume"\n}\n'
     )
-    tf = make_terraform(with_volume, **account.env)
+    tf = make_terraform(with_volume, **account.env, **COLD_START)
     tf.init()
     kill_provider_after_rent(tf, account)
     tf.destroy()
@@ -96,9 +101,11 @@ def test_sweep_lists_and_deletes_leftovers(crashed: Terraform, account: Account)
     env = {**os.environ, **account.env}
     command = [sys.executable, "-m", "lium_provider.cli", "sweep", "--name-prefix", "orphan-"]
     listed = json.loads(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
-    assert [p["name"] for p in listed["pods"]] == ["orphan-pod"]
+    tag = stack_tag(stack_identity(environ={}, cwd=crashed.workdir))
+    (sent_name,) = [p["name"] for p in listed["pods"]]
+    assert (parse_lium_pod_name(sent_name) or ())[:2] == ("orphan-pod", tag), sent_name
     assert [t["name"] for t in listed["templates"]] == ["orphan-template"]
-    assert [a["pod_name"] for a in listed["journal"]] == ["orphan-pod"]
+    assert [a["pod_name"] for a in listed["journal"]] == [sent_name]
     subprocess.run([*command, "--delete"], env=env, capture_output=True, text=True, check=True)
     assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
     after = json.loads(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)

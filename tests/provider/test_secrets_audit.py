@@ -25,9 +25,10 @@ from pathlib import Path
 import pytest
 
 from lium_emulator.images import image_catalog
+from lium_provider.stack import parse_lium_pod_name
 from tests.chaos.audit import find_crashes, find_secrets, secret_needles
 from tests.chaos.harness import APPLY, DESTROY, Finished, run_command, wait_until
-from tests.support.lium import Account
+from tests.support.lium import Account, name_in_state
 from tests.support.procs import find_descendant
 from tests.support.terraform import Terraform, interrupt
 
@@ -185,4 +186,9 @@ def test_no_secret_in_any_output(
 
 
 def _renting(account: Account, name: str) -> bool:
-    return any(p["pod_name"] == name and p["status"] != "DELETED" for p in account.report()["pods"])
+    return any(
+        parse_lium_pod_name(p["pod_name"]) is not None
+        and name_in_state(p["pod_name"]) == name
+        and p["status"] != "DELETED"
+        for p in account.report()["pods"]
+    )

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.lium import Account
+from lium_provider.stack import parse_lium_pod_name
+from tests.support.lium import Account, name_in_state
 from tests.support.postgres import PostgresServer, running_postgres
 from tests.support.terraform import REPO, Terraform, kill_group
 
@@ -163,7 +164,7 @@ def test_concurrent_applies_share_one_locked_state(
     waited = collide(account, postgres, holder=alice, loser=bob, waiter=carol)
     assert "Apply complete! Resources: 0 added, 0 changed, 0 destroyed." in waited
     (pod,) = account.live()["pods"]
-    assert pod["pod_name"] == "trainer-0" and pod["status"] == "RUNNING"
+    assert name_in_state(pod["pod_name"]) == "trainer-0" and pod["status"] == "RUNNING"
     assert [t["name"] for t in account.live()["templates"]] == ["trainer"]
 
     # An existing workspace, everyone scaling to two trainers: the lock is now the state row's.
@@ -172,7 +173,9 @@ def test_concurrent_applies_share_one_locked_state(
     waited = collide(account, postgres, holder=carol, loser=alice, waiter=bob)
     assert "Apply complete! Resources: 0 added, 0 changed, 0 destroyed." in waited
     pods = account.live()["pods"]
-    assert sorted(p["pod_name"] for p in pods) == ["trainer-0", "trainer-1"]
+    assert sorted(name_in_state(p["pod_name"]) for p in pods) == ["trainer-0", "trainer-1"]
+    tags = {parsed[1] for p in pods if (parsed := parse_lium_pod_name(p["pod_name"])) is not None}
+    assert len(tags) == 1, "three checkouts of one pg backend are one stack: one tag"
     assert pod["id"] in {p["id"] for p in pods}, "the first trainer is kept"
 
     # A third working directory sees one intact state: each resource once, nothing left to do.

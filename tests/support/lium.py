@@ -18,6 +18,7 @@ import paramiko
 
 from lium_emulator.launcher import RunningEmulator
 from lium_provider.sshkeys import fetch_host_key
+from lium_provider.stack import parse_lium_pod_name
 from tests.support.faults import NO_FAULTS, faults
 from tests.support.terraform import Terraform
 
@@ -52,6 +53,13 @@ resource "lium_pod" "p" {{
   template_id = lium_template.t.id
 {_extra_line(extra)}}}
 """
+
+
+def name_in_state(lium_name: str) -> str:
+    """A pod's ``name`` attribute, from the name Lium holds (``<name>-<stack tag><generation>``)."""
+    parsed = parse_lium_pod_name(lium_name)
+    assert parsed is not None, f"{lium_name!r} carries no stack tag"
+    return parsed[0]
 
 
 def _extra_line(extra: str) -> str:

@@ -255,3 +255,8 @@ class Pod(LiumResourceBase):
     def started_at(self) -> str:
         """When the pod started running (RFC 3339, UTC), from which `termination_hours` counts. For an imported pod: when Lium created it."""
         return self.get_string_attribute("started_at")
+
+    @property
+    def lium_name(self) -> str:
+        """The name sent to Lium: `name`, `-`, the stack tag (see the provider's `stack`) and 3 characters of what the rent asks for (`template_id`, `gpu_count`, `volume_id`, a configured `executor_id` and `ssh_public_key`), so a replacement never has its predecessor's name. It recognises this stack's pod of this instance from any machine."""
+        return self.get_string_attribute("lium_name")

@@ -26,6 +26,7 @@ class LiumProvider(LiumProviderBase):
         Argument("request_timeout", STRING),
         Argument("connect_timeout", STRING),
         Argument("default_termination_hours", NUMBER),
+        Argument("stack", STRING),
     )
 
     def __init__(
@@ -42,6 +43,7 @@ class LiumProvider(LiumProviderBase):
         request_timeout: str | None = None,
         connect_timeout: str | None = None,
         default_termination_hours: int | None = None,
+        stack: str | None = None,
         alias: str | None = None,
     ) -> None:
         """Declare ``lium`` ``id_`` in ``scope``.
@@ -56,6 +58,7 @@ class LiumProvider(LiumProviderBase):
             request_timeout: Longest one Lium API request may take, resends after failed connections and server errors included (a duration, e.g. `30s`, `2m`). Default: env `LIUM_REQUEST_TIMEOUT`, else `30s`. Waits asked for by a 429 are bounded by the operation's `timeouts`.
             connect_timeout: Longest wait for a connection to the Lium API to open (a duration). Default: env `LIUM_CONNECT_TIMEOUT`, else `10s`.
             default_termination_hours: `termination_hours` of every `lium_pod` that sets none (1 to 720): Lium removes such a pod that many hours after it started. Default: env `LIUM_DEFAULT_TERMINATION_HOURS`, else none (pods without `termination_hours` run until deleted).
+            stack: Names the stack whose objects this provider may recover (adopt or delete after a crash); its hash tags every pod name sent to Lium. Default: env `LIUM_STACK`, else derived from the backend that holds the state and the workspace (docs/reliability.md, "What counts as the same stack").
             alias: Name of this configuration when a stack declares more than one.
         """
         super().__init__(
@@ -71,6 +74,7 @@ class LiumProvider(LiumProviderBase):
                 "request_timeout": request_timeout,
                 "connect_timeout": connect_timeout,
                 "default_termination_hours": default_termination_hours,
+                "stack": stack,
             },
             alias=alias,
         )

@@ -84,6 +84,19 @@ def delete_reconciled(
 
 
 def newest(items: list[T], created: Callable[[T], datetime | None], since: datetime) -> T | None:
-    """The most recently created item created at or after ``since`` (items without a time do not count)."""
-    recent = [(stamp, i) for i in items if (stamp := created(i)) is not None and stamp >= since]
-    return max(recent, key=lambda pair: pair[0])[1] if recent else None
+    """The one item created at or after ``since`` (items without a time do not count); None if none.
+
+    Objects other than pods carry no stack tag, so after a lost answer the candidates are those of the
+    same name (and spec) created since the request began. When there are several, another stack (or
+    workspace) made one at the same moment and nothing tells which is this request's: adopting either
+    could give two states one object, so the create fails instead and records nothing.
+    """
+    recent = [i for i in items if (stamp := created(i)) is not None and stamp >= since]
+    if len(recent) > 1:
+        raise TFError(
+            "The create's outcome is ambiguous",
+            f"{len(recent)} objects of this name were created since the request began (another stack may "
+            "have created one at the same moment), so none is adopted and nothing was recorded. Check them "
+            "with `lium-tf sweep --name-prefix`, delete this stack's one if it exists, and apply again.",
+        )
+    return recent[0] if recent else None

@@ -10,6 +10,7 @@ from lium_provider.offer_filter import OfferFilter
 from lium_provider.resources.common import api_errors
 from lium_provider.resources.template import image_of
 from lium_provider.session import session
+from lium_provider.stack import is_named
 from tfbridge import Attribute, Context, DataSource, TFError
 
 
@@ -79,7 +80,7 @@ class OffersDataSource(DataSource[OffersModel]):
 
 
 class PodLookupModel(BaseModel):
-    """Look up a pod of this account by `id` or by `name`."""
+    """Look up a pod of this account by `id` or by `name` (its name on Lium, or the `name` of one of this stack's `lium_pod`s)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -110,12 +111,14 @@ class PodDataSource(DataSource[PodLookupModel]):
     description = PodLookupModel.__doc__ or ""
 
     def read(self, ctx: Context, config: PodLookupModel) -> PodLookupModel:
-        client = session(ctx).client
+        s = session(ctx)
+        client = s.client
         with api_errors("looking up the pod"):
             if config.id:
                 pod = client.get_pod(config.id)
             else:
-                named = [p for p in client.list_pods() if p.pod_name == config.name]
+                wanted = config.name or ""
+                named = [p for p in client.list_pods() if is_named(p.pod_name, wanted, s.stack_tag)]
                 if len(named) > 1:
                     raise TFError(
                         f"{len(named)} pods are named {config.name!r}",
@@ -129,7 +132,7 @@ class PodDataSource(DataSource[PodLookupModel]):
         target = pod.ssh_host_port()
         return PodLookupModel.model_construct(
             id=pod.id,
-            name=pod.pod_name,
+            name=config.name or pod.pod_name,
             status=pod.status,
             executor_id=pod.executor_id,
             gpu=pod.gpu_name,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 
@@ -46,6 +46,7 @@ from lium_provider.resources.common import api_errors
 from lium_provider.resources.inputs import OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, fingerprint, public_key_line
+from lium_provider.stack import lium_pod_name, parse_lium_pod_name, rent_digest
 from tfbridge import (
     TIMEOUTS_BLOCK,
     Attribute,
@@ -169,6 +170,17 @@ class PodModel(OfferFilter):
             "counts. For an imported pod: when Lium created it.",
         ),
     ] = None
+    lium_name: Annotated[
+        str | None,
+        Attribute(
+            computed=True,
+            plan=_KEEP,
+            description="The name sent to Lium: `name`, `-`, the stack tag (see the provider's `stack`) and 3 "
+            "characters of what the rent asks for (`template_id`, `gpu_count`, `volume_id`, a configured "
+            "`executor_id` and `ssh_public_key`), so a replacement never has its predecessor's name. It "
+            "recognises this stack's pod of this instance from any machine.",
+        ),
+    ] = None
     timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
 
 
@@ -206,6 +218,13 @@ class RentedOffer(BaseModel):
             return cls.model_validate_json(private) if private else cls()
         except ValueError:
             return cls()
+
+
+def _rent_digest(pod: PodModel, configured: PodModel) -> str:
+    """The rent digest of a pod's Lium name (:func:`lium_provider.stack.rent_digest`)."""
+    return rent_digest(
+        pod.template_id, pod.gpu_count, pod.volume_id, configured.executor_id, configured.ssh_public_key
+    )
 
 
 def pod_facts(state: PodModel, rented: RentedOffer) -> PodFacts:
@@ -383,6 +402,7 @@ class PodResource(Resource[PodModel]):
         _plan_termination_hours(ctx, change)
         prior = change.prior
         if prior is None:
+            self._plan_lium_name(ctx, change)
             self._check_offers_exist(ctx, change)
             return
         if prior.status in DEAD_POD_STATES:
@@ -391,6 +411,28 @@ class PodResource(Resource[PodModel]):
         _plan_filter_change(change, prior, RentedOffer.from_private(ctx.private))
         if not change.requires_replace:
             _plan_removal(change, prior)
+
+    def _plan_lium_name(self, ctx: Context, change: PlanChange[PodModel]) -> None:
+        """A create's Lium name, known at plan time when what it hashes is known; a second create of one
+        name in this stack (this provider process plans the whole run) is refused."""
+        if change.is_unknown("name"):
+            change.set_unknown("lium_name")
+            return
+        name = change.planned.name
+        if not session(ctx).claim_pod_name(name):
+            raise TFError(
+                f"Another lium_pod of this stack is also named {name!r}",
+                "Pod names must be unique within a stack: the name, with the stack's tag, is how a pod is "
+                "recognised after an interrupted run. Give each pod its own `name`.",
+                path=("name",),
+            )
+        if any(change.is_unknown(n) for n in ("template_id", "gpu_count", "volume_id")) or any(
+            change.config_is_unknown(n) for n in ("executor_id", "ssh_public_key")
+        ):
+            change.set_unknown("lium_name")  # named at create, from the same fields
+            return
+        digest = _rent_digest(change.planned, change.config)
+        change.set_planned("lium_name", lium_pod_name(name, session(ctx).stack_tag, digest))
 
     def _check_offers_exist(self, ctx: Context, change: PlanChange[PodModel]) -> None:
         """Creating by filter: check now that something matches, so `plan` fails, not a later `apply`."""
@@ -432,7 +474,10 @@ class PodResource(Resource[PodModel]):
     def create(self, ctx: Context, plan: PodModel, config: PodModel) -> PodModel:
         s = session(ctx)
         public_key = plan.ssh_public_key or public_key_line(s.require_ssh_key("lium_pod.ssh_public_key"))
-        state = plan.model_copy(update={"ssh_public_key": public_key, "timeouts": plan.timeouts})
+        lium_name = plan.lium_name or lium_pod_name(plan.name, s.stack_tag, _rent_digest(plan, config))
+        state = plan.model_copy(
+            update={"ssh_public_key": public_key, "timeouts": plan.timeouts, "lium_name": lium_name}
+        )
         candidates: Iterable[tuple[str, PodModel, RentedOffer]]
         if plan.executor_id:
             candidates = [(plan.executor_id, state, RentedOffer())]
@@ -457,6 +502,16 @@ class PodResource(Resource[PodModel]):
         else:
             pod_id, state = self._rent_first_available(ctx, s, state, candidates, public_key)
         ctx.record(state)  # from here on, Terraform tracks the paid pod whatever happens next
+        try:
+            return self._wait_until_ready(ctx, s, plan, state)
+        except BaseException:
+            if ctx.abandoned:  # no state will ever hold this pod: it must not outlive the process
+                _delete_abandoned(ctx, s, pod_id, state.lium_name or "")
+            raise
+
+    def _wait_until_ready(self, ctx: Context, s: LiumSession, plan: PodModel, state: PodModel) -> PodModel:
+        """Wait for the rented pod to run and answer SSH; the ready state, with its host key pinned."""
+        pod_id = state.id or ""
         # RUNNING comes before SSH: Lium publishes ssh_connect_cmd only once the pod's sshd is set up.
         pod = s.watcher.wait(ctx, pod_id, _started_or_dead)
         if pod is None or pod.status != RUNNING:
@@ -503,32 +558,40 @@ class PodResource(Resource[PodModel]):
         return state.model_copy(update={"removal_scheduled_at": rfc3339(wanted)})
 
     def _adopt_unrecorded(self, ctx: Context, s: LiumSession, state: PodModel) -> tuple[str, PodModel] | None:
-        """A pod an earlier, killed run rented under this name but never handed to Terraform.
+        """A pod an earlier, killed run of this stack rented for this instance but never handed to Terraform.
 
-        If its rent matches this plan it is adopted instead of renting a second pod; otherwise it is
-        deleted first. The journal entry is resolved either way.
+        It is this stack's instance only if its Lium name is this create's (name, stack tag and
+        rent digest): found through the local journal when this machine rented it, else by that name
+        among the live pods (a fresh runner). If it matches this plan it is adopted instead of renting a
+        second pod; otherwise it is deleted first. A pod of any other name is never touched.
         """
-        attempt = s.journal.find(state.name)
-        if attempt is None:
+        lium_name = state.lium_name or ""
+        attempt = s.journal.find(lium_name)
+        if attempt is not None:
+            try:
+                result = rent_reconciled(s.client, attempt, resume=True)
+            except LiumError as exc:
+                raise TFError(
+                    "An earlier rent of this pod has an unknown outcome",
+                    f"{exc}. Nothing new was rented; run apply again, or inspect with `lium-tf sweep`.",
+                ) from None
+            s.journal.forget(lium_name)
+            pod = s.client.get_pod(result.pod_id) if result.outcome == "rented" and result.pod_id else None
+        else:
+            with api_errors("looking for a pod an interrupted run rented"):
+                earlier = s.earlier_pod(lium_name)
+                pod = s.client.get_pod(earlier.id) if earlier is not None else None
+        if pod is None or pod.status in DEAD_POD_STATES:
             return None
-        try:
-            result = rent_reconciled(s.client, attempt, resume=True)
-        except LiumError as exc:
-            raise TFError(
-                "An earlier rent of this pod has an unknown outcome",
-                f"{exc}. Nothing new was rented; run apply again, or inspect with `lium-tf sweep`.",
-            ) from None
-        s.journal.forget(state.name)
-        if result.outcome != "rented" or not result.pod_id:
+        same = pod.template_id in (None, state.template_id) and pod.volume_id in (None, state.volume_id)
+        if not same or (state.executor_id and pod.executor_id != state.executor_id):
+            ctx.log.warn("deleting this stack's unrecorded pod that no longer matches the plan", pod=pod.id)
+            delete_pod_and_wait(ctx, s, pod.id)
             return None
-        same = attempt.body.template_id == state.template_id and attempt.body.gpu_count == state.gpu_count
-        if not same or (state.executor_id and attempt.executor_id != state.executor_id):
-            ctx.log.warn("deleting an unrecorded pod that no longer matches the plan", pod=result.pod_id)
-            delete_pod_and_wait(ctx, s, result.pod_id)
-            return None
-        ctx.log.info("adopting a pod an interrupted run rented", pod=result.pod_id)
-        return result.pod_id, state.model_copy(
-            update={"id": result.pod_id, "executor_id": attempt.executor_id, "status": "PENDING"}
+        ctx.log.info("adopting a pod an interrupted run of this stack rented", pod=pod.id)
+        ctx.private = RentedOffer().to_private()  # its offer's facts are unknown here
+        return pod.id, state.model_copy(
+            update={"id": pod.id, "executor_id": pod.executor_id, "status": "PENDING"}
         )
 
     def _rent_first_available(
@@ -544,7 +607,7 @@ class PodResource(Resource[PodModel]):
         for executor_id, candidate, rented in candidates:
             ctx.check()
             body = RentRequest(
-                pod_name=state.name,
+                pod_name=state.lium_name or state.name,
                 template_id=state.template_id,
                 user_public_key=public_key,
                 gpu_count=state.gpu_count,
@@ -569,7 +632,7 @@ class PodResource(Resource[PodModel]):
                 return result.pod_id, candidate.model_copy(
                     update={"id": result.pod_id, "executor_id": executor_id, "status": "PENDING"}
                 )
-            s.journal.forget(state.name)
+            s.journal.forget(body.pod_name)
             if result.outcome == "deleted":  # rented, then gone at once: as good as no capacity here
                 refusals.append(f"{executor_id}: pod {result.pod_id} was deleted right after the rent")
                 continue
@@ -645,9 +708,11 @@ class PodResource(Resource[PodModel]):
             return None
         refreshed = _with_schedule(_apply_pod(state, pod), pod)
         if not refreshed.name:  # just imported
+            parsed = parse_lium_pod_name(pod.pod_name)
             refreshed = refreshed.model_copy(
                 update={
-                    "name": pod.pod_name,
+                    "name": parsed[0] if parsed else pod.pod_name,
+                    "lium_name": pod.pod_name,
                     "template_id": pod.template_id,
                     "gpu_count": pod.gpu_count,
                     "gpu": pod.gpu_name,
@@ -658,7 +723,7 @@ class PodResource(Resource[PodModel]):
             refreshed = self._with_listed_offer(ctx, s, refreshed)
         if refreshed.ssh_host_key is None:  # imported (or its create stopped before SSH answered)
             refreshed = self._pin_on_first_read(ctx, refreshed)
-        s.journal.forget(refreshed.name)  # Terraform holds this pod now: its rent needs no reconciling
+        s.journal.forget(refreshed.lium_name or refreshed.name)  # Terraform holds this pod now
         return refreshed
 
     def _with_listed_offer(self, ctx: Context, s: LiumSession, state: PodModel) -> PodModel:
@@ -699,7 +764,7 @@ class PodResource(Resource[PodModel]):
     def delete(self, ctx: Context, state: PodModel) -> None:
         s = session(ctx)
         delete_pod_and_wait(ctx, s, state.id or "")
-        s.journal.forget(state.name)
+        s.journal.forget(state.lium_name or state.name)
 
 
 def delete_pod_and_wait(ctx: Context, s: LiumSession, pod_id: str) -> None:
@@ -721,15 +786,55 @@ def delete_pod_and_wait(ctx: Context, s: LiumSession, pod_id: str) -> None:
     s.watcher.wait(ctx, pod_id, lambda p: p is None or p.status == DELETED, unlisted_is_gone=True)
 
 
-def settle_orphans(ctx: Context, s: LiumSession, uses: Callable[[RentAttempt], bool]) -> None:
-    """Delete pods that journalled rents matching ``uses`` made but Terraform never recorded.
+def _delete_abandoned(ctx: Context, s: LiumSession, pod_id: str, lium_name: str) -> None:
+    """Send DELETE for a pod whose create was abandoned; no wait for DELETED (the process is exiting)."""
+    try:
+        s.client.delete_pod(pod_id)
+    except Exception as exc:  # the process exits anyway: the removal deadline and sweep remain
+        ctx.log.warn("could not delete the pod of an abandoned create", pod=pod_id, error=type(exc).__name__)
+        return
+    ctx.log.warn("deleted the pod of an abandoned create: Terraform is gone and cannot record it", pod=pod_id)
+    s.journal.forget(lium_name)
 
-    Such a pod exists when the provider died between Lium's answer and the state write (SIGKILL, a
-    crash). Before the template it runs or the volume it mounts goes, it goes: found by name and
-    executor in the pod list, then in the account events — never by renting again.
+
+def is_this_stacks(s: LiumSession, lium_name: str) -> bool:
+    """Whether a Lium pod name carries this stack's tag (:func:`lium_provider.stack.lium_pod_name`)."""
+    parsed = parse_lium_pod_name(lium_name)
+    return parsed is not None and parsed[1] == s.stack_tag
+
+
+def settle_orphans(
+    ctx: Context, s: LiumSession, *, template_id: str | None = None, volume_id: str | None = None
+) -> None:
+    """Delete this stack's pods that run ``template_id`` or mount ``volume_id``, just before that goes.
+
+    Terraform deletes the pods it records before their template or volume, so such a pod is one
+    Terraform never recorded: the provider died between Lium's answer and the state write (SIGKILL,
+    a crash, power loss). It is found by this stack's tag in its Lium name among the live pods (from
+    any machine), and through this machine's journal (by name and executor in the pod list, then in the
+    account events; never by renting again). A pod of another stack is never touched.
     """
+
+    def uses(template: str | None, volume: str | None) -> bool:
+        return (template_id is not None and template == template_id) or (
+            volume_id is not None and volume == volume_id
+        )
+
+    with api_errors("looking for this stack's unrecorded pods"):
+        listed = [
+            p
+            for p in s.client.list_pods()
+            if p.status not in DEAD_POD_STATES
+            and is_this_stacks(s, p.pod_name)
+            and uses(p.template_id, p.volume_id)
+        ]
+    for pod in listed:
+        ctx.log.warn("deleting a pod of this stack Terraform never recorded", pod=pod.id, name=pod.pod_name)
+        delete_pod_and_wait(ctx, s, pod.id)
     for attempt in s.journal.pending():
-        if not uses(attempt):
+        if not is_this_stacks(s, attempt.pod_name) or not uses(
+            attempt.body.template_id, attempt.body.volume_id
+        ):
             continue
         with api_errors("reconciling an unrecorded rent"):
             found = find_rented_pod(s.client, attempt)

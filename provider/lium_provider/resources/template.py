@@ -175,7 +175,13 @@ class TemplateResource(Resource[TemplateModel]):
             "creating the template",
             lambda: client.create_template(_spec(plan)),
             lambda since: newest(
-                [t for t in client.list_templates() if t.name == plan.name and t.user_id == client.me().id],
+                [
+                    t
+                    for t in client.list_templates()
+                    if t.name == plan.name
+                    and t.user_id == client.me().id
+                    and image_of(t) in _equivalent(plan.image)
+                ],
                 lambda t: t.created_at,
                 since,
             ),
@@ -197,7 +203,7 @@ class TemplateResource(Resource[TemplateModel]):
     def delete(self, ctx: Context, state: TemplateModel) -> None:
         s = session(ctx)
         template_id = state.id or ""
-        settle_orphans(ctx, s, lambda attempt: attempt.body.template_id == template_id)
+        settle_orphans(ctx, s, template_id=template_id)
         delete_reconciled(
             ctx,
             "deleting the template",

@@ -80,7 +80,7 @@ class VolumeResource(Resource[VolumeModel]):
         client = s.client
         volume_id = state.id or ""
         # A pod an interrupted run rented with this volume, but never recorded, would hold it: it goes first.
-        settle_orphans(ctx, s, lambda attempt: attempt.body.volume_id == volume_id)
+        settle_orphans(ctx, s, volume_id=volume_id)
 
         def delete() -> None:
             try:
