@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from itertools import pairwise
 from typing import Any
 
+from lium_provider.stack import parse_lium_pod_name
 from tests.chaos.scenarios import STACK_LABEL_VARIABLE
 from tests.support.proxy import Exchange
 
@@ -75,6 +76,16 @@ def _billed_interval(pod: Mapping[str, Any]) -> tuple[datetime, datetime] | None
     return start, start + timedelta(seconds=float(pod["billed_seconds"]))
 
 
+def _resource_name(lium_name: str) -> str:
+    """The pod's resource as its Lium name tells it: name and stack tag, whatever the rent digest.
+
+    A re-create of one resource with a changed rent gets a new digest; two of its pods billed at once are
+    still a second paid pod.
+    """
+    parsed = parse_lium_pod_name(lium_name)
+    return f"{parsed[0]}-{parsed[1]}" if parsed else lium_name
+
+
 def duplicate_rentals(report: Mapping[str, Any], owners: Mapping[str, str] | None = None) -> list[str]:
     """Second paid pods: two pods of one name billed at the same time, or one idempotency key renting twice.
 
@@ -86,7 +97,8 @@ def duplicate_rentals(report: Mapping[str, Any], owners: Mapping[str, str] | Non
         interval = _billed_interval(pod)
         if interval is not None:
             owner = (owners or {}).get(pod["id"])
-            name = f"{pod['pod_name']} (stack {owner})" if owner else pod["pod_name"]
+            name = _resource_name(pod["pod_name"])
+            name = f"{name} (stack {owner})" if owner else name
             by_name[name].append((*interval, pod["id"]))
     for name, intervals in by_name.items():
         intervals.sort()

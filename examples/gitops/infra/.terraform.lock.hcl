@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:mfjTediO/0ZpZJnZUQdRkMAw9S6UQGvKbYmiq6cGHIc=",
-    "zh:964e04a7ff5a71384d9985df4ec5a46de1fdeef2f4d567e7f51188972660a8b8",
+    "h1:NOnYBrGbkKUFLhjGufdQ7c6KoZM+pCGpWG2FrvvA8rQ=",
+    "zh:98aa6bb74db3c45f772ed117547540fcb5f6b3412203c51f8fdc78ab2028172e",
   ]
 }
