@@ -65,7 +65,9 @@ def test_a_garbage_ssh_public_key_fails_the_plan_naming_it(
     # Every OpenSSH key type a pod can be logged into with passes the same rule.
     keys = [ssh_keygen_public(tmp_path, key_type) for key_type in ("ed25519", "ecdsa", "rsa")]
     good = TEMPLATE + "".join(
-        POD.replace('"p"', f'"p{i}"').replace("template_id", f'ssh_public_key = "{key}"\n  template_id')
+        POD.replace('"p"', f'"p{i}"')
+        .replace('"bounds-pod"', f'"bounds-pod-{i}"')  # pod names are unique within a stack
+        .replace("template_id", f'ssh_public_key = "{key}"\n  template_id')
         for i, key in enumerate(keys)
     )
     tf.write(PROVIDER_BLOCK + good)

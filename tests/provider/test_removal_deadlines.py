@@ -243,14 +243,17 @@ def test_a_failed_final_schedule_fails_the_create_with_the_pod_recorded(
 def test_a_create_killed_after_the_rent_leaves_a_pod_that_lium_removes_by_itself(
     make_terraform: Callable[..., Terraform], account: Account
 ) -> None:
-    """The provider SIGKILLed while it waits for a running pod's sshd (held back by an ``ssh_late``
-    fault): whatever becomes of the journal, Lium already holds the provisional removal."""
+    """The provider SIGKILLed, with nothing left to clean up, while it waits for a running pod's sshd
+    (held back by an ``ssh_late`` fault): whatever becomes of the journal, Lium already holds the
+    provisional removal."""
     silent_sshd = {
         "seed": 0,
         "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "ssh_late", "seconds": 300}],
         "rate_limits": [],
     }
-    tf = make_terraform(PROVIDER_BLOCK + TEMPLATE + pod("p", "killed"), **account.env)
+    # A cold start (no zygote): the kill leaves no server that could delete the pod it rented, which is
+    # the case (a runner lost whole) that only Lium's own deadline ends.
+    tf = make_terraform(PROVIDER_BLOCK + TEMPLATE + pod("p", "killed"), **account.env, TFBRIDGE_ZYGOTE="0")
     tf.init()
     with account.faults(silent_sshd), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
         deadline = time.monotonic() + 120
