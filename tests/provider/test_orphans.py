@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,7 +20,7 @@ import pytest
 
 from lium_provider.stack import parse_lium_pod_name, stack_identity, stack_tag
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
-from tests.support.procs import find_descendant
+from tests.support.procs import kill_provider
 from tests.support.terraform import Terraform, reaped
 
 pytestmark = pytest.mark.terraform
@@ -46,9 +45,7 @@ def kill_provider_after_rent(tf: Terraform, account: Account) -> None:
             assert process.poll() is None, process.stdout.read() if process.stdout else ""
             assert time.monotonic() < deadline, "the rent never happened"
             time.sleep(0.1)
-        provider = find_descendant(process.pid, "lium_provider")
-        assert provider is not None, "the provider process was not found"
-        os.kill(provider, signal.SIGKILL)
+        kill_provider(process.pid)
         output, _ = process.communicate(timeout=60)
     assert process.returncode != 0, output
     assert "lium_pod" not in {r["type"] for r in tf.resources()}, "the killed create must not be in state"

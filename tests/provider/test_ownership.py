@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ import pytest
 from lium_provider.stack import stack_tag
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.postgres import PostgresServer, running_postgres
-from tests.support.procs import find_descendant
+from tests.support.procs import kill_provider
 from tests.support.terraform import Terraform, kill_group, reaped
 
 pytestmark = pytest.mark.terraform
@@ -123,9 +122,7 @@ def test_a_killed_provider_deletes_the_pod_of_its_create_when_the_template_comes
     tf.init()
     with account.faults(HOLD_RENTS), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
         wait_for(lambda: bool(live_pods(account)), "the pod is rented")
-        launcher = find_descendant(process.pid, "lium_provider")
-        assert launcher is not None, "the provider process was not found"
-        os.kill(launcher, signal.SIGKILL)
+        kill_provider(process.pid)
         output, _ = process.communicate(timeout=WAIT_SECONDS)
     assert process.returncode != 0, output
     # Terraform may still get the create's answer (the server outlives the launcher by its cleanup):
@@ -174,9 +171,7 @@ def test_a_fresh_runner_adopts_the_pod_of_a_runner_killed_mid_create(
     with account.faults(HOLD_RENTS), reaped(first.start("apply", "-auto-approve", "-no-color")) as process:
         wait_for(lambda: bool(live_pods(account)), "the pod is rented")
         if killed == "provider":
-            provider = find_descendant(process.pid, "lium_provider")
-            assert provider is not None, "the provider process was not found"
-            os.kill(provider, signal.SIGKILL)
+            kill_provider(process.pid)
         else:
             kill_group(process)  # the whole runner: terraform and its provider at once
         output, _ = process.communicate(timeout=WAIT_SECONDS)

@@ -7,8 +7,6 @@ is read back from the emulator's pod rows, its inspection report (``running_at``
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -26,7 +24,7 @@ from tests.support.lium import (
     pod_block,
     sleeping_template,
 )
-from tests.support.procs import find_descendant
+from tests.support.procs import kill_provider
 from tests.support.terraform import Terraform, reaped
 
 pytestmark = pytest.mark.terraform
@@ -261,9 +259,7 @@ def test_a_create_killed_after_the_rent_leaves_a_pod_that_lium_removes_by_itself
             assert process.poll() is None, process.stdout.read() if process.stdout else ""
             assert time.monotonic() < deadline, "the pod never ran"
             time.sleep(0.1)
-        provider = find_descendant(process.pid, "lium_provider")
-        assert provider is not None, "the provider process was not found"
-        os.kill(provider, signal.SIGKILL)
+        kill_provider(process.pid)
         output, _ = process.communicate(timeout=60)
     assert process.returncode != 0, output
     (killed,) = account.live()["pods"]

@@ -15,8 +15,6 @@ The registry password always comes from an ephemeral variable into ``password_wo
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -29,7 +27,7 @@ from lium_provider.stack import parse_lium_pod_name
 from tests.chaos.audit import find_crashes, find_secrets, secret_needles
 from tests.chaos.harness import APPLY, DESTROY, Finished, run_command, wait_until
 from tests.support.lium import Account, name_in_state
-from tests.support.procs import find_descendant
+from tests.support.procs import kill_provider
 from tests.support.terraform import Terraform, interrupt
 
 pytestmark = pytest.mark.terraform
@@ -157,9 +155,7 @@ def test_no_secret_in_any_output(
         rented = wait_until(lambda: _renting(account, "audit-1"), process, time.monotonic() + 60)
         assert rented, "the replacement pod was never rented"
         if variant == "env":
-            provider = find_descendant(process.pid, "lium_provider")
-            assert provider is not None
-            os.kill(provider, signal.SIGKILL)
+            kill_provider(process.pid)
         else:
             interrupt(process)
 

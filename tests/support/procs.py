@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,6 +43,14 @@ def cmdline(pid: int) -> str:
 def find_descendant(pid: int, needle: str) -> int | None:
     """The first descendant of ``pid`` whose command line contains ``needle``."""
     return next((p for p in descendants(pid) if needle in cmdline(p)), None)
+
+
+def kill_provider(terraform_pid: int) -> None:
+    """SIGKILL the Lium provider process Terraform (``terraform_pid``) started (with the zygote: its
+    launcher); fails the test if there is none."""
+    provider = find_descendant(terraform_pid, "lium_provider")
+    assert provider is not None, "the provider process was not found"
+    os.kill(provider, signal.SIGKILL)
 
 
 @contextlib.contextmanager
