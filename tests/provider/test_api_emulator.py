@@ -13,7 +13,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -37,6 +37,7 @@ from lium_provider.api.rent import RentAttempt, rent_reconciled
 from lium_provider.offer_filter import OfferFilter
 from tests.support.faults import put_fault_plan
 from tests.support.lium import FAST_TIMINGS, Account, new_account
+from tests.support.procs import wait_for
 from tfbridge import Cancelled
 
 PUBLIC_KEY = (
@@ -166,14 +167,6 @@ def impatient_session(emulator: RunningEmulator, tmp_path: Path) -> Iterator[Ses
     """A client that gives up on an answer after 0.5 s, so a slow rent becomes an uncertain one."""
     with open_session(emulator, tmp_path, timeout=0.5) as current:
         yield current
-
-
-def wait_for(condition: Callable[[], object], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def cheapest_executor(server: RunningEmulator) -> str:

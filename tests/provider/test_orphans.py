@@ -13,14 +13,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 
 import pytest
 
 from lium_provider.stack import parse_lium_pod_name, stack_identity, stack_tag
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
-from tests.support.procs import kill_provider
+from tests.support.procs import kill_provider, wait_for
 from tests.support.terraform import Terraform, reaped
 
 pytestmark = pytest.mark.terraform
@@ -40,11 +39,7 @@ def live_pods(account: Account) -> list[dict[str, object]]:
 def kill_provider_after_rent(tf: Terraform, account: Account) -> None:
     """Apply until the pod is rented (and held PENDING), then SIGKILL the provider process."""
     with account.faults(STUCK), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
-        deadline = time.monotonic() + 60
-        while not live_pods(account):
-            assert process.poll() is None, process.stdout.read() if process.stdout else ""
-            assert time.monotonic() < deadline, "the rent never happened"
-            time.sleep(0.1)
+        wait_for(lambda: bool(live_pods(account)), "the rent happened", 60, process=process)
         kill_provider(process.pid)
         output, _ = process.communicate(timeout=60)
     assert process.returncode != 0, output

@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ import pytest
 from lium_provider.stack import stack_tag
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.postgres import PostgresServer, running_postgres
-from tests.support.procs import kill_provider
+from tests.support.procs import kill_provider, wait_for
 from tests.support.terraform import Terraform, kill_group, reaped
 
 pytestmark = pytest.mark.terraform
@@ -54,14 +53,6 @@ def pod_id(tf: Terraform) -> str:
     (pod,) = [r for r in resources if r["type"] == "lium_pod"]
     value: str = pod["values"]["id"]
     return value
-
-
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    """Poll ``condition`` (an emulator fact) until it holds, failing after WAIT_SECONDS."""
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.1)
 
 
 def test_two_directories_with_the_same_pod_name_keep_their_own_pods(
@@ -121,14 +112,14 @@ def test_a_killed_provider_deletes_the_pod_of_its_create_when_the_template_comes
     tf = make_terraform(pod_only, **account.env, TF_VAR_template_id=template_id)
     tf.init()
     with account.faults(HOLD_RENTS), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
-        wait_for(lambda: bool(live_pods(account)), "the pod is rented")
+        wait_for(lambda: bool(live_pods(account)), "the pod is rented", WAIT_SECONDS)
         kill_provider(process.pid)
         output, _ = process.communicate(timeout=WAIT_SECONDS)
     assert process.returncode != 0, output
     # Terraform may still get the create's answer (the server outlives the launcher by its cleanup):
     # then it records the deleted pod as tainted, and the destroy below forgets it.
     tf.destroy()
-    wait_for(lambda: live_pods(account) == [], "no pod is left running")
+    wait_for(lambda: live_pods(account) == [], "no pod is left running", WAIT_SECONDS)
     assert [p["status"] for p in pods(account)] in (["DELETING"], ["DELETED"])
     templates.destroy()
 
@@ -169,7 +160,7 @@ def test_a_fresh_runner_adopts_the_pod_of_a_runner_killed_mid_create(
     # The template first: a killed terraform may not have saved anything of the run it was killed in.
     first.apply("-target=lium_template.t")
     with account.faults(HOLD_RENTS), reaped(first.start("apply", "-auto-approve", "-no-color")) as process:
-        wait_for(lambda: bool(live_pods(account)), "the pod is rented")
+        wait_for(lambda: bool(live_pods(account)), "the pod is rented", WAIT_SECONDS)
         if killed == "provider":
             kill_provider(process.pid)
         else:
@@ -183,7 +174,7 @@ def test_a_fresh_runner_adopts_the_pod_of_a_runner_killed_mid_create(
     assert [p["id"] for p in pods(account)] == [orphan["id"]], "exactly one pod was ever rented"
     assert second.plan_exitcode()[0] == 0
     second.destroy()
-    wait_for(lambda: live_pods(account) == [], "no pod is left running")
+    wait_for(lambda: live_pods(account) == [], "no pod is left running", WAIT_SECONDS)
     assert account.live()["templates"] == []
 
 

@@ -7,7 +7,6 @@ is read back from the emulator's pod rows, its inspection report (``running_at``
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -24,7 +23,7 @@ from tests.support.lium import (
     pod_block,
     sleeping_template,
 )
-from tests.support.procs import kill_provider
+from tests.support.procs import kill_provider, wait_for
 from tests.support.terraform import Terraform, reaped
 
 pytestmark = pytest.mark.terraform
@@ -254,11 +253,12 @@ def test_a_create_killed_after_the_rent_leaves_a_pod_that_lium_removes_by_itself
     tf = make_terraform(PROVIDER_BLOCK + TEMPLATE + pod("p", "killed"), **account.env, TFBRIDGE_ZYGOTE="0")
     tf.init()
     with account.faults(silent_sshd), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
-        deadline = time.monotonic() + 120
-        while not [p for p in account.live()["pods"] if p["status"] == "RUNNING" and p["ssh_connect_cmd"]]:
-            assert process.poll() is None, process.stdout.read() if process.stdout else ""
-            assert time.monotonic() < deadline, "the pod never ran"
-            time.sleep(0.1)
+        wait_for(
+            lambda: [p for p in account.live()["pods"] if p["status"] == "RUNNING" and p["ssh_connect_cmd"]],
+            "the pod runs",
+            120,
+            process=process,
+        )
         kill_provider(process.pid)
         output, _ = process.communicate(timeout=60)
     assert process.returncode != 0, output

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,6 +20,7 @@ import pytest
 from lium_provider.stack import parse_lium_pod_name
 from tests.support.lium import Account, name_in_state
 from tests.support.postgres import PostgresServer, running_postgres
+from tests.support.procs import wait_for
 from tests.support.terraform import REPO, Terraform, kill_group
 
 pytestmark = pytest.mark.terraform
@@ -63,13 +63,6 @@ class Background:
         code = self.process.wait(timeout)
         self._reader.join(timeout)
         return code, self.output
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = DEADLINE_SECONDS) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.1)
 
 
 def advisory_locks(postgres: PostgresServer) -> int:
@@ -120,11 +113,12 @@ def collide(
             runs.append(held)
             # A pod of the holder's apply exists: the holder is mid-apply, so it holds the state lock.
             pods_before = {p["id"] for p in account.live()["pods"] if p["status"] != "PENDING"}
-            wait_until(
+            wait_for(
                 lambda: any(
                     p["status"] == "PENDING" and p["id"] not in pods_before for p in account.live()["pods"]
                 ),
                 "the holder's pod is pending",
+                DEADLINE_SECONDS,
             )
             assert advisory_locks(postgres) >= 1, "the holder's lock is a PostgreSQL advisory lock"
 
@@ -138,7 +132,11 @@ def collide(
             runs.append(waiting)
             # Terraform prints this only when the lock is not granted at once (an uncontended run
             # does not).
-            wait_until(lambda: "Acquiring state lock" in waiting.output, "the waiter waits for the lock")
+            wait_for(
+                lambda: "Acquiring state lock" in waiting.output,
+                "the waiter waits for the lock",
+                DEADLINE_SECONDS,
+            )
             assert waiting.process.poll() is None and held.process.poll() is None
             assert "Refreshing state" not in waiting.output, (
                 "the waiter must not read the state before the lock"

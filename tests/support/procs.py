@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import Iterator
+import subprocess
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tfbridge.zygote import close_directory
@@ -51,6 +53,26 @@ def kill_provider(terraform_pid: int) -> None:
     provider = find_descendant(terraform_pid, "lium_provider")
     assert provider is not None, "the provider process was not found"
     os.kill(provider, signal.SIGKILL)
+
+
+def wait_for(
+    condition: Callable[[], object],
+    what: str,
+    timeout: float = 30.0,
+    *,
+    process: subprocess.Popen[str] | None = None,
+) -> None:
+    """Poll ``condition`` (a fact of the emulator or of a command's output) until it holds.
+
+    Fails the test after ``timeout`` seconds, or as soon as ``process`` (the command that should bring
+    the condition about) has exited, with its output.
+    """
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if process is not None:
+            assert process.poll() is None, process.stdout.read() if process.stdout else ""
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.05)
 
 
 @contextlib.contextmanager
