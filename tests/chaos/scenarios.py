@@ -137,6 +137,7 @@ class Stack:
     volume: bool
     create_timeout: int
     runner: bool = False  # a lium_runner on the first pod
+    delete_timeout: int = DELETE_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -548,7 +549,7 @@ def render(stack: Stack, prefix: str, private_image: str, *, labelled: bool = Fa
             f'resource "lium_pod" "p{number}" {{\n'
             f'  name        = "{prefix}-{number}"\n'
             f"  template_id = lium_template.t.id{volume}\n"
-            f'  timeouts {{\n    create = "{stack.create_timeout}s"\n    delete = "{DELETE_TIMEOUT}s"\n  }}\n}}\n'
+            f'  timeouts {{\n    create = "{stack.create_timeout}s"\n    delete = "{stack.delete_timeout}s"\n  }}\n}}\n'
         )
     if stack.runner:
         parts.append(

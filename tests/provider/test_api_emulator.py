@@ -475,6 +475,29 @@ def test_429_waits_exactly_retry_after_and_a_mutation_is_resent_once(session: Se
         assert retried.sent_at - limited.answered_at >= retry_after  # never earlier than asked
 
 
+def test_retry_after_holds_for_the_next_caller_of_the_same_request(session: Session) -> None:
+    # The first caller gives up on its 429 (its operation's deadline); the pod watcher's next listing
+    # comes from another thread, and must still wait out what Lium asked.
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) == 1:
+            raise TimeoutError("past the first caller's deadline")
+        time.sleep(seconds)
+
+    wire = RecordingTransport()
+    with LiumClient(session.emulator.api_url, session.account.api_key, sleep=sleep, transport=wire) as client:
+        session.set_faults({"method": "GET", "path": "/pods", "first": 1, "kind": "rate_limit", "seconds": 2})
+        with pytest.raises(TimeoutError):
+            client.list_pods()
+        assert client.list_pods() == []
+    limited, retried = [e for e in wire.log if e.path == "/api/pods"]
+    assert (limited.status, retried.status) == (429, 200)
+    assert retried.sent_at - limited.answered_at >= 2.0
+    assert sleeps[0] == 2.0 and 0 < sleeps[1] <= 2.0
+
+
 def test_sustained_429s_outlast_the_retry_count(session: Session) -> None:
     # max_retries is 3 for this client; a rate limit is not a failure, so 6 429s in a row still end well.
     session.set_faults({"method": "POST", "path": "/volumes", "first": 6, "kind": "rate_limit", "seconds": 1})

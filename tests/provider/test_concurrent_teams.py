@@ -77,6 +77,9 @@ STORM = {
     "rate_limits": [{"method": "GET", "path": "/pods", "per_minute": ACCOUNT_LISTING_LIMIT // 10}],
 }
 CALM: dict[str, Any] = {"seed": 12, "rules": []}
+# The storm's bucket grants the account one listing every 10 s, and the two runners' pods race for each:
+# a runner may see one listing in 30 s, so a destroy gets time for several (the chaos default is 40 s).
+DELETE_TIMEOUT_SECONDS = 300
 
 
 def runner(
@@ -85,7 +88,13 @@ def runner(
     """A CI runner's checkout of the team's configuration: its own stack, HOME and rent journal."""
     private = next(image for image in image_catalog() if image.private)
     body = render(
-        Stack(pods=PODS_PER_STACK, credential=False, volume=False, create_timeout=300),
+        Stack(
+            pods=PODS_PER_STACK,
+            credential=False,
+            volume=False,
+            create_timeout=300,
+            delete_timeout=DELETE_TIMEOUT_SECONDS,
+        ),
         "team",
         private.reference,
         labelled=True,

@@ -158,3 +158,40 @@ def test_a_lasting_429_ends_at_the_operation_timeout(
     assert account.live()["pods"] == []
     tf.destroy()
     assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
+
+
+# The first two listings refused for 6 s each: the pod's delete (10 s) sees none before its timeout; the
+# template's delete, which lists the stack's pods that use it, gets the third.
+LISTINGS_REFUSED = {
+    "seed": 13,
+    "rules": [{"method": "GET", "path": "/pods", "kind": "rate_limit", "seconds": 6, "first": 2}],
+}
+SHORT_DELETE_POD = (
+    sleeping_template("unlisted")
+    + """resource "lium_pod" "p" {
+  name        = "unlisted"
+  template_id = lium_template.t.id
+  timeouts {
+    delete = "10s"
+  }
+}
+"""
+)
+
+
+def test_a_destroy_outlasting_the_listing_limit_reads_the_pod_itself(
+    emulator: RunningEmulator, account: Account, make_terraform: Callable[..., Terraform]
+) -> None:
+    """The shared listing may not come back within a delete's timeout; the pod's own read settles it."""
+    with RecordingProxy(emulator.root_url) as proxy:
+        env = {**account.env, "LIUM_API_URL": f"{proxy.url}/api"}
+        tf = make_terraform(PROVIDER_BLOCK + SHORT_DELETE_POD, **env)
+        tf.init()
+        tf.apply()
+        with account.faults(LISTINGS_REFUSED):
+            destroyed = tf.destroy(check=False)
+        exchanges = list(proxy.exchanges)
+    assert destroyed.returncode == 0, destroyed.stdout[-3000:] + destroyed.stderr
+    assert account.live()["pods"] == []
+    refused = [e for e in exchanges if e.method == "GET" and e.route == "/api/pods" and e.status == 429]
+    assert len(refused) == 2, [(e.method, e.route, e.status) for e in exchanges]

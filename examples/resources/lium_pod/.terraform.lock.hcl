@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:NOnYBrGbkKUFLhjGufdQ7c6KoZM+pCGpWG2FrvvA8rQ=",
-    "zh:98aa6bb74db3c45f772ed117547540fcb5f6b3412203c51f8fdc78ab2028172e",
+    "h1:NXmcNtoh14LklUg2s94X29E54mOs2uNQ/t408nIUdAE=",
+    "zh:7567d5125d4e28beef51c1d9b9f288067aebeeb854714c0da85d9a76cc32691b",
   ]
 }

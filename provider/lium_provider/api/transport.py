@@ -90,6 +90,7 @@ class HttpTransport:
         self._rng = rng if rng is not None else random.Random()
         self._lock = threading.Lock()
         self._request_count = 0
+        self._holds = _RetryAfterHolds()
 
     @property
     def request_count(self) -> int:
@@ -135,6 +136,11 @@ class HttpTransport:
         started = time.monotonic()
         while True:
             self._raise_if_cancelled()
+            held = self._holds.left(call.identity)
+            if held > 0:  # this very request was refused for another thread; Lium's wait holds for all
+                rate_limits.seconds += held
+                self.pause(held)
+                continue
             clock = _Clock(started + self._timeout + rate_limits.seconds)
             try:
                 reply = self._exchange(call, clock.attempt_timeout(self._connect_timeout))
@@ -149,6 +155,7 @@ class HttpTransport:
                     return reply.answer(call)
                 if reply.status == 429:
                     delay = self._rate_limit_delay(reply, call, rate_limits)
+                    self._holds.hold(call.identity, delay)
                     self.pause(delay)
                     continue
                 delay = self._after_error_status(reply, call, retry_number, clock)
@@ -271,6 +278,30 @@ class _Clock:
         return time.monotonic() + delay < self.deadline
 
 
+class _RetryAfterHolds:
+    """When each refused request may go out again, shared by every thread of the transport.
+
+    A 429 answers the request, not the thread that sent it: when one waiter gives up at its deadline,
+    another asking the same thing (the pod watcher's listing) must still wait out the ``Retry-After``.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._until: dict[tuple[str, str, str], float] = {}  # request identity -> monotonic time
+
+    def hold(self, identity: tuple[str, str, str], seconds: float) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._until = {key: until for key, until in self._until.items() if until > now}
+            self._until[identity] = max(self._until.get(identity, now), now + seconds)
+
+    def left(self, identity: tuple[str, str, str]) -> float:
+        """Seconds until ``identity`` may be sent (0 when it may now)."""
+        with self._lock:
+            until = self._until.get(identity)
+        return 0.0 if until is None else max(0.0, until - time.monotonic())
+
+
 @dataclass
 class _RateLimitWait:
     """What one request has spent waiting on 429 answers so far."""
@@ -290,6 +321,12 @@ class _Call:
     json_body: object
     params: Mapping[str, str | int] | None
     secrets: tuple[str, ...]
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        """What makes two sends the same request: method, URL with its query, and body."""
+        query = sorted((self.params or {}).items())
+        return (self.method, f"{self.url}?{query}", json.dumps(self.json_body, sort_keys=True, default=str))
 
     @property
     def mutation(self) -> bool:

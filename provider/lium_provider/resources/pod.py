@@ -704,7 +704,7 @@ class PodResource(Resource[PodModel]):
         s = session(ctx)
         with api_errors("reading the pod"):
             pod = s.client.get_pod(state.id or "")
-        if pod is None or pod.status == DELETED:
+        if pod is None or _gone(pod):
             return None
         refreshed = _with_schedule(_apply_pod(state, pod), pod)
         if not refreshed.name:  # just imported
@@ -783,7 +783,21 @@ def delete_pod_and_wait(ctx: Context, s: LiumSession, pod_id: str) -> None:
                 break
             ctx.log.info("pod cannot be deleted yet, retrying", pod=pod_id, status=pod.status)
             ctx.sleep(2.0)
-    s.watcher.wait(ctx, pod_id, lambda p: p is None or p.status == DELETED, unlisted_is_gone=True)
+    try:
+        s.watcher.wait(ctx, pod_id, _gone, unlisted_is_gone=True)
+    except TimeoutError:
+        # The listing is shared by every waiter and rate limited per account, so under a 429 storm the
+        # next one may come after the deadline although the pod is long gone: ask for this pod alone
+        # before failing the destroy.
+        with api_errors("reading the pod"):
+            if _gone(s.client.get_pod(pod_id)):
+                return
+        raise
+
+
+def _gone(pod: Pod | None) -> bool:
+    """The pod is no more: unknown to Lium (404, or missing from a listing) or DELETED."""
+    return pod is None or pod.status == DELETED
 
 
 def _delete_abandoned(ctx: Context, s: LiumSession, pod_id: str, lium_name: str) -> None:
