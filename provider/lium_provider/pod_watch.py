@@ -165,6 +165,13 @@ class PodWatcher:
         due = min((self._due_at(pod_id) for pod_id in self._waiting), default=self._taken_at + self._idle)
         return max(due, self._budget.ready_at(now))
 
+    def recent_pods(self, max_age: float) -> list[Pod] | None:
+        """The pods of the latest listing if it was sent at most ``max_age`` seconds ago, else None."""
+        with self._cond:
+            if time.monotonic() - self._sent_at > max_age:
+                return None
+            return list(self._pods.values())
+
     def wait(
         self,
         ctx: Context,

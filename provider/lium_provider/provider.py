@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from lium_provider import __version__
 from lium_provider.api.client import LiumClient, check_feed_url
-from lium_provider.api.errors import InvalidArgument, LiumAuthError, LiumError, LiumProtocolError
+from lium_provider.api.errors import InvalidArgument, LiumError, LiumProtocolError
 from lium_provider.api.models import TerminationHours
 from lium_provider.api.transport import DEFAULT_CONNECT_TIMEOUT_SECONDS, DEFAULT_REQUEST_TIMEOUT_SECONDS
 from lium_provider.endpoints import DEFAULT_ENDPOINT, feed_url_for
@@ -229,20 +229,6 @@ class LiumProvider(Provider[LiumProviderConfig]):
         except InvalidArgument as exc:
             attribute = _ATTRIBUTE_OF_CLIENT_ARGUMENT[exc.argument]
             raise TFError("Invalid provider configuration", str(exc), path=(attribute,)) from None
-        try:
-            client.me()
-        except LiumAuthError:
-            raise TFError(
-                "Lium rejected the API key",
-                f"GET {endpoint}/users/me answered 401: check `api_key` (or LIUM_API_KEY).",
-                path=("api_key",),
-            ) from None
-        except LiumError as exc:
-            raise TFError(
-                "Cannot reach the Lium API",
-                f"{exc}. Check `endpoint` ({endpoint}); `request_timeout` and `connect_timeout` bound the wait.",
-                path=("endpoint",),
-            ) from None
         return LiumSession(
             client=client,
             feed_url=feed_url,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lium_provider.api.client import LiumClient
+from lium_provider.api.errors import LiumAuthError, LiumError
 from lium_provider.api.models import DEAD_POD_STATES, Pod
 from lium_provider.journal import RentJournal
 from lium_provider.placement import Placement
@@ -35,10 +36,28 @@ class LiumSession:
     _planned_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _earlier_pods: dict[str, Pod] | None = field(init=False, default=None)
     _earlier_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _access_verified: bool = field(init=False, default=False)
+    _access_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.watcher = PodWatcher(self.client)
         self.placement = Placement(lambda: self.client.nodes_feed(self.feed_url))
+
+    def verify_access(self) -> None:
+        """``GET /users/me`` once per process: a bad key or endpoint fails the plan that would create.
+
+        Configure sends nothing, so a Terraform run costs no request per provider start (it starts the
+        provider two to three times a command). Refreshes, reads and deletes need no check of their own:
+        their first request fails with the same errors (:func:`access_error`).
+        """
+        with self._access_lock:
+            if self._access_verified:
+                return
+            try:
+                self.client.me()
+            except LiumError as exc:
+                raise access_error(exc, self.client.base_url) from None
+            self._access_verified = True
 
     def earlier_pod(self, lium_name: str) -> Pod | None:
         """The live pod of this stack named ``lium_name`` that existed when this process first asked.
@@ -77,6 +96,20 @@ class LiumSession:
                 f"variable LIUM_SSH_PRIVATE_KEY_FILE: {attribute} needs root SSH access to the pod.",
             )
         return self.ssh_private_key
+
+
+def access_error(exc: LiumError, endpoint: str) -> TFError:
+    """The error for a request the API key or the endpoint made fail (its text names the argument).
+
+    It is raised where the request was made (a resource's plan, read or apply), so it carries no
+    attribute path: the argument to fix is the provider block's.
+    """
+    if isinstance(exc, LiumAuthError):
+        return TFError("Lium rejected the API key", str(exc))
+    return TFError(
+        "Cannot reach the Lium API",
+        f"{exc}. Check `endpoint` ({endpoint}); `request_timeout` and `connect_timeout` bound the wait.",
+    )
 
 
 def journal_dir() -> Path:

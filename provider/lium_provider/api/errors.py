@@ -94,7 +94,15 @@ class LiumNotFound(LiumError):
 
 
 class LiumAuthError(LiumError):
-    """HTTP 401, or a 403 for a missing API-key scope: the key is invalid or may not do this."""
+    """HTTP 401, or a 403 for a missing API-key scope: the key is invalid or may not do this.
+
+    ``str()`` says where the key comes from: the first request a provider process sends may be any
+    (a refresh, a create), so each has to name what to fix.
+    """
+
+    def _render(self) -> str:
+        fix = "the API key" if self.status == 401 else "the API key's scopes"
+        return f"{super()._render()}; check {fix} (provider `api_key`, or LIUM_API_KEY)"
 
 
 class LiumRateLimited(LiumError):

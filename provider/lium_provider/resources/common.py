@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from lium_provider.api.errors import LiumError, LiumNotFound, is_definitive
+from lium_provider.api.errors import LiumAuthError, LiumError, LiumNotFound, is_definitive
 from lium_provider.api.models import CLOCK_SKEW
-from tfbridge import Context, TFError
+from lium_provider.session import session
+from tfbridge import Context, PlanChange, TFError
 
 T = TypeVar("T")
 RECONCILE_ROUNDS = 5
@@ -30,8 +31,17 @@ def api_errors(action: str, path: tuple[str, ...] | None = None) -> Iterator[Non
         yield
     except LiumNotFound as exc:
         raise TFError(f"{action}: not found", str(exc), path=path) from None
+    except LiumAuthError as exc:  # no configure-time check: any request may be the first (session.py)
+        raise TFError("Lium rejected the API key", str(exc)) from None
     except LiumError as exc:
         raise TFError(f"{action} failed", str(exc), path=path) from None
+
+
+def check_access_on_create(ctx: Context, change: PlanChange[Any]) -> None:
+    """Before planning a create, make sure the key and endpoint work (once per process, see
+    :meth:`LiumSession.verify_access`), so a bad one fails ``terraform plan``, not the apply after it."""
+    if change.prior is None:
+        session(ctx).verify_access()
 
 
 def create_reconciled(

@@ -10,10 +10,16 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lium_provider.resources.common import api_errors, create_reconciled, delete_reconciled, newest
+from lium_provider.resources.common import (
+    api_errors,
+    check_access_on_create,
+    create_reconciled,
+    delete_reconciled,
+    newest,
+)
 from lium_provider.resources.inputs import PRINTABLE_NAME
 from lium_provider.session import session
-from tfbridge import Attribute, Context, Resource, TFError, UseStateForUnknown
+from tfbridge import Attribute, Context, PlanChange, Resource, TFError, UseStateForUnknown
 
 
 class DockerCredentialModel(BaseModel):
@@ -59,6 +65,9 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
     type_name = "lium_docker_credential"
     model = DockerCredentialModel
     description = DockerCredentialModel.__doc__ or ""
+
+    def modify_plan(self, ctx: Context, change: PlanChange[DockerCredentialModel]) -> None:
+        check_access_on_create(ctx, change)
 
     def create(
         self, ctx: Context, plan: DockerCredentialModel, config: DockerCredentialModel

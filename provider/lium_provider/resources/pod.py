@@ -42,7 +42,7 @@ from lium_provider.removal import (
     set_removal,
     started_at,
 )
-from lium_provider.resources.common import api_errors
+from lium_provider.resources.common import api_errors, check_access_on_create
 from lium_provider.resources.inputs import OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, fingerprint, public_key_line
@@ -71,6 +71,9 @@ _KEEP = (UseStateForUnknown(),)
 # The pod's plan rules for fields of the shared offer filter (see PodResource.schema).
 FILTER_PLAN_RULES: dict[str, tuple[PlanRule, ...]] = {"gpu_count": _REPLACE, "gpu": _KEEP}
 SSH_POLL_SECONDS = 0.25
+# How old the pod watcher's latest listing may be for a template's or volume's delete to use it instead
+# of listing again (its own pods' deletes, just before, each end on a listing).
+RECENT_LISTING_SECONDS = 5.0
 
 
 class PodModel(OfferFilter):
@@ -399,6 +402,7 @@ class PodResource(Resource[PodModel]):
         ]
 
     def modify_plan(self, ctx: Context, change: PlanChange[PodModel]) -> None:
+        check_access_on_create(ctx, change)
         _plan_termination_hours(ctx, change)
         prior = change.prior
         if prior is None:
@@ -835,9 +839,12 @@ def settle_orphans(
         )
 
     with api_errors("looking for this stack's unrecorded pods"):
+        # Such a pod was rented before this process began, so the listing that saw this process's
+        # own pods go (a moment ago, as Terraform deletes them first) shows it as well as a new one.
+        live = s.watcher.recent_pods(RECENT_LISTING_SECONDS)
         listed = [
             p
-            for p in s.client.list_pods()
+            for p in (live if live is not None else s.client.list_pods())
             if p.status not in DEAD_POD_STATES
             and is_this_stacks(s, p.pod_name)
             and uses(p.template_id, p.volume_id)

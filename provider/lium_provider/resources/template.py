@@ -8,11 +8,17 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lium_provider.api.models import Template, TemplateSpec
-from lium_provider.resources.common import api_errors, create_reconciled, delete_reconciled, newest
+from lium_provider.resources.common import (
+    api_errors,
+    check_access_on_create,
+    create_reconciled,
+    delete_reconciled,
+    newest,
+)
 from lium_provider.resources.inputs import PRINTABLE_NAME
 from lium_provider.resources.pod import settle_orphans
 from lium_provider.session import session
-from tfbridge import Attribute, Context, Resource, UseStateForUnknown
+from tfbridge import Attribute, Context, PlanChange, Resource, UseStateForUnknown
 
 # A Docker image reference: [registry[:port]/]path[:tag][@sha256:digest], lower-case path components.
 _IMAGE_REF = re.compile(
@@ -167,6 +173,9 @@ class TemplateResource(Resource[TemplateModel]):
     type_name = "lium_template"
     model = TemplateModel
     description = TemplateModel.__doc__ or ""
+
+    def modify_plan(self, ctx: Context, change: PlanChange[TemplateModel]) -> None:
+        check_access_on_create(ctx, change)
 
     def create(self, ctx: Context, plan: TemplateModel, config: TemplateModel) -> TemplateModel:
         client = session(ctx).client

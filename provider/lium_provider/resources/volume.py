@@ -8,11 +8,17 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lium_provider.api.errors import LiumError
-from lium_provider.resources.common import api_errors, create_reconciled, delete_reconciled, newest
+from lium_provider.resources.common import (
+    api_errors,
+    check_access_on_create,
+    create_reconciled,
+    delete_reconciled,
+    newest,
+)
 from lium_provider.resources.inputs import PRINTABLE_NAME
 from lium_provider.resources.pod import settle_orphans
 from lium_provider.session import session
-from tfbridge import Attribute, Context, Resource, TFError, UseStateForUnknown
+from tfbridge import Attribute, Context, PlanChange, Resource, TFError, UseStateForUnknown
 
 # Lium's documented volume-name alphabet (docs/lium-api.md#volumes).
 _NAME = re.compile(r"^[A-Za-z0-9\-_. ,()!?/]{1,100}$")
@@ -49,6 +55,9 @@ class VolumeResource(Resource[VolumeModel]):
     type_name = "lium_volume"
     model = VolumeModel
     description = VolumeModel.__doc__ or ""
+
+    def modify_plan(self, ctx: Context, change: PlanChange[VolumeModel]) -> None:
+        check_access_on_create(ctx, change)
 
     def create(self, ctx: Context, plan: VolumeModel, config: VolumeModel) -> VolumeModel:
         client = session(ctx).client
