@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
-from tests.support.lium import PROVIDER_BLOCK, Account, sleeping_template
+from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.proxy import RecordingProxy, early_resends
 from tests.support.terraform import Terraform
 
@@ -131,17 +131,7 @@ ENDLESS_RENT_LIMIT = {
         {"method": "POST", "path": "/executors/*/rent", "kind": "rate_limit", "seconds": 2},
     ],
 }
-TIMED_POD = (
-    sleeping_template("limited")
-    + """resource "lium_pod" "p" {
-  name        = "limited"
-  template_id = lium_template.t.id
-  timeouts {
-    create = "6s"
-  }
-}
-"""
-)
+TIMED_POD = sleeping_template("limited") + pod_block("limited", 'timeouts {\n    create = "6s"\n  }')
 
 
 def test_a_lasting_429_ends_at_the_operation_timeout(
@@ -166,16 +156,8 @@ LISTINGS_REFUSED = {
     "seed": 13,
     "rules": [{"method": "GET", "path": "/pods", "kind": "rate_limit", "seconds": 6, "first": 2}],
 }
-SHORT_DELETE_POD = (
-    sleeping_template("unlisted")
-    + """resource "lium_pod" "p" {
-  name        = "unlisted"
-  template_id = lium_template.t.id
-  timeouts {
-    delete = "10s"
-  }
-}
-"""
+SHORT_DELETE_POD = sleeping_template("unlisted") + pod_block(
+    "unlisted", 'timeouts {\n    delete = "10s"\n  }'
 )
 
 
