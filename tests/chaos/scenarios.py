@@ -69,7 +69,7 @@ ROUTE_PHASES: dict[str, tuple[Phase, ...]] = {
     "pod-delete": ("destroy",),
     "events": ("apply",),
     "feed": ("apply",),
-    "me": ("apply", "plan", "destroy"),
+    "me": ("apply",),  # sent only before the first create is planned (LiumSession.verify_access)
 }
 MUTATIONS = tuple(name for name, (method, _) in ROUTES.items() if method != "GET")
 
