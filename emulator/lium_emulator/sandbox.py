@@ -298,15 +298,44 @@ def _accounts(image: ImageConfig, etc: Path) -> dict[str, str]:
 
 def host_private_paths(top: Path) -> list[str]:
     """Entries under ``top`` that others may not read (directories whole, not descended into)."""
-    found = []
+    found: list[str] = []
     for parent, dirs, files in os.walk(top):
+        private_dirs = set()
         for name in [*dirs, *files]:
             path = os.path.join(parent, name)
             with contextlib.suppress(FileNotFoundError):
                 if not os.lstat(path).st_mode & stat.S_IROTH and not os.path.islink(path):
                     found.append(path)
-        dirs[:] = [d for d in dirs if os.path.join(parent, d) not in found]
+                    private_dirs.add(name)
+        dirs[:] = [d for d in dirs if d not in private_dirs]
     return found
+
+
+class _RecentScan:
+    """:func:`host_private_paths` of /etc, walked again once the last walk is older than ``max_age``.
+
+    Each pod start needs it twice (the spec's check and the plan), and a walk of a host's /etc takes
+    ~20 ms of CPU: fifty pods starting at once would spend two seconds walking the same tree. A file
+    made private in the last seconds is still unreadable to the pod (its users are unprivileged ids
+    on the host); only its name may show until the next walk.
+    """
+
+    def __init__(self, top: Path, max_age: float) -> None:
+        self._top = top
+        self._max_age = max_age
+        self._lock = threading.Lock()
+        self._walked_at = float("-inf")
+        self._paths: frozenset[str] = frozenset()
+
+    def paths(self) -> frozenset[str]:
+        with self._lock:
+            if time.monotonic() - self._walked_at > self._max_age:
+                self._paths = frozenset(host_private_paths(self._top))
+                self._walked_at = time.monotonic()
+            return self._paths
+
+
+_PRIVATE_ETC = _RecentScan(Path("/etc"), max_age=5.0)
 
 
 def _volume_target(local_volume_path: str) -> str:
@@ -358,7 +387,7 @@ def build_plan(
         for p in Path("/etc/ssh").glob("ssh_host_*")
         if p.name.split(".")[0] not in host_keys
     }
-    hidden |= set(host_private_paths(Path("/etc"))) - written
+    hidden |= _PRIVATE_ETC.paths() - written
     dirs: list[sandbox_init.DirSpec] = []
     if image.user_uid != 0:
         dirs.append({"path": image.user_home, "mode": 0o755, "uid": image.user_uid, "gid": image.user_gid})
