@@ -18,7 +18,12 @@ def _provider_server() -> Any:
 
 
 def _preload() -> None:
-    """What the zygote imports once so that its forks answer at once (the imports of _provider_server)."""
+    """What the zygote imports once so that its forks answer at once: the imports of _provider_server,
+    and the two the resources defer on the cold path, which a pod's plan and create would otherwise
+    import in every fork (gpuhunt ~90 ms, for the offers; paramiko ~120 ms, for SSH)."""
+    import paramiko  # noqa: F401
+
+    import lium_provider.api.offers
     import lium_provider.provider  # noqa: F401
     import tfbridge.server  # noqa: F401
 
