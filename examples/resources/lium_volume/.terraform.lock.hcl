@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:NXmcNtoh14LklUg2s94X29E54mOs2uNQ/t408nIUdAE=",
-    "zh:7567d5125d4e28beef51c1d9b9f288067aebeeb854714c0da85d9a76cc32691b",
+    "h1:MBAio6J9bBQCTnWxAoKEHp3Tk4d4H85mbLed5dy7w5E=",
+    "zh:d2d6107c2fa10fa405b7f50f2aad627ef3dc610588a8a32573f787a636a0b228",
   ]
 }
