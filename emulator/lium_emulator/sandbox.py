@@ -311,33 +311,6 @@ def host_private_paths(top: Path) -> list[str]:
     return found
 
 
-class _RecentScan:
-    """:func:`host_private_paths` of /etc, walked again once the last walk is older than ``max_age``.
-
-    Each pod start needs it twice (the spec's check and the plan), and a walk of a host's /etc takes
-    ~20 ms of CPU: fifty pods starting at once would spend two seconds walking the same tree. A file
-    made private in the last seconds is still unreadable to the pod (its users are unprivileged ids
-    on the host); only its name may show until the next walk.
-    """
-
-    def __init__(self, top: Path, max_age: float) -> None:
-        self._top = top
-        self._max_age = max_age
-        self._lock = threading.Lock()
-        self._walked_at = float("-inf")
-        self._paths: frozenset[str] = frozenset()
-
-    def paths(self) -> frozenset[str]:
-        with self._lock:
-            if time.monotonic() - self._walked_at > self._max_age:
-                self._paths = frozenset(host_private_paths(self._top))
-                self._walked_at = time.monotonic()
-            return self._paths
-
-
-_PRIVATE_ETC = _RecentScan(Path("/etc"), max_age=5.0)
-
-
 def _volume_target(local_volume_path: str) -> str:
     path = PurePosixPath(local_volume_path or "/root")
     parts = path.parts
@@ -353,9 +326,15 @@ def build_plan(
     *,
     id_base: int = idmap.ID_BASE,
     cgroups: PodCgroups | None = None,
+    private_etc: frozenset[str] | None = None,
 ) -> sandbox_init.Plan:
     """Everything ``sandbox_init.py`` does for this pod, decided on the host side (``id_base`` and
-    ``cgroups`` default to placeholders for checking a spec before anything is allocated)."""
+    ``cgroups`` default to placeholders for checking a spec before anything is allocated).
+
+    ``private_etc`` is :func:`host_private_paths` of /etc when the caller walked it already for this
+    start (a walk takes ~20 ms); it is never reused across starts, since the pod's /etc is the live
+    host tree and only what is hidden at its start stays hidden from it.
+    """
     cgroups = cgroups or PodCgroups((), {})
     try:
         seccomp_bpf = seccomp_program().hex()
@@ -387,7 +366,9 @@ def build_plan(
         for p in Path("/etc/ssh").glob("ssh_host_*")
         if p.name.split(".")[0] not in host_keys
     }
-    hidden |= _PRIVATE_ETC.paths() - written
+    if private_etc is None:
+        private_etc = frozenset(host_private_paths(Path("/etc")))
+    hidden |= private_etc - written
     dirs: list[sandbox_init.DirSpec] = []
     if image.user_uid != 0:
         dirs.append({"path": image.user_home, "mode": 0o755, "uid": image.user_uid, "gid": image.user_gid})
@@ -582,7 +563,9 @@ class SandboxManager:
     def _launch(self, spec: PodSpec, unshare: str) -> _Pod:
         pod_dir = self._pods_dir / spec.pod_id
         host_keys = _host_keys()
-        build_plan(spec, pod_dir, host_keys)  # may refuse the spec before anything is allocated
+        private_etc = frozenset(host_private_paths(Path("/etc")))
+        # May refuse the spec before anything is allocated.
+        build_plan(spec, pod_dir, host_keys, private_etc=private_etc)
         if pod_dir.exists():
             _remove_pod_dir(pod_dir)
         record = {"manager_pid": os.getpid(), "manager_start": process_start_ticks(os.getpid()) or 0}
@@ -597,7 +580,9 @@ class SandboxManager:
                 if directory is not None:
                     idmap.shift_ownership(directory, ids.base)
             cgroups = self._cgroups.create(spec.pod_id, spec.memory_gib, spec.cpu_count)
-            plan = build_plan(spec, pod_dir, host_keys, id_base=ids.base, cgroups=cgroups)
+            plan = build_plan(
+                spec, pod_dir, host_keys, id_base=ids.base, cgroups=cgroups, private_etc=private_etc
+            )
             for directory in (pod_dir, pod_dir / "rootfs", pod_dir / "scratch"):
                 directory.mkdir(mode=0o700, parents=True)
             _write_private(pod_dir / "plan.json", json.dumps(plan))

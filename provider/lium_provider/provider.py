@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from lium_provider import __version__
 from lium_provider.api.client import LiumClient, check_feed_url
-from lium_provider.api.errors import InvalidArgument, LiumError, LiumProtocolError
+from lium_provider.api.errors import InvalidArgument, LiumAuthError, LiumError, LiumProtocolError
 from lium_provider.api.models import TerminationHours
 from lium_provider.api.transport import DEFAULT_CONNECT_TIMEOUT_SECONDS, DEFAULT_REQUEST_TIMEOUT_SECONDS
 from lium_provider.endpoints import DEFAULT_ENDPOINT, feed_url_for
@@ -23,7 +23,7 @@ from lium_provider.resources.pod import PodResource
 from lium_provider.resources.runner import RunnerResource
 from lium_provider.resources.template import TemplateResource
 from lium_provider.resources.volume import VolumeResource
-from lium_provider.session import LiumSession, journal_dir
+from lium_provider.session import LiumSession, access_error, journal_dir
 from lium_provider.sshkeys import load_private_key
 from lium_provider.stack import STACK_ENV, stack_identity, stack_tag
 from tfbridge import (
@@ -240,6 +240,8 @@ class LiumProvider(Provider[LiumProviderConfig]):
         )
 
     def diagnose(self, error: Exception) -> list[Diagnostic] | None:
+        if isinstance(error, LiumAuthError):
+            return access_error(error).diagnostics()
         if isinstance(error, LiumProtocolError):
             return [Diagnostic.error("Lium answered something unusable", str(error))]
         if isinstance(error, LiumError):

@@ -37,6 +37,7 @@ class LiumSession:
     _earlier_pods: dict[str, Pod] | None = field(init=False, default=None)
     _earlier_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _access_verified: bool = field(init=False, default=False)
+    _access_refused: TFError | None = field(init=False, default=None)
     _access_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -48,15 +49,20 @@ class LiumSession:
 
         Configure sends nothing, so a Terraform run costs no request per provider start (it starts the
         provider two to three times a command). Refreshes, reads and deletes need no check of their own:
-        their first request fails with the same errors (:func:`access_error`).
+        a refused key fails their first request with the same error (:func:`access_error`), and an
+        unreachable endpoint with that request's own, which names the URL. A failed check is kept: the
+        process's other creates fail with it at once instead of each waiting out the request timeout.
         """
         with self._access_lock:
+            if self._access_refused is not None:
+                raise self._access_refused
             if self._access_verified:
                 return
             try:
                 self.client.me()
             except LiumError as exc:
-                raise access_error(exc, self.client.base_url) from None
+                self._access_refused = access_error(exc, self.client.base_url)
+                raise self._access_refused from None
             self._access_verified = True
 
     def earlier_pod(self, lium_name: str) -> Pod | None:
@@ -98,17 +104,19 @@ class LiumSession:
         return self.ssh_private_key
 
 
-def access_error(exc: LiumError, endpoint: str) -> TFError:
+def access_error(exc: LiumError, endpoint: str | None = None) -> TFError:
     """The error for a request the API key or the endpoint made fail (its text names the argument).
 
     It is raised where the request was made (a resource's plan, read or apply), so it carries no
     attribute path: the argument to fix is the provider block's.
     """
     if isinstance(exc, LiumAuthError):
-        return TFError("Lium rejected the API key", str(exc))
+        title = "Lium rejected the API key" if exc.status != 403 else "The API key may not do this"
+        return TFError(title, str(exc))
+    where = f" ({endpoint})" if endpoint else ""
     return TFError(
         "Cannot reach the Lium API",
-        f"{exc}. Check `endpoint` ({endpoint}); `request_timeout` and `connect_timeout` bound the wait.",
+        f"{exc}. Check `endpoint`{where}; `request_timeout` and `connect_timeout` bound the wait.",
     )
 
 

@@ -10,13 +10,19 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
+from lium_provider.api.client import LiumClient
+from lium_provider.journal import RentJournal
+from lium_provider.session import LiumSession
+from tests.provider.test_bounds_terraform import closed_port
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.proxy import RecordingProxy
 from tests.support.terraform import Terraform
+from tfbridge import TFError
 
 pytestmark = pytest.mark.terraform
 
@@ -72,3 +78,25 @@ def test_only_the_plans_of_creates_check_the_key_and_deletes_list_no_more_than_t
     without = [e for e in later if all(p.get("id") != pod_id for p in e.response_json or [])]
     assert len(without) == 1 and without[0] is later[-1], [(e.arrived, len(e.response_json)) for e in later]
     assert account.live()["pods"] == []
+
+
+def test_a_failed_check_is_kept_so_later_creates_fail_at_once(tmp_path: Path) -> None:
+    with closed_port() as url:
+        client = LiumClient(url, "tf-key", connect_timeout=1.0, timeout=2.0, max_retries=0)
+        s = LiumSession(
+            client=client,
+            feed_url=f"{url}/public/v1/nodes",
+            ssh_private_key=None,
+            runner_download_url=None,
+            journal=RentJournal(tmp_path / "journal"),
+            stack_tag="aaaaaaaa",
+        )
+        errors = []
+        for _ in range(3):
+            with pytest.raises(TFError) as raised:
+                s.verify_access()
+            errors.append(raised.value)
+        client.close()
+    assert errors[0].summary == "Cannot reach the Lium API" and url in errors[0].detail, errors[0]
+    assert errors[1] is errors[0] and errors[2] is errors[0]
+    assert client.request_count == 1

@@ -29,6 +29,7 @@ from lium_provider.api.errors import (
     LiumAuthError,
     LiumError,
     LiumProtocolError,
+    LiumRateLimited,
     LiumUncertainOutcome,
 )
 from lium_provider.api.models import RentRequest, TemplateSpec
@@ -496,6 +497,16 @@ def test_retry_after_holds_for_the_next_caller_of_the_same_request(session: Sess
     assert (limited.status, retried.status) == (429, 200)
     assert retried.sent_at - limited.answered_at >= 2.0
     assert sleeps[0] == 2.0 and 0 < sleeps[1] <= 2.0
+
+
+def test_a_retry_after_too_long_to_wait_holds_the_next_caller_without_sending(session: Session) -> None:
+    session.set_faults({"method": "GET", "path": "/pods", "first": 1, "kind": "rate_limit", "seconds": 300})
+    with pytest.raises(LiumRateLimited, match="Retry after 300 seconds"):
+        session.client.list_pods()
+    sent = session.client.request_count
+    with pytest.raises(LiumRateLimited, match="the server asks to wait"):
+        session.client.list_pods()  # the fault fired once: only the hold refuses it
+    assert session.client.request_count == sent
 
 
 def test_sustained_429s_outlast_the_retry_count(session: Session) -> None:

@@ -138,6 +138,10 @@ class HttpTransport:
             self._raise_if_cancelled()
             held = self._holds.left(call.identity)
             if held > 0:  # this very request was refused for another thread; Lium's wait holds for all
+                if reason := self._beyond_rate_limit_budget(held, held, rate_limits):
+                    error = LiumRateLimited(reason, method=call.method, path=call.path, status=429)
+                    error.retry_after = held
+                    raise error
                 rate_limits.seconds += held
                 self.pause(held)
                 continue
@@ -155,7 +159,6 @@ class HttpTransport:
                     return reply.answer(call)
                 if reply.status == 429:
                     delay = self._rate_limit_delay(reply, call, rate_limits)
-                    self._holds.hold(call.identity, delay)
                     self.pause(delay)
                     continue
                 delay = self._after_error_status(reply, call, retry_number, clock)
@@ -239,13 +242,9 @@ class HttpTransport:
         details = _error_details(reply.body, reply.headers, call.secrets)
         retry_after = parse_retry_after(reply.headers.get("Retry-After"), datetime.now(UTC))
         delay = retry_after if retry_after is not None else self.backoff(min(waited.count, 6))
-        too_long = retry_after is not None and retry_after > self.policy.max_retry_after
-        if too_long or waited.seconds + delay > self.policy.max_rate_limited_seconds:
-            reason = (
-                f"rate limited; the server asks to wait {retry_after:g} s"
-                if too_long and retry_after is not None
-                else f"still rate limited after waiting {waited.seconds:.0f} s over {waited.count} attempts"
-            )
+        # Every thread sending this request waits too, also when this one gives up now.
+        self._holds.hold(call.identity, delay)
+        if reason := self._beyond_rate_limit_budget(retry_after, delay, waited):
             error = reply.error(LiumRateLimited, call, details, reason)
             error.retry_after = retry_after
             raise error
@@ -253,6 +252,16 @@ class HttpTransport:
         waited.seconds += delay
         # Exactly when the server says, never earlier.
         return delay
+
+    def _beyond_rate_limit_budget(
+        self, retry_after: float | None, delay: float, waited: _RateLimitWait
+    ) -> str | None:
+        """Why waiting ``delay`` more is not done (a ``Retry-After`` too long, the 429 budget spent), or None."""
+        if retry_after is not None and retry_after > self.policy.max_retry_after:
+            return f"rate limited; the server asks to wait {retry_after:g} s"
+        if waited.seconds + delay > self.policy.max_rate_limited_seconds:
+            return f"still rate limited after waiting {waited.seconds:.0f} s over {waited.count} attempts"
+        return None
 
     def _raise_if_cancelled(self) -> None:
         if self._cancel():

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from lium_provider.api.errors import LiumAuthError, LiumError, LiumNotFound, is_definitive
 from lium_provider.api.models import CLOCK_SKEW
-from lium_provider.session import session
+from lium_provider.session import LiumSession, access_error
 from tfbridge import Context, PlanChange, TFError
 
 T = TypeVar("T")
@@ -32,16 +32,17 @@ def api_errors(action: str, path: tuple[str, ...] | None = None) -> Iterator[Non
     except LiumNotFound as exc:
         raise TFError(f"{action}: not found", str(exc), path=path) from None
     except LiumAuthError as exc:  # no configure-time check: any request may be the first (session.py)
-        raise TFError("Lium rejected the API key", str(exc)) from None
+        raise access_error(exc) from None
     except LiumError as exc:
         raise TFError(f"{action} failed", str(exc), path=path) from None
 
 
 def check_access_on_create(ctx: Context, change: PlanChange[Any]) -> None:
     """Before planning a create, make sure the key and endpoint work (once per process, see
-    :meth:`LiumSession.verify_access`), so a bad one fails ``terraform plan``, not the apply after it."""
-    if change.prior is None:
-        session(ctx).verify_access()
+    :meth:`LiumSession.verify_access`), so a bad one fails ``terraform plan``, not the apply after it.
+    A provider Terraform could not configure yet (its arguments unknown until apply) is not checked."""
+    if change.prior is None and isinstance(ctx.provider, LiumSession):
+        ctx.provider.verify_access()
 
 
 def create_reconciled(

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lium_provider.api.models import RUNNING, Pod
-from lium_provider.resources.common import api_errors
+from lium_provider.resources.common import api_errors, check_access_on_create
 from lium_provider.resources.inputs import check_openssh_public_key
 from lium_provider.runner import bootstrap
 from lium_provider.runner.pod_ssh import HostKeyMismatch, LoginRefused, PodSSH, PodUnreachable
@@ -249,6 +249,7 @@ class RunnerResource(Resource[RunnerModel]):
         return []
 
     def modify_plan(self, ctx: Context, change: PlanChange[RunnerModel]) -> None:
+        check_access_on_create(ctx, change)
         prior = change.prior
         if prior is None:
             if change.is_unknown("runner_download_url") and change.config_is_null("runner_download_url"):
