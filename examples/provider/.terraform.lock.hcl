@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:MBAio6J9bBQCTnWxAoKEHp3Tk4d4H85mbLed5dy7w5E=",
-    "zh:d2d6107c2fa10fa405b7f50f2aad627ef3dc610588a8a32573f787a636a0b228",
+    "h1:+ZdcOJ36DvDDG2rehkRZaT8coxPugiCffSjL9Ge94UY=",
+    "zh:01d8c3cc6b3bbdcd7509f5726c47611afb58dfd6071edda87055739f27c8d392",
   ]
 }
