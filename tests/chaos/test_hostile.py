@@ -27,8 +27,9 @@ pytestmark = pytest.mark.terraform
 
 PRIVATE = next(image for image in image_catalog() if image.private)
 BODIES = ("truncated", "wrong_type", "not_json")
-# Routes every refresh reads (so a plan or destroy stops there, before changing anything).
-REFRESH_READS = ("template-get", "pod-get", "credential-list", "volume-get", "me")
+# Routes every refresh reads (so a plan or destroy stops there, before changing anything); not
+# `GET /users/me`, which only the plan of a create sends (LiumSession.verify_access).
+REFRESH_READS = ("template-get", "pod-get", "credential-list", "volume-get")
 # Routes an apply reads; events only when it explains a failed creation.
 APPLY_READS = ("pods-list", "feed", "me", "events")
 EVENTS_REASON = {"name": "reason", "path": ROUTES["rent"][1], "kind": "creation_failed", "first": 1}
