@@ -8,6 +8,7 @@ time (``PodFaults``) stretch or break the steps. ``recover`` resumes pods after 
 
 import asyncio
 import logging
+import os
 import shutil
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +28,6 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _STUCK_POLL_SECONDS = 0.1
-_CONTAINER_POLL_SECONDS = 0.5
 _SSHD_POLL_SECONDS = 0.05
 _SSHD_WAIT_SECONDS = 60.0
 # Statuses a scheduled removal deletes: a pod that never became ready is removed all the same.
@@ -376,18 +376,21 @@ class PodLifecycle:
         Docker stops a container when its entrypoint ends; the pod then cannot serve SSH or jobs, so
         Lium's clients must see a terminal state rather than a RUNNING pod that never becomes reachable.
         """
-        while pod.status == "RUNNING":
-            await asyncio.sleep(_CONTAINER_POLL_SECONDS)
-            if pod.status != "RUNNING" or pod.id in self._creating:
-                continue
-            if not await self._in_pool(self._sandboxes.is_alive, pod.id) and pod.status == "RUNNING":
-                pod.status = "BROKEN"
-                pod.ssh_ready = False
-                pod.billing_stopped_at = pod.updated_at = utcnow()
-                self._state.save(pod)
-                self._status_event(
-                    pod, "RUNNING", "BROKEN", "container_exited", "the container's main process exited"
-                )
+        notice = self._sandboxes.exit_notice(pod.id)
+        if notice is not None:
+            try:
+                await _readable(notice)
+            finally:
+                os.close(notice)
+        # Woken by a delete, reboot or restart too: those leave RUNNING before they stop the sandbox.
+        if pod.status == "RUNNING" and pod.id not in self._creating:
+            pod.status = "BROKEN"
+            pod.ssh_ready = False
+            pod.billing_stopped_at = pod.updated_at = utcnow()
+            self._state.save(pod)
+            self._status_event(
+                pod, "RUNNING", "BROKEN", "container_exited", "the container's main process exited"
+            )
 
     def _fail(self, pod: Pod, reason: str, detail: str) -> None:
         now = utcnow()
@@ -519,6 +522,22 @@ def _start_failure(pod: Pod, error: Exception) -> str:
         return str(error)
     logger.error("starting the sandbox of pod %s failed", pod.id, exc_info=error)
     return f"internal sandbox error ({type(error).__name__})"
+
+
+async def _readable(fd: int) -> None:
+    """Return once ``fd`` polls readable (a pidfd: its process exited)."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, wake)
+    try:
+        await ready
+    finally:
+        loop.remove_reader(fd)
 
 
 async def _sshd_answers(port: int, still_wanted: Callable[[], bool]) -> bool:

@@ -31,20 +31,39 @@ def ssh_connect_cmd(pod: Pod) -> str | None:
     return f"ssh root@{POD_HOST} -p {pod.ports_mapping[22]}"
 
 
+# A listing's executor objects by node id: every row of one node embeds the same figures, and each
+# costs a pass over all pods, so a listing computes each once (linear, not quadratic, in pods).
+ListingExecutors = dict[str, dict[str, Any] | None]
+
+
 def pod_row(
-    state: EmulatorState, pod: Pod, now: datetime, pending_seconds: float, *, detailed: bool = False
+    state: EmulatorState,
+    pod: Pod,
+    now: datetime,
+    pending_seconds: float,
+    *,
+    detailed: bool = False,
+    listing: ListingExecutors | None = None,
 ) -> dict[str, Any]:
     """A ``GET /pods`` row; ``detailed`` adds ``last_event`` and ``executor.disk_health_ok`` (GET one).
 
-    ``pending_seconds`` is the configured PENDING time, from which a PENDING pod's ETA is derived.
+    ``pending_seconds`` is the configured PENDING time, from which a PENDING pod's ETA is derived;
+    ``listing`` is shared by the rows of one listing (never with ``detailed``, which edits its copy).
     """
-    node = state.catalog.get(pod.executor_id)
     account = state.accounts.get(pod.user_id)
-    executor = (
-        executor_object(node, state.available_gpus(node), available_ports(state, node), price_per_gpu=None)
-        if node
-        else None
-    )
+    if listing is not None and pod.executor_id in listing:
+        executor = listing[pod.executor_id]
+    else:
+        node = state.catalog.get(pod.executor_id)
+        executor = (
+            executor_object(
+                node, state.available_gpus(node), available_ports(state, node), price_per_gpu=None
+            )
+            if node
+            else None
+        )
+        if listing is not None:
+            listing[pod.executor_id] = executor
     volume = state.volumes.get(pod.volume_id or "")
     row: dict[str, Any] = {
         "id": pod.id,

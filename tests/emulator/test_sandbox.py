@@ -21,6 +21,7 @@ import paramiko
 import pytest
 
 from lium_emulator.sandbox import PodSpec, SandboxError, SandboxManager
+from lium_emulator.sandbox_plan import PLAN_FILE
 from tests.emulator.test_sandbox_support import (
     ClientKey,
     check,
@@ -366,7 +367,7 @@ def test_cleanup_stale_finds_a_sandbox_its_emulator_died_before_recording(tmp_pa
     root = tmp_path / "root"
     pod_dir = root / "pods" / "unrecorded-0"
     pod_dir.mkdir(parents=True)
-    plan = pod_dir / "plan.json"
+    plan = pod_dir / PLAN_FILE
     plan.write_text("{}")
     # What the emulator starts, minus the namespaces: unshare, and under it the init with the plan.
     sandbox = subprocess.Popen(

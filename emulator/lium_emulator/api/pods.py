@@ -20,7 +20,7 @@ from lium_emulator.errors import ApiError
 from lium_emulator.lifecycle import REBOOTABLE_STATUSES, REMOVABLE_STATUSES
 from lium_emulator.runtime import Runtime
 from lium_emulator.timeutil import iso, to_naive_utc, utcnow
-from lium_emulator.views import event_object, pod_row
+from lium_emulator.views import ListingExecutors, event_object, pod_row
 
 router = APIRouter()
 
@@ -44,7 +44,8 @@ async def list_pods(
         for p in runtime.state.owned_pods(account.user_id)
         if p.status in VISIBLE_STATUSES and (api_key_id is None or p.api_key_id == str(api_key_id))
     ]
-    return [pod_row(runtime.state, p, now, runtime.config.pending_seconds) for p in pods]
+    listing: ListingExecutors = {}
+    return [pod_row(runtime.state, p, now, runtime.config.pending_seconds, listing=listing) for p in pods]
 
 
 @router.get("/pods/{pod_id}")
