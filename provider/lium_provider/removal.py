@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import TypeAdapter, ValidationError
 
 from lium_provider.api.client import LiumClient
+from lium_provider.api.errors import LiumUncertainOutcome
 from lium_provider.api.models import Pod, TerminationHours
 
 HOUR = timedelta(hours=1)
@@ -102,7 +103,22 @@ def imported_schedule(row: Pod) -> tuple[datetime | None, int | None]:
 
 
 def set_removal(client: LiumClient, pod_id: str, at: datetime | None) -> None:
-    """Make Lium remove the pod at ``at``, or never (cancel the schedule) when ``at`` is None."""
+    """Make Lium remove the pod at ``at``, or never (cancel the schedule) when ``at`` is None.
+
+    An unknown outcome (a dropped connection, a 5xx) is reconciled, never guessed: the pod is read
+    back, and only a schedule still not ``at`` is sent once more (setting a schedule is idempotent).
+    The last :class:`LiumError` is raised when that is not settled either.
+    """
+    try:
+        _send_removal(client, pod_id, at)
+    except LiumUncertainOutcome:
+        pod = client.get_pod(pod_id)
+        if pod is not None and same_schedule(pod.removal_scheduled_at, at):
+            return
+        _send_removal(client, pod_id, at)
+
+
+def _send_removal(client: LiumClient, pod_id: str, at: datetime | None) -> None:
     if at is None:
         client.cancel_removal(pod_id)
     else:

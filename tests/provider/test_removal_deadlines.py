@@ -237,6 +237,35 @@ def test_a_failed_final_schedule_fails_the_create_with_the_pod_recorded(
     assert_nothing_left(account)
 
 
+@pytest.mark.parametrize(
+    ("fault", "taken"),
+    [
+        ({"kind": "drop_after_commit"}, "cancelled, then the connection dropped"),
+        ({"kind": "status", "status": 503, "code": "unavailable"}, "refused before it took effect"),
+    ],
+)
+def test_an_unknown_outcome_of_the_final_schedule_is_read_back_not_guessed(
+    stack: Callable[[str], Terraform], account: Account, fault: dict[str, Any], taken: str
+) -> None:
+    """The cancel of the provisional deadline gets no answer (a connection the server closed, a 5xx):
+    the create reads the pod back, resends only if the schedule is still there, and succeeds."""
+    unanswered = {
+        "seed": 0,
+        "rules": [{"method": "DELETE", "path": "/pods/*/schedule-removal", "times": 1, **fault}],
+        "rate_limits": [],
+    }
+    tf = stack(TEMPLATE + pod("p", "unanswered"))
+    with account.faults(unanswered):
+        tf.apply()
+    state = pod_state(tf, "p")
+    assert state.get("status") != "tainted", (taken, state)
+    assert_removal(account, state, None)
+    # Exactly one cancel took effect either way: never resent when the read-back shows it done.
+    assert schedule_events(account, state["attributes"]["id"]) == [CANCELLED], taken
+    tf.destroy()
+    assert_nothing_left(account)
+
+
 def test_a_create_killed_after_the_rent_leaves_a_pod_that_lium_removes_by_itself(
     make_terraform: Callable[..., Terraform], account: Account
 ) -> None:
