@@ -36,6 +36,9 @@ LISTINGS_PER_MINUTE = 60  # Lium's cap on pod listings per account (docs/lium-ap
 _BURST_LISTINGS = 15.0  # listings at once; the rest of the minute's cap is the sustained rate
 _WAKE_SECONDS = 0.25  # how often a blocked waiter re-checks cancellation and deadlines
 _LEARNED_SAMPLES = 10  # phase lengths remembered per phase; the shortest of them is used
+# How old a listing a refresh's read may take: a stack's reads, which Terraform sends a few dozen at a
+# time, then share a listing or two instead of each waiting for one sent after it began.
+READ_STALENESS_SECONDS = 1.0
 
 
 @dataclass
@@ -108,6 +111,7 @@ class PodWatcher:
         self._generation = 0
         self._refreshing = False
         self._waiting: Counter[str] = Counter()
+        self._fresh_waits: Counter[float] = Counter()  # when each wait that needs a newer listing began
         self._seen: dict[str, _Seen] = {}
         self._phase_lengths: dict[str, deque[float]] = {}
 
@@ -163,6 +167,8 @@ class PodWatcher:
         if self._taken_at == float("-inf"):
             return self._budget.ready_at(now)
         due = min((self._due_at(pod_id) for pod_id in self._waiting), default=self._taken_at + self._idle)
+        if self._fresh_waits and max(self._fresh_waits) > self._sent_at:
+            due = min(due, self._taken_at + self._hot)  # a read waits for a listing newer than itself
         return max(due, self._budget.ready_at(now))
 
     def recent_pods(self, max_age: float) -> list[Pod] | None:
@@ -172,6 +178,25 @@ class PodWatcher:
                 return None
             return list(self._pods.values())
 
+    def current(self, ctx: Context, pod_id: str) -> Pod | None:
+        """The pod as a listing sent at most :data:`READ_STALENESS_SECONDS` before this call shows it
+        (None: gone), for a refresh.
+
+        Concurrent reads share that listing, so refreshing a stack of N pods costs one listing or a
+        few instead of N ``GET /pods/{id}`` (both count against Lium's poll cap of about 60 a
+        minute). A pod the listing lacks is confirmed with ``GET /pods/{id}``, as in :meth:`wait`.
+        """
+        oldest = time.monotonic() - READ_STALENESS_SECONDS
+        with self._cond:
+            self._fresh_waits[oldest] += 1
+        try:
+            return self.wait(ctx, pod_id, _any_view, newer_than=oldest)
+        finally:
+            with self._cond:
+                self._fresh_waits[oldest] -= 1
+                if not self._fresh_waits[oldest]:
+                    del self._fresh_waits[oldest]
+
     def wait(
         self,
         ctx: Context,
@@ -179,6 +204,7 @@ class PodWatcher:
         done: Callable[[Pod | None], bool],
         *,
         unlisted_is_gone: bool = False,
+        newer_than: float | None = None,
     ) -> Pod | None:
         """Block until ``done(pod)`` holds for a fresh view of the pod (None: not in the listing, 404).
 
@@ -187,12 +213,14 @@ class PodWatcher:
         ``GET /pods/{id}`` before ``done(None)`` is asked, because a listing may lag behind a rent that
         just happened. A wait for a pod already deleted passes ``unlisted_is_gone``: the later listing
         is then answer enough (Lium lists every pod until it is DELETED). Either way a fleet's creates
-        and deletes cost no ``GET`` per pod.
+        and deletes cost no ``GET`` per pod. With ``newer_than`` only a listing sent at or after that
+        (monotonic) time is looked at.
         """
+        began = time.monotonic() if newer_than is None else newer_than
         with self._cond:
             self._waiting[pod_id] += 1
         try:
-            return self._wait(ctx, pod_id, done, time.monotonic(), unlisted_is_gone)
+            return self._wait(ctx, pod_id, done, began, unlisted_is_gone, newer_than is not None)
         finally:
             with self._cond:
                 self._waiting[pod_id] -= 1
@@ -207,13 +235,15 @@ class PodWatcher:
         done: Callable[[Pod | None], bool],
         began: float,
         unlisted_is_gone: bool,
+        only_newer: bool,
     ) -> Pod | None:
         seen = -1
+        oldest = began if only_newer else float("-inf")
         while True:
             ctx.check()
             refresh = confirm = False
             with self._cond:
-                if self._generation != seen and self._taken_at > float("-inf"):
+                if self._generation != seen and self._taken_at > float("-inf") and self._sent_at >= oldest:
                     seen = self._generation
                     pod = self._pods.get(pod_id)
                     if pod is not None and done(pod):
@@ -236,3 +266,7 @@ class PodWatcher:
                     return confirmed
             elif refresh:
                 self._refresh()
+
+
+def _any_view(pod: Pod | None) -> bool:
+    return True

@@ -64,7 +64,7 @@ ROUTE_PHASES: dict[str, tuple[Phase, ...]] = {
     "volume-create": ("apply",),
     "volume-get": ("plan", "destroy"),
     "volume-delete": ("destroy",),
-    "pods-list": ("apply", "destroy"),
+    "pods-list": ("apply", "plan", "destroy"),  # a refresh reads pods from the shared listing
     "pod-get": ("apply", "plan", "destroy"),
     "pod-delete": ("destroy",),
     "events": ("apply",),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,33 @@ def test_an_older_listing_that_lacks_a_new_pod_is_not_its_answer(session: Sessio
     assert len(sent) == 1 and sent[0][0] == "GET" and sent[0][1].endswith("/pods"), sent
     for done in (listed, pod_id):
         session.client.delete_pod(done)
+
+
+def test_concurrent_reads_share_a_listing(session: Session) -> None:
+    """A refresh of many pods costs a listing or two, not a GET per pod."""
+    waits = PodWatcher(session.client)
+    pod_ids = [rent(session) for _ in range(3)]
+    for pod_id in pod_ids:
+        waits.wait(context(), pod_id, running)
+    watcher = PodWatcher(session.client)  # a refresh's process: no listing yet
+    before = len(session.wire.log)
+    with ThreadPoolExecutor(len(pod_ids) * 4) as pool:
+        read = list(pool.map(lambda pod_id: watcher.current(context(), pod_id), pod_ids * 4))
+    assert [pod.id if pod else None for pod in read] == pod_ids * 4
+    assert all(running(pod) for pod in read)
+    sent = [(e.method, e.path) for e in session.wire.log[before:]]
+    assert 1 <= len(sent) <= 2 and all(m == "GET" and p.endswith("/pods") for m, p in sent), sent
+    for pod_id in pod_ids:
+        session.client.delete_pod(pod_id)
+
+
+def test_a_read_of_a_pod_missing_from_the_listing_confirms_it_is_gone(session: Session) -> None:
+    watcher = PodWatcher(session.client)
+    pod_id = rent(session)
+    watcher.wait(context(), pod_id, running)
+    session.client.delete_pod(pod_id)
+    watcher.wait(context(), pod_id, gone, unlisted_is_gone=True)
+    before = len(session.wire.log)
+    assert watcher.current(context(), pod_id) is None
+    sent = [(e.method, e.path.rsplit("/", 1)[-1] == pod_id) for e in session.wire.log[before:]]
+    assert ("GET", True) in sent, sent  # the listing's silence is confirmed, never taken for "gone"

@@ -707,7 +707,7 @@ class PodResource(Resource[PodModel]):
     def read(self, ctx: Context, state: PodModel) -> PodModel | None:
         s = session(ctx)
         with api_errors("reading the pod"):
-            pod = s.client.get_pod(state.id or "")
+            pod = s.watcher.current(ctx, state.id or "")  # a stack's reads share one listing
         if pod is None or _gone(pod):
             return None
         refreshed = _with_schedule(_apply_pod(state, pod), pod)
