@@ -19,8 +19,10 @@ def _provider_server() -> Any:
 
 def _preload() -> None:
     """What the zygote imports once so that its forks answer at once: the imports of _provider_server,
-    and the two the resources defer on the cold path, which a pod's plan and create would otherwise
-    import in every fork (gpuhunt ~90 ms, for the offers; paramiko ~120 ms, for SSH)."""
+    and what is imported only when first used, which every fork would otherwise import again
+    (gpuhunt ~90 ms, for a pod's offers; paramiko ~120 ms, for SSH; httpcore, which httpx imports
+    when the provider's API client is made at configure, ~15 ms)."""
+    import httpcore  # noqa: F401
     import paramiko  # noqa: F401
 
     import lium_provider.api.offers

@@ -22,6 +22,8 @@ with tempfile.TemporaryDirectory() as scratch:
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", scratch + "/k"], check=True)
     private_key = open(scratch + "/k").read()
 before = set(sys.modules)
+import httpx
+httpx.Client().close()  # what configure makes the API client with
 from lium_provider.api.offers import find_offers  # what a pod's plan and create search offers with
 from lium_provider.sshkeys import fetch_host_key, public_key_line
 public_key_line(private_key)
@@ -35,4 +37,6 @@ def test_a_fork_imports_neither_the_offers_nor_ssh_for_a_pod() -> None:
         [sys.executable, "-c", _PROBE], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
     )
     imported = json.loads(result.stdout.splitlines()[-1])
-    assert not [m for m in imported if m.split(".")[0] in ("gpuhunt", "paramiko", "cryptography")], imported
+    assert not [
+        m for m in imported if m.split(".")[0] in ("gpuhunt", "paramiko", "cryptography", "httpcore", "h11")
+    ], imported
