@@ -7,7 +7,8 @@ root with copy-on-write layers over the host's ``/usr`` and ``/etc``, the templa
 (``local_volume_dir`` at ``local_volume_path``) and the ``/mnt`` volume, ``pivot_root``s, becomes
 root of the pod's own user namespace (an unprivileged host id range per pod, ``idmap.py``), confines
 itself (``confinement.py``) and ``execve``s the image entrypoint with the image environment and
-WORKDIR, like ``docker run``. ``ssh_delay_seconds`` after :meth:`SandboxManager.start` returns,
+WORKDIR, like ``docker run``. ``ssh_delay_seconds`` after the spec was made (at the latest when
+:meth:`SandboxManager.start` returns),
 ``/usr/sbin/sshd -D`` is started in the pod by ``nsenter --pid`` and the same init script's ``--enter``
 mode, entered and confined like PID 1 (a fresh host key per pod; root logins with the spec's keys only). The template's
 internal ports are published on free host loopback ports, and ``127.0.0.1:<emulator_port>`` inside
@@ -46,7 +47,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from cryptography.hazmat.primitives import serialization
@@ -113,10 +114,13 @@ class PodSpec:
     local_volume_path: str
     local_volume_dir: Path
     volume_dir: Path | None
-    ssh_delay_seconds: float
+    ssh_delay_seconds: float  # sshd starts this long after the spec was made (``made_at``)
     cpu_count: int
     memory_gib: int
     disk_quota_gb: int
+    # When the pod was asked for (monotonic): sshd keeps to the pod's schedule however long the
+    # sandbox took to start or waited for a free start thread (50 starts at once take seconds).
+    made_at: float = field(default_factory=time.monotonic)
 
 
 class SandboxError(Exception):
@@ -470,9 +474,8 @@ class SandboxManager:
             pod = self._launch(spec, unshare)
             with self._lock:
                 self._pods[spec.pod_id] = pod
-                pod.sshd_timer = threading.Timer(
-                    spec.ssh_delay_seconds, self._start_sshd, (spec.pod_id, nsenter)
-                )
+                sshd_in = max(0.0, spec.made_at + spec.ssh_delay_seconds - time.monotonic())
+                pod.sshd_timer = threading.Timer(sshd_in, self._start_sshd, (spec.pod_id, nsenter))
                 pod.sshd_timer.daemon = True
                 pod.sshd_timer.start()
         finally:

@@ -33,7 +33,7 @@ from lium_provider.api.models import PENDING, Pod
 from tfbridge import Context
 
 LISTINGS_PER_MINUTE = 60  # Lium's cap on pod listings per account (docs/lium-api.md#rate-limits)
-_BURST_LISTINGS = 15.0  # listings at once; the rest of the minute's cap is the sustained rate
+_BURST_LISTINGS = 5.0  # listings at once; the rest of the minute's cap is the sustained rate
 _WAKE_SECONDS = 0.25  # how often a blocked waiter re-checks cancellation and deadlines
 _LEARNED_SAMPLES = 10  # phase lengths remembered per phase; the shortest of them is used
 # How old a listing a refresh's read may take: a stack's reads, which Terraform sends a few dozen at a
