@@ -14,10 +14,11 @@ soon after it happens without listing all the time:
   length is up;
 * otherwise a pod about to change is listed every quarter second.
 
-A token bucket keeps the process within Lium's limit whatever the pods do: capacity 15 and 45 a
-minute give at most 60 listings in any minute. The capacity covers one short phase polled every
-quarter second (a 3-second deletion takes 12 listings); a wait that stays "about to change" for long
-simply slows to the sustained rate, one listing every 1.33 s.
+A token bucket keeps the process within Lium's limit whatever the pods do: capacity 5 and 55 a
+minute give at most 60 listings in any minute. A short phase is polled every quarter second at first,
+then at the sustained rate of one listing every 1.09 s: a lone pod's 3-second deletion takes ~8
+listings instead of 12 (with a burst of 15 and 45 a minute) and is seen as soon, while a fleet, whose
+waits always have some pod about to change, lists at that sustained rate.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ READ_STALENESS_SECONDS = 1.0
 class ListingBudget:
     """Token bucket for listings: ``capacity`` at once, ``per_minute`` sustained.
 
-    With capacity 15 and 45 a minute no 60-second window holds more than 60 listings, Lium's poll cap.
+    With capacity 5 and 55 a minute no 60-second window holds more than 60 listings, Lium's poll cap.
     """
 
     capacity: float = _BURST_LISTINGS
