@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _STUCK_POLL_SECONDS = 0.1
+_CONTAINER_POLL_SECONDS = 0.5  # only where pidfds cannot be had
 _SSHD_POLL_SECONDS = 0.05
 _SSHD_WAIT_SECONDS = 60.0
 # Statuses a scheduled removal deletes: a pod that never became ready is removed all the same.
@@ -376,13 +377,8 @@ class PodLifecycle:
         Docker stops a container when its entrypoint ends; the pod then cannot serve SSH or jobs, so
         Lium's clients must see a terminal state rather than a RUNNING pod that never becomes reachable.
         """
-        notice = self._sandboxes.exit_notice(pod.id)
-        if notice is not None:
-            try:
-                await _readable(notice)
-            finally:
-                os.close(notice)
-        # Woken by a delete, reboot or restart too: those leave RUNNING before they stop the sandbox.
+        await self._container_exit(pod)
+        # Woken by a delete or a reboot too: those leave RUNNING before they stop the sandbox.
         if pod.status == "RUNNING" and pod.id not in self._creating:
             pod.status = "BROKEN"
             pod.ssh_ready = False
@@ -391,6 +387,21 @@ class PodLifecycle:
             self._status_event(
                 pod, "RUNNING", "BROKEN", "container_exited", "the container's main process exited"
             )
+
+    async def _container_exit(self, pod: Pod) -> None:
+        """Return once the pod's PID 1 has exited (at once when it runs no more)."""
+        try:
+            notice = await self._in_pool(self._sandboxes.exit_notice, pod.id)
+        except OSError as error:  # no pidfd to be had (fd limit, a seccomp filter): poll instead
+            logger.warning("watching pod %s by polling: no pidfd (%s)", pod.id, error)
+            while await self._in_pool(self._sandboxes.is_alive, pod.id):
+                await asyncio.sleep(_CONTAINER_POLL_SECONDS)
+            return
+        if notice is not None:
+            try:
+                await _readable(notice)
+            finally:
+                os.close(notice)
 
     def _fail(self, pod: Pod, reason: str, detail: str) -> None:
         now = utcnow()

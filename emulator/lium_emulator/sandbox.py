@@ -306,21 +306,27 @@ def host_private_paths(top: Path) -> list[str]:
     """Entries under ``top`` that others may not read (directories whole, not descended into).
 
     One ``lstat`` per entry, symlinks told apart by the directory listing's type: a pod start walks
-    /etc with this (~6 ms, where ``os.walk`` plus a stat and an islink per entry took ~24).
+    /etc with this (~6 ms, where ``os.walk`` plus a stat and an islink per entry took ~24). Each
+    directory is opened without following a symlink, so one swapped for a link or a file since its
+    parent was listed is judged as what it now is; one that cannot be opened is hidden whole.
     """
     found: list[str] = []
     pending = [str(top)]
     while pending:
         directory = pending.pop()
         try:
-            listing = os.scandir(directory)
-        except (FileNotFoundError, NotADirectoryError):
-            continue  # removed, or replaced by a file, since its parent was listed
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue  # removed since its parent was listed
         except OSError:
-            found.append(directory)  # what cannot be looked into is hidden whole
+            with contextlib.suppress(FileNotFoundError):
+                mode = os.lstat(directory).st_mode
+                if not stat.S_ISLNK(mode) and (stat.S_ISDIR(mode) or not mode & stat.S_IROTH):
+                    found.append(directory)  # a directory that cannot be looked into, or now private
             continue
-        with listing:
-            for entry in listing:
+        try:
+            for entry in os.scandir(fd):
+                path = os.path.join(directory, entry.name)
                 try:
                     if entry.is_symlink():
                         continue
@@ -328,9 +334,11 @@ def host_private_paths(top: Path) -> list[str]:
                 except FileNotFoundError:
                     continue
                 if not mode & stat.S_IROTH:
-                    found.append(entry.path)
+                    found.append(path)
                 elif stat.S_ISDIR(mode):
-                    pending.append(entry.path)
+                    pending.append(path)
+        finally:
+            os.close(fd)
     return found
 
 
@@ -581,8 +589,9 @@ class SandboxManager:
                 if pid in record and start in record
             ]
             # A crash between starting the sandbox and recording its pids leaves processes only their
-            # command line names (`unshare ... sandbox_init.py <pod_dir>/<PLAN_FILE>`).
-            unrecorded = [p for p in processes_mentioning(str(pod_dir / PLAN_FILE)) if p[:2] not in pids]
+            # command line names (`unshare ... sandbox_init.py <pod_dir>/<PLAN_FILE>`, or plan.json
+            # from an emulator of before the plan was marshalled).
+            unrecorded = [p for p in processes_mentioning(f"{pod_dir}/plan.") if p[:2] not in pids]
             pids += [(pid, start) for pid, start, _ in unrecorded]
             # Only PID 1 (the kernel then kills its whole PID namespace): its unshare parent, and the
             # nsenter parent of the pod's sshd, must stay to reap their children (an orphaned zombie

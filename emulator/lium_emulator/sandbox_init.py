@@ -1,7 +1,7 @@
 """Builds one pod's filesystem inside its fresh namespaces, then becomes the image's PID 1, confined.
 
 ``sandbox.py`` runs this file as a script (``python -I -S``, importing only built-in and small stdlib
-modules, so it starts in ~25 ms of CPU instead of ~80 with json, typing, socket and friends) as
+modules, so it starts in ~40 ms of CPU instead of ~85 with json, typing, socket and friends) as
 ``unshare --pid --mount --uts --ipc --net --fork --propagation private --kill-child=SIGKILL``'s child,
 i.e. as PID 1 of a new PID namespace with private mounts, still real root. It
 

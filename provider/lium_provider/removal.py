@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import TypeAdapter, ValidationError
 
 from lium_provider.api.client import LiumClient
-from lium_provider.api.errors import LiumUncertainOutcome
+from lium_provider.api.errors import LiumError, is_definitive
 from lium_provider.api.models import Pod, TerminationHours
 
 HOUR = timedelta(hours=1)
@@ -105,14 +105,20 @@ def imported_schedule(row: Pod) -> tuple[datetime | None, int | None]:
 def set_removal(client: LiumClient, pod_id: str, at: datetime | None) -> None:
     """Make Lium remove the pod at ``at``, or never (cancel the schedule) when ``at`` is None.
 
-    An unknown outcome (a dropped connection, a 5xx) is reconciled, never guessed: the pod is read
-    back, and only a schedule still not ``at`` is sent once more (setting a schedule is idempotent).
-    The last :class:`LiumError` is raised when that is not settled either.
+    An outcome the error does not settle (:func:`is_definitive`: a dropped connection, a 5xx, a
+    garbled answer) is reconciled, never guessed: the pod is read back, and only a schedule still not
+    ``at`` is sent once more (setting a schedule is idempotent). When the read-back fails too, the
+    first error is raised: it is the one that says what happened to the schedule.
     """
     try:
         _send_removal(client, pod_id, at)
-    except LiumUncertainOutcome:
-        pod = client.get_pod(pod_id)
+    except LiumError as first:
+        if is_definitive(first):
+            raise
+        try:
+            pod = client.get_pod(pod_id)
+        except LiumError:
+            raise first from None
         if pod is not None and same_schedule(pod.removal_scheduled_at, at):
             return
         _send_removal(client, pod_id, at)

@@ -28,18 +28,21 @@ pytestmark = pytest.mark.terraform
 PRIVATE = next(image for image in image_catalog() if image.private)
 BODIES = ("truncated", "wrong_type", "not_json")
 # Routes every refresh reads (so a plan or destroy stops there, before changing anything); not
-# `GET /users/me`, which only the plan of a create sends (LiumSession.verify_access).
-REFRESH_READS = ("template-get", "pods-list", "credential-list", "volume-get")
+# `GET /users/me`, which only the plan of a create sends (LiumSession.verify_access), nor the pod
+# listing, whose failure a pod's read answers with its own GET (the test after the next).
+REFRESH_READS = ("template-get", "credential-list", "volume-get")
 # Routes an apply reads; events only when it explains a failed creation.
 APPLY_READS = ("pods-list", "feed", "me", "events")
 EVENTS_REASON = {"name": "reason", "path": ROUTES["rent"][1], "kind": "creation_failed", "first": 1}
 
 
-def garbage(route: str, body: str) -> dict[str, object]:
+def garbage_rule(route: str, body: str, name: str = "garbage") -> dict[str, object]:
     method, path = ROUTES[route]
-    rules: list[dict[str, object]] = [
-        {"name": "garbage", "method": method, "path": path, "kind": "garbage", "body": body}
-    ]
+    return {"name": name, "method": method, "path": path, "kind": "garbage", "body": body}
+
+
+def garbage(route: str, body: str) -> dict[str, object]:
+    rules = [garbage_rule(route, body)]
     if route == "events":
         rules.append(EVENTS_REASON)
     return {"seed": 9, "rules": rules}
@@ -97,6 +100,35 @@ def test_garbage_during_refresh_stops_plan_and_destroy_cleanly(stack: Terraform,
             outputs[f"{label} with {body} garbage on {route}"] = result.output
             assert result.returncode == 1 and "Error: " in result.output, result.output
             assert holdings(admin_report(account, user_id)) == held, "nothing may change"
+    converge_and_check(stack, account, outputs)
+
+
+def test_garbage_on_the_listing_during_refresh_is_answered_by_each_pods_get(
+    stack: Terraform, account: Account
+) -> None:
+    """The listing holds every pod of the account: one unreadable answer there must not fail a refresh
+    that the pod's own GET can do; both unreadable stop the plan, changing nothing."""
+    assert run_command(stack, APPLY).returncode == 0
+    user_id = user_id_of(account)
+    held = holdings(admin_report(account, user_id))
+    plan = ["plan", "-input=false", "-no-color", "-detailed-exitcode"]
+    outputs: dict[str, str] = {}
+    with account.faults(garbage("pods-list", "not_json")):
+        result = run_command(stack, plan)
+    outputs["plan with not_json garbage on pods-list"] = result.output
+    assert result.returncode == 0, result.output  # refreshed, and nothing to change
+    both = {
+        "seed": 9,
+        "rules": [
+            garbage_rule("pods-list", "truncated", "listing"),
+            garbage_rule("pod-get", "wrong_type", "pod"),
+        ],
+    }
+    with account.faults(both):
+        result = run_command(stack, plan)
+    outputs["plan with garbage on pods-list and pod-get"] = result.output
+    assert result.returncode == 1 and "Error: " in result.output, result.output
+    assert holdings(admin_report(account, user_id)) == held, "nothing may change"
     converge_and_check(stack, account, outputs)
 
 

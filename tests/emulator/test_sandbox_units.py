@@ -224,20 +224,41 @@ def test_cgroup_limits_are_written_and_removed(tmp_path: Path) -> None:
 
 def test_private_paths_are_unreadable_entries_never_behind_symlinks(tmp_path: Path) -> None:
     (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o755)
     (tmp_path / "open" / "key").write_text("secret")
     (tmp_path / "open" / "key").chmod(0o600)
     (tmp_path / "open" / "readme").write_text("hello")
-    (tmp_path / "closed").mkdir(mode=0o700)
+    (tmp_path / "open" / "readme").chmod(0o644)
+    (tmp_path / "closed").mkdir()
     (tmp_path / "closed" / "inner").write_text("not listed: its directory is hidden whole")
-    (tmp_path / "link").symlink_to(tmp_path / "open" / "key")
     (tmp_path / "closed").chmod(0o700)
+    (tmp_path / "link").symlink_to(tmp_path / "open" / "key")
+    (tmp_path / "dir-link").symlink_to(tmp_path / "closed")
     found = host_private_paths(tmp_path)
     assert sorted(found) == [str(tmp_path / "closed"), str(tmp_path / "open" / "key")]
 
 
+def test_a_directory_that_cannot_be_opened_is_hidden_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "sealed").mkdir()
+    (tmp_path / "sealed").chmod(0o755)
+    (tmp_path / "sealed" / "secret").write_text("x")
+    (tmp_path / "sealed" / "secret").chmod(0o600)
+    real_open = os.open
+
+    def refuse_sealed(path: str, flags: int, *args: int) -> int:
+        if path == str(tmp_path / "sealed"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", refuse_sealed)
+    assert host_private_paths(tmp_path) == [str(tmp_path / "sealed")]
+
+
 def test_the_init_script_starts_without_heavy_modules() -> None:
     """Every pod runs the init twice (PID 1, then sshd's entry); json, typing or socket would double
-    its start-up CPU (~40 → ~85 ms each)."""
+    its start-up CPU (~40 → ~85 ms each, see the script's docstring)."""
     script = Path(sandbox_init.__file__).read_text()
     probe = (
         "import sys\n"
