@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:+ZdcOJ36DvDDG2rehkRZaT8coxPugiCffSjL9Ge94UY=",
-    "zh:01d8c3cc6b3bbdcd7509f5726c47611afb58dfd6071edda87055739f27c8d392",
+    "h1:KxkPMnIOGg1b4RtbLwYsDzlZdhWTagMvmVkAHZNBloQ=",
+    "zh:e340df80e3d6f4d5593dba57d210c046b495618bdd8933b5234a7285d074da55",
   ]
 }
