@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lium_provider.api.client import LiumClient
-from lium_provider.api.errors import LiumProtocolError, LiumRateLimited
+from lium_provider.api.errors import LiumError
 from lium_provider.api.models import PENDING, Pod
 from tfbridge import Context
 
@@ -115,6 +115,7 @@ class PodWatcher:
         self._refreshing = False
         self._waiting: Counter[str] = Counter()
         self._fresh_waits: Counter[float] = Counter()  # when each wait that needs a newer listing began
+        self._failed_at = float("-inf")  # when the latest listing that failed was sent
         self._seen: dict[str, _Seen] = {}
         self._phase_lengths: dict[str, deque[float]] = {}
 
@@ -132,6 +133,8 @@ class PodWatcher:
                     self._sent_at = sent_at
                     self._learn(pods, time.monotonic())
                     self._generation += 1
+                else:
+                    self._failed_at = sent_at
                 self._cond.notify_all()
 
     def _learn(self, pods: dict[str, Pod], taken_at: float) -> None:
@@ -192,13 +195,15 @@ class PodWatcher:
         minute). A pod the listing lacks is confirmed with ``GET /pods/{id}``, as in :meth:`wait`;
         so is every pod when the listing cannot be had: it holds every pod of the account, and one
         unreadable row or a rate limit there must not fail a read that the pod's own GET answers.
+        Once a listing recent enough for a read has failed, the reads waiting with it go to their
+        GETs at once instead of each trying a listing in turn.
         """
         oldest = time.monotonic() - READ_STALENESS_SECONDS
         with self._cond:
             self._fresh_waits[oldest] += 1
         try:
             return self.wait(ctx, pod_id, _any_view, newer_than=oldest)
-        except (LiumProtocolError, LiumRateLimited):
+        except (LiumError, _ListingFailed):
             return self._client.get_pod(pod_id)
         finally:
             with self._cond:
@@ -252,6 +257,10 @@ class PodWatcher:
             ctx.check()
             refresh = confirm = False
             with self._cond:
+                if only_newer and self._failed_at >= oldest:
+                    # Another read's listing failed: this one must not queue for a listing of its own
+                    # (at the budget's rate, 50 reads would wait ~45 s to fail in turn).
+                    raise _ListingFailed()
                 if self._generation != seen and self._taken_at > float("-inf") and self._sent_at >= oldest:
                     seen = self._generation
                     pod = self._pods.get(pod_id)
@@ -279,3 +288,7 @@ class PodWatcher:
 
 def _any_view(pod: Pod | None) -> bool:
     return True
+
+
+class _ListingFailed(Exception):
+    """A listing recent enough for this read failed (in another thread, which raised its error)."""

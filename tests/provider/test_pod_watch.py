@@ -185,3 +185,24 @@ def test_a_read_of_a_pod_missing_from_the_listing_confirms_it_is_gone(session: S
     assert watcher.current(context(), pod_id) is None
     sent = [(e.method, e.path.rsplit("/", 1)[-1] == pod_id) for e in session.wire.log[before:]]
     assert ("GET", True) in sent, sent  # the listing's silence is confirmed, never taken for "gone"
+
+
+def test_reads_go_to_their_own_gets_at_once_when_the_listing_fails(session: Session) -> None:
+    """Garbage from ``GET /pods``: every read answers with its pod's GET, and only the first read(s)
+    tried a listing (the others did not each wait for the budget to try one more)."""
+    waits = PodWatcher(session.client)
+    pod_ids = [rent(session) for _ in range(3)]
+    for pod_id in pod_ids:
+        waits.wait(context(), pod_id, running)
+    session.set_faults({"method": "GET", "path": "/pods", "kind": "garbage", "body": "not_json"})
+    watcher = PodWatcher(session.client)
+    before = len(session.wire.log)
+    with ThreadPoolExecutor(len(pod_ids) * 4) as pool:
+        read = list(pool.map(lambda pod_id: watcher.current(context(), pod_id), pod_ids * 4))
+    session.set_faults()
+    assert [pod.id if pod else None for pod in read] == pod_ids * 4
+    sent = [(e.method, e.path.endswith("/pods")) for e in session.wire.log[before:]]
+    assert sent.count(("GET", False)) == len(pod_ids) * 4, sent  # one GET per read
+    assert 1 <= sent.count(("GET", True)) <= 2, sent  # not a listing per read
+    for pod_id in pod_ids:
+        session.client.delete_pod(pod_id)
