@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:KxkPMnIOGg1b4RtbLwYsDzlZdhWTagMvmVkAHZNBloQ=",
-    "zh:e340df80e3d6f4d5593dba57d210c046b495618bdd8933b5234a7285d074da55",
+    "h1:QRgFQEh+drqa11TLBiG7Lr+/V2ZeXr8sJaToto+dY5k=",
+    "zh:9c86dcb97413f2b064200a0201539027bf53ecd06a14307a5365236d98a3f111",
   ]
 }
