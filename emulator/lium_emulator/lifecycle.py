@@ -16,6 +16,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
+
 from lium_emulator.config import EmulatorConfig
 from lium_emulator.entities import Account, Pod, Template
 from lium_emulator.faults import FaultEngine
@@ -399,7 +401,7 @@ class PodLifecycle:
             return
         if notice is not None:
             try:
-                await _readable(notice)
+                await anyio.wait_readable(notice)  # a pidfd polls readable once its process exited
             finally:
                 os.close(notice)
 
@@ -533,22 +535,6 @@ def _start_failure(pod: Pod, error: Exception) -> str:
         return str(error)
     logger.error("starting the sandbox of pod %s failed", pod.id, exc_info=error)
     return f"internal sandbox error ({type(error).__name__})"
-
-
-async def _readable(fd: int) -> None:
-    """Return once ``fd`` polls readable (a pidfd: its process exited)."""
-    loop = asyncio.get_running_loop()
-    ready: asyncio.Future[None] = loop.create_future()
-
-    def wake() -> None:
-        if not ready.done():
-            ready.set_result(None)
-
-    loop.add_reader(fd, wake)
-    try:
-        await ready
-    finally:
-        loop.remove_reader(fd)
 
 
 async def _sshd_answers(port: int, still_wanted: Callable[[], bool]) -> bool:
