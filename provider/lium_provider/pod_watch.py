@@ -257,9 +257,9 @@ class PodWatcher:
             ctx.check()
             refresh = confirm = False
             with self._cond:
-                if only_newer and self._failed_at >= oldest:
-                    # Another read's listing failed: this one must not queue for a listing of its own
-                    # (at the budget's rate, 50 reads would wait ~45 s to fail in turn).
+                if only_newer and self._failed_at >= oldest and self._failed_at > self._sent_at:
+                    # The latest listing recent enough for this read failed: it must not queue for a
+                    # listing of its own (at the budget's rate, 50 reads would wait ~45 s to fail in turn).
                     raise _ListingFailed()
                 if self._generation != seen and self._taken_at > float("-inf") and self._sent_at >= oldest:
                     seen = self._generation
