@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:QRgFQEh+drqa11TLBiG7Lr+/V2ZeXr8sJaToto+dY5k=",
-    "zh:9c86dcb97413f2b064200a0201539027bf53ecd06a14307a5365236d98a3f111",
+    "h1:RnbQ1xGogdJh9erQR8uh9ZIvBmNbe841+az+8C3X9HY=",
+    "zh:f9dc0fdb55869af21a7ad7308f3a934e2feeed6366c929f4a66b76d4501a5170",
   ]
 }
