@@ -6,9 +6,10 @@ ready, so no provider can apply N pods faster than ceil(N / P) x (D + ssh delay)
 the DELETING delay. On top of that every run pays Terraform's fixed cost (its own start, three or four
 provider starts, refresh, the template), measured in the same run as the apply/destroy of the stack with
 no pods (N = 0). The script prints, for each N, wall time, the ideal (fixed cost + waves x delay) and
-their ratio, the API requests per pod and rent calls per pod as the emulator counted them (polling must
-not hammer an API that allows ~60 listings a minute; concurrent creates must not collide on one
-executor), then each N's requests per route. The fixed cost is the median of three rounds;
+their ratio, how busy the machine's cores were meanwhile (a run near 100 % is bound by CPU, which the
+emulator's sandboxes share with Terraform and the provider), the API requests per pod and rent calls per
+pod as the emulator counted them (polling must not hammer an API that allows ~60 listings a minute;
+concurrent creates must not collide on one executor), then each N's requests per route. The fixed cost is the median of three rounds;
 ``--rounds`` takes medians for every N.
 
 The emulator serves a generated catalog (``lium-emulator catalog``): ``--catalog-nodes`` nodes of
@@ -24,10 +25,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 from collections import Counter
 from typing import Any
 
+from bench.machine import busy_share
 from bench.workspace import terraform, terraform_workspace, timed_terraform
 from lium_emulator.catalog import generate_fleet
 from lium_emulator.launcher import launch
@@ -49,6 +50,11 @@ STACK = (
 
 def requests_by_route(report: dict[str, Any]) -> Counter[str]:
     return Counter(report["api_requests"])
+
+
+def median_run(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    """The (seconds, busy share) of the run whose time is the median (the lower one of an even count)."""
+    return sorted(runs)[(len(runs) - 1) // 2]
 
 
 def main() -> None:
@@ -81,8 +87,8 @@ def main() -> None:
                 f"{args.catalog_nodes} nodes x {args.gpus_per_node} RTX 3090; terraform {parallel}"
             )
             print(
-                f"{'N':>4} {'apply':>8} {'ideal':>7} {'ratio':>6} {'destroy':>8} {'ideal':>7} {'ratio':>6} "
-                f"{'req/pod':>8} {'rents/pod':>9}"
+                f"{'N':>4} {'apply':>8} {'ideal':>7} {'ratio':>6} {'cpu':>5} "
+                f"{'destroy':>8} {'ideal':>7} {'ratio':>6} {'cpu':>5} {'req/pod':>8} {'rents/pod':>9}"
             )
             fixed_apply = fixed_destroy = 0.0
             routes: dict[int, Counter[str]] = {}
@@ -96,15 +102,22 @@ def main() -> None:
                 before = requests_by_route(account.report())
                 # The fixed cost is small and noisy, and every ratio rests on it: take the median of three.
                 rounds = args.rounds if count else max(args.rounds, 3)
-                applies, destroys = [], []
+                applies: list[tuple[float, float]] = []
+                destroys: list[tuple[float, float]] = []
                 for _ in range(rounds):
-                    applies.append(
-                        timed_terraform(workdir, env, "apply", "-auto-approve", "-input=false", parallel)
-                    )
-                    destroys.append(
-                        timed_terraform(workdir, env, "destroy", "-auto-approve", "-input=false", parallel)
-                    )
-                apply, destroy = statistics.median(applies), statistics.median(destroys)
+                    for command, runs in (("apply", applies), ("destroy", destroys)):
+                        runs.append(
+                            busy_share(
+                                timed_terraform,
+                                workdir,
+                                env,
+                                command,
+                                "-auto-approve",
+                                "-input=false",
+                                parallel,
+                            )
+                        )
+                (apply, apply_cpu), (destroy, destroy_cpu) = median_run(applies), median_run(destroys)
                 used = requests_by_route(account.report()) - before
                 used["GET /users/me"] -= 1  # the report's own
                 routes[count] = used
@@ -120,8 +133,8 @@ def main() -> None:
                 ideal_apply = fixed_apply + waves * (args.delay + args.ssh_delay)
                 ideal_destroy = fixed_destroy + waves * args.deleting
                 print(
-                    f"{count:>4} {apply:>7.1f}s {ideal_apply:>6.1f}s {apply / ideal_apply:>6.2f} "
-                    f"{destroy:>7.1f}s {ideal_destroy:>6.1f}s {destroy / ideal_destroy:>6.2f} "
+                    f"{count:>4} {apply:>7.1f}s {ideal_apply:>6.1f}s {apply / ideal_apply:>6.2f} {apply_cpu:>5.0%} "
+                    f"{destroy:>7.1f}s {ideal_destroy:>6.1f}s {destroy / ideal_destroy:>6.2f} {destroy_cpu:>5.0%} "
                     f"{requests / count:>8.1f} {used[RENT_ROUTE] / rounds / count:>9.2f}"
                 )
                 leftover = account.live()

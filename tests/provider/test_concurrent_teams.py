@@ -35,7 +35,7 @@ RUNNERS = ("a", "b")
 PODS_PER_STACK = 2
 # Lium's listing limit: about 60 `GET /pods` a minute per account (docs/lium-api.md, rate limits).
 ACCOUNT_LISTING_LIMIT = 60
-# The storm: the account's listing bucket at a tenth of the limit (6 a minute), shared by two runners
+# The storm: the account's listing bucket at a fifth of the limit (12 a minute), shared by two runners
 # that each need more than that and may each poll up to the limit; the first six rents, every third pod read, every other pod delete and the first
 # template creation are refused with Retry-After too.
 STORM = {
@@ -74,11 +74,11 @@ STORM = {
             "first": 1,
         },
     ],
-    "rate_limits": [{"method": "GET", "path": "/pods", "per_minute": ACCOUNT_LISTING_LIMIT // 10}],
+    "rate_limits": [{"method": "GET", "path": "/pods", "per_minute": ACCOUNT_LISTING_LIMIT // 5}],
 }
 CALM: dict[str, Any] = {"seed": 12, "rules": []}
-# The storm's bucket grants the account one listing every 10 s, and the two runners' pods race for each:
-# a runner may see one listing in 30 s, so a destroy gets time for several (the chaos default is 40 s).
+# The storm's bucket grants the account one listing every 5 s, and the two runners' pods race for each:
+# a runner may see one listing in 15 s, so a destroy gets time for several (the chaos default is 40 s).
 DELETE_TIMEOUT_SECONDS = 300
 
 
