@@ -9,8 +9,8 @@ no pods (N = 0). The script prints, for each N, wall time, the ideal (fixed cost
 their ratio, how busy the machine's cores were meanwhile (a run near 100 % is bound by CPU, which the
 emulator's sandboxes share with Terraform and the provider), the API requests per pod and rent calls per
 pod as the emulator counted them (polling must not hammer an API that allows ~60 listings a minute;
-concurrent creates must not collide on one executor), then each N's requests per route. The fixed cost is the median of three rounds;
-``--rounds`` takes medians for every N.
+concurrent creates must not collide on one executor), then each N's requests per route. The fixed cost
+is the median of three rounds; ``--rounds`` takes medians for every N.
 
 The emulator serves a generated catalog (``lium-emulator catalog``): ``--catalog-nodes`` nodes of
 ``--gpus-per-node`` RTX 3090 each (30 x 8 by default, room for 240 one-GPU pods).

@@ -159,10 +159,10 @@ def test_an_older_listing_that_lacks_a_new_pod_is_not_its_answer(session: Sessio
 
 def test_concurrent_reads_share_a_listing(session: Session) -> None:
     """A refresh of many pods costs a listing or two, not a GET per pod."""
-    waits = PodWatcher(session.client)
+    rented = PodWatcher(session.client)  # waits for the rents, so the reads' watcher starts with no listing
     pod_ids = [rent(session) for _ in range(3)]
     for pod_id in pod_ids:
-        waits.wait(context(), pod_id, running)
+        rented.wait(context(), pod_id, running)
     watcher = PodWatcher(session.client)  # a refresh's process: no listing yet
     before = len(session.wire.log)
     with ThreadPoolExecutor(len(pod_ids) * 4) as pool:
@@ -190,10 +190,10 @@ def test_a_read_of_a_pod_missing_from_the_listing_confirms_it_is_gone(session: S
 def test_reads_go_to_their_own_gets_at_once_when_the_listing_fails(session: Session) -> None:
     """Garbage from ``GET /pods``: every read answers with its pod's GET, and only the first read(s)
     tried a listing (the others did not each wait for the budget to try one more)."""
-    waits = PodWatcher(session.client)
+    rented = PodWatcher(session.client)  # waits for the rents, so the reads' watcher starts with no listing
     pod_ids = [rent(session) for _ in range(3)]
     for pod_id in pod_ids:
-        waits.wait(context(), pod_id, running)
+        rented.wait(context(), pod_id, running)
     session.set_faults({"method": "GET", "path": "/pods", "kind": "garbage", "body": "not_json"})
     watcher = PodWatcher(session.client)
     before = len(session.wire.log)
