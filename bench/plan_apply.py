@@ -5,7 +5,7 @@ Each round runs, for every implementation in turn, `plan` on an empty state, the
 then an untimed `destroy`; the medians over the rounds are compared as ratios ours/null and
 ours/terraform_data. Our resource is the bridge's test resource (`bridgetest_thing`, a JSON file per
 object), which like `null_resource` does no remote work, so the numbers measure the plugin path. It
-runs twice: as Terraform runs it (through the launcher and its warm zygote, see tfbridge/zygote.py)
+runs twice: as Terraform runs it (through the launcher and its warm zygote, see tfbridge/serving/zygote.py)
 and cold (``TFBRIDGE_ZYGOTE=0``: a fresh Python process per start). Every contender gets one
 unmeasured plan first, which warms the page cache alike for all and leaves our zygote running.
 
@@ -27,7 +27,7 @@ from pathlib import Path
 from bench.null_provider import write_fs_mirror
 from bench.workspace import terraform, terraform_workspace, timed_terraform
 from tests.support.terraform import REPO
-from tfbridge.install import write_launcher
+from tfbridge.serving.install import write_launcher
 
 TARGET_RATIO = 1.5
 
@@ -48,7 +48,7 @@ CONFIGS["packaged"] = CONFIGS["ours"].replace('"lium-stacks/bridgetest"', f'"{PA
 
 
 # Our provider twice: as Terraform runs it (each start forked from the warm zygote the first start
-# left behind, see tfbridge/zygote.py) and with the zygote turned off (every start a cold Python start).
+# left behind, see tfbridge/serving/zygote.py) and with the zygote turned off (every start a cold Python start).
 COLD = {"TFBRIDGE_ZYGOTE": "0"}
 CONTENDERS: dict[str, tuple[str, dict[str, str]]] = {
     "terraform_data": ("terraform_data", {}),
@@ -67,7 +67,7 @@ PACKAGED_CONTENDERS: dict[str, tuple[str, dict[str, str]]] = {
 def install_packaged(plugins: Path, bundle: Path) -> None:
     """The bridge test provider served by the packaged provider's own interpreter and tfbridge."""
     (python,) = (bundle / "python" / "bin").glob("python3.*")
-    (launch,) = (bundle / "python" / "lib").glob("python3.*/site-packages/tfbridge/launch.py")
+    (launch,) = (bundle / "python" / "lib").glob("python3.*/site-packages/tfbridge/serving/launch.py")
     serve = REPO / "tests" / "tfbridge" / "serve_bridgetest.py"
     write_launcher(plugins, PACKAGED_SOURCE, "0.0.1", [str(python), "-I", "-S", str(launch), str(serve)])
 

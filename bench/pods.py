@@ -30,11 +30,11 @@ from typing import Any
 
 from bench.machine import busy_share
 from bench.workspace import terraform, terraform_workspace, timed_terraform
-from lium_emulator.catalog import generate_fleet
+from lium_emulator.catalogs.nodes import generate_fleet
 from lium_emulator.launcher import launch
 from tests.support.lium import PROVIDER_BLOCK, new_account, sleeping_template
 
-TARGET_RATIO = 1.25  # apply and destroy against the ideal (issue 16)
+TARGET_RATIO = 1.25  # apply and destroy against the ideal
 TARGET_RENTS_PER_POD = 1.05
 RENT_ROUTE = "POST /executors/{id}/rent"
 STACK = (

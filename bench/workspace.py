@@ -1,7 +1,7 @@
 """What every Terraform benchmark sets up, and how it runs Terraform.
 
 A scratch directory with our providers in a filesystem mirror, the environment ``terraform`` runs with
-there, and provider zygotes private to the run (stopped at its end, see tfbridge/zygote.py).
+there, and provider zygotes private to the run (stopped at its end, see tfbridge/serving/zygote.py).
 """
 
 from __future__ import annotations

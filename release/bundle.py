@@ -2,8 +2,8 @@
 
 Terraform extracts a provider's zip into one directory and executes the ``terraform-provider-lium*``
 file in it. Ours is a four-line ``/bin/sh`` script that execs the bundled interpreter on
-``tfbridge/launch.py`` exactly as the launcher ``lium-tf install`` writes does, so the warm start (a
-fork of the zygote, see :mod:`tfbridge.zygote`) costs what it costs from a checkout: the shell's exec
+``tfbridge/serving/launch.py`` exactly as the launcher ``lium-tf install`` writes does, so the warm start (a
+fork of the zygote, see :mod:`tfbridge.serving.zygote`) costs what it costs from a checkout: the shell's exec
 and ``python -I -S``. The directory holds::
 
     terraform-provider-lium_v<version>   the launcher script
@@ -35,7 +35,7 @@ import sysconfig
 from pathlib import Path
 
 from release.layout import PROVIDER_TYPE, REPO
-from tfbridge.install import executable_name
+from tfbridge.serving.install import executable_name
 
 # Standard-library parts a provider never uses: test suites, GUIs, terminals, old dbm bindings.
 _STDLIB_EXCLUDED = {
@@ -81,10 +81,10 @@ _NOT_IN_PROVIDER = ("lium_emulator", "lium_constructs")
 
 LAUNCHER = """#!/bin/sh
 # lium-stacks provider {version}: the bundled Python runs tfbridge's launcher, which hands this start to
-# the provider's warm zygote or starts the provider cold (see python/{site}/tfbridge/launch.py). -B: nothing
+# the provider's warm zygote or starts the provider cold (see python/{site}/tfbridge/serving/launch.py). -B: nothing
 # may be written into this directory, whose hash Terraform checks before every run.
 case $0 in */*) here=${{0%/*}} ;; *) here=. ;; esac
-exec "$here/python/bin/{python}" -I -S -B "$here/python/{site}/tfbridge/launch.py" lium_provider "$@"
+exec "$here/python/bin/{python}" -I -S -B "$here/python/{site}/tfbridge/serving/launch.py" lium_provider "$@"
 """
 
 

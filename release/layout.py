@@ -7,7 +7,7 @@ import platform
 from pathlib import Path
 
 from lium_provider import PROVIDER_SOURCE, __version__
-from tfbridge.install import REGISTRY_HOSTNAMES
+from tfbridge.serving.install import REGISTRY_HOSTNAMES
 
 REPO = Path(__file__).resolve().parent.parent
 VERSION = __version__

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -10,10 +11,32 @@ import pytest
 from tests.support.procs import private_zygotes
 from tests.support.terraform import Terraform, install_test_providers, write_cli_config
 
+pytest_plugins = ["tests.support.tiers"]
+HOME_VARIABLES = ("HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A HOME of this test process's own (each xdist worker has one), so no test reads or writes the
+    user's: Terraform's checkpoint and plugin cache, jsii's cache, ~/.ssh, the provider's state dir."""
+    home = tmp_path_factory.mktemp("home")
+    saved = {name: os.environ.get(name) for name in HOME_VARIABLES}
+    os.environ["HOME"] = str(home)
+    for name in HOME_VARIABLES[1:]:
+        os.environ.pop(name, None)  # each defaults to a directory under HOME
+    try:
+        yield home
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
 
 @pytest.fixture(scope="session", autouse=True)
 def provider_zygotes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Warm provider zygotes (tfbridge.zygote) of this test run: private to it, stopped at its end."""
+    """Warm provider zygotes (tfbridge.serving.zygote) of this test run: private to it, stopped at its end."""
     with private_zygotes(tmp_path_factory.mktemp("zygotes")) as directory:
         yield directory
 

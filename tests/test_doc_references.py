@@ -39,6 +39,9 @@ GENERATED_PROTO_MARK = "_pb2"  # tfplugin6_pb2.py, health_pb2_grpc.py …: proto
 
 # Written with escapes so that this file does not match itself.
 OLD_REFERENCE = re.compile(r"contract\s*\u00a7|\u00a7\s*\d", re.IGNORECASE)
+# Code and tests say what they check in their own words: an issue number means nothing to a reader.
+ISSUE_NUMBER = re.compile(r"\bissue\s*#?\d+|\bissues?\s+\d+(?:\s*(?:,|and)\s*\d+)*", re.IGNORECASE)
+CODE_SUFFIXES = frozenset({".py", ".sh", ".tf"})
 API_REFERENCE = re.compile(r"lium-api\.md(#[\w-]+(?:,\s*#[\w-]+)*)")
 ANCHOR_TAG = re.compile(r'<a id="([^"]*)"></a>')
 LOCAL_LINK = re.compile(r"\]\(#([^)]*)\)")
@@ -77,6 +80,18 @@ def test_nothing_cites_the_old_contract_section_numbers() -> None:
         if OLD_REFERENCE.search(line)
     ]
     assert not stale, "cite docs/lium-api.md#<anchor> (see its #section-map) instead of:\n" + "\n".join(stale)
+
+
+def test_code_and_tests_cite_no_issue_numbers() -> None:
+    code = [path for path in hand_written_files() if path.suffix in CODE_SUFFIXES]
+    assert REPO / "tests" / "conftest.py" in code, "the scan missed the tests"
+    cited = [
+        f"{where}: {line.strip()}"
+        for path in code
+        for where, line in numbered_lines(path)
+        if ISSUE_NUMBER.search(line)
+    ]
+    assert not cited, "say what the code or test checks instead of citing an issue:\n" + "\n".join(cited)
 
 
 def test_every_reference_into_the_api_doc_names_a_defined_anchor() -> None:

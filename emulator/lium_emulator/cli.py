@@ -113,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _catalog(args: argparse.Namespace) -> int:
-    from lium_emulator.catalog import generate_fleet
+    from lium_emulator.catalogs.nodes import generate_fleet
 
     try:
         nodes = generate_fleet(args.count, args.gpus_per_node, args.gpu_model)

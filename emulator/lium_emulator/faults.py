@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from lium_emulator.entities import PodFaults
 from lium_emulator.errors import ApiError
+from lium_emulator.records.entities import PodFaults
 
 FaultKind = Literal[
     "status",

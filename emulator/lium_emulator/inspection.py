@@ -3,10 +3,10 @@
 from datetime import datetime
 from typing import Any
 
-from lium_emulator.entities import Account, Pod
+from lium_emulator.records.entities import Account, Pod
+from lium_emulator.records.state import EmulatorState, billed_seconds
+from lium_emulator.records.timeutil import iso, utcnow
 from lium_emulator.runtime import Runtime
-from lium_emulator.state import EmulatorState, billed_seconds
-from lium_emulator.timeutil import iso, utcnow
 from lium_emulator.views import (
     credential_object,
     ssh_connect_cmd,

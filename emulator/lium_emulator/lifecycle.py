@@ -18,13 +18,13 @@ from typing import Any, TypeVar
 
 import anyio
 
+from lium_emulator.catalogs.images import ImageConfig, resolve_image
 from lium_emulator.config import EmulatorConfig
-from lium_emulator.entities import Account, Pod, Template
 from lium_emulator.faults import FaultEngine
-from lium_emulator.images import ImageConfig, resolve_image
-from lium_emulator.sandbox import PodSpec, SandboxError, SandboxManager
-from lium_emulator.state import EmulatorState, sha256_hex
-from lium_emulator.timeutil import utcnow
+from lium_emulator.records.entities import Account, Pod, Template
+from lium_emulator.records.state import EmulatorState, sha256_hex
+from lium_emulator.records.timeutil import utcnow
+from lium_emulator.sandbox.manager import PodSpec, SandboxError, SandboxManager
 
 logger = logging.getLogger(__name__)
 

@@ -10,16 +10,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lium_emulator.catalog import Catalog
+from lium_emulator.catalogs.images import image_catalog
+from lium_emulator.catalogs.nodes import Catalog
+from lium_emulator.catalogs.templates import public_templates
 from lium_emulator.config import EmulatorConfig
 from lium_emulator.faults import FaultEngine, FaultPlan
-from lium_emulator.idempotency import IdempotencyLedger
-from lium_emulator.images import image_catalog
 from lium_emulator.lifecycle import PodLifecycle
-from lium_emulator.sandbox import SandboxManager
-from lium_emulator.state import EmulatorState
-from lium_emulator.store import Store
-from lium_emulator.template_catalog import public_templates
+from lium_emulator.records.idempotency import IdempotencyLedger
+from lium_emulator.records.state import EmulatorState
+from lium_emulator.records.store import Store
+from lium_emulator.sandbox.manager import SandboxManager
 
 STATE_FILE = "state.sqlite3"
 

@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator
 import uvicorn
 
 from lium_emulator.api.admin import RUNNER_PATH
-from lium_emulator.app import create_app
+from lium_emulator.api.app import create_app
 from lium_emulator.config import ADMIN_KEY_FILE, EmulatorConfig
 from lium_emulator.runtime import Runtime, build_runtime
-from lium_emulator.sandbox import SandboxError
+from lium_emulator.sandbox.manager import SandboxError
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

@@ -6,8 +6,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from lium_emulator.catalog import KIB_PER_GIB, Node
-from lium_emulator.entities import (
+from lium_emulator.catalogs.nodes import KIB_PER_GIB, Node
+from lium_emulator.lifecycle import local_volume_path, pod_internal_ports
+from lium_emulator.records.entities import (
     ACTIVE_STATUSES,
     Account,
     DockerCredential,
@@ -17,9 +18,8 @@ from lium_emulator.entities import (
     Template,
     Volume,
 )
-from lium_emulator.lifecycle import local_volume_path, pod_internal_ports
-from lium_emulator.state import EmulatorState
-from lium_emulator.timeutil import iso
+from lium_emulator.records.state import EmulatorState
+from lium_emulator.records.timeutil import iso
 
 POD_HOST = "127.0.0.1"
 

@@ -28,8 +28,8 @@ import httpx
 
 from lium_emulator.launcher import RunningEmulator, launch
 from lium_provider.api.client import LiumClient
-from lium_provider.sweep import find_leftovers
-from tfbridge.zygote import close_directory
+from lium_provider.cli.sweep import find_leftovers
+from tfbridge.serving.zygote import close_directory
 
 REPO = Path(__file__).resolve().parents[2]
 CDKTF = REPO / "node_modules" / ".bin" / "cdktf"

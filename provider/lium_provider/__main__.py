@@ -1,7 +1,7 @@
 """``python -m lium_provider``: what Terraform executes (through the launcher ``lium-tf install`` writes).
 
 ``python -m lium_provider --tfbridge-zygote SOCKET IDLE`` runs the warm zygote the launcher starts
-(see :mod:`tfbridge.zygote`).
+(see :mod:`tfbridge.serving.zygote`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 def _provider_server() -> Any:
     # Runs in the background after the handshake line is out: the heavy imports live here.
     from lium_provider.provider import LiumProvider
-    from tfbridge.server import ProviderServer
+    from tfbridge.protocol.server import ProviderServer
 
     return ProviderServer(LiumProvider())
 
@@ -21,13 +21,17 @@ def _preload() -> None:
     """What the zygote imports once so that its forks answer at once: the imports of _provider_server,
     and what is imported only when first used, which every fork would otherwise import again
     (gpuhunt ~90 ms, for a pod's offers; paramiko ~120 ms, for SSH; httpcore, which httpx imports
-    when the provider's API client is made at configure, ~15 ms)."""
+    when the provider's API client is made at configure, ~15 ms), and the TLS settings every API
+    client shares (the CA bundle, ~40 ms)."""
     import httpcore  # noqa: F401
     import paramiko  # noqa: F401
 
     import lium_provider.api.offers
     import lium_provider.provider  # noqa: F401
-    import tfbridge.server  # noqa: F401
+    import tfbridge.protocol.server  # noqa: F401
+    from lium_provider.api.transport import tls_context
+
+    tls_context()
 
 
 def main() -> None:

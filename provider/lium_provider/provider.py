@@ -10,12 +10,17 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from lium_provider import __version__
 from lium_provider.api.client import LiumClient, check_feed_url
+from lium_provider.api.endpoints import DEFAULT_ENDPOINT, feed_url_for
 from lium_provider.api.errors import InvalidArgument, LiumAuthError, LiumError, LiumProtocolError
 from lium_provider.api.models import TerminationHours
 from lium_provider.api.transport import DEFAULT_CONNECT_TIMEOUT_SECONDS, DEFAULT_REQUEST_TIMEOUT_SECONDS
-from lium_provider.endpoints import DEFAULT_ENDPOINT, feed_url_for
-from lium_provider.journal import RentJournal
-from lium_provider.removal import DEFAULT_TERMINATION_HOURS_ENV, configured_default_hours
+from lium_provider.domain.journal import RentJournal
+from lium_provider.domain.removal import (
+    DEFAULT_TERMINATION_HOURS_ENV,
+    TERMINATION_HOURS_RANGE,
+    configured_default_hours,
+)
+from lium_provider.domain.stack import STACK_ENV, stack_identity, stack_tag
 from lium_provider.resources.data_sources import OffersDataSource, PodDataSource, TemplatesDataSource
 from lium_provider.resources.docker_credential import DockerCredentialResource
 from lium_provider.resources.inputs import PRINTABLE_NAME
@@ -25,7 +30,6 @@ from lium_provider.resources.template import TemplateResource
 from lium_provider.resources.volume import VolumeResource
 from lium_provider.session import LiumSession, access_error, journal_dir
 from lium_provider.sshkeys import load_private_key
-from lium_provider.stack import STACK_ENV, stack_identity, stack_tag
 from tfbridge import (
     Attribute,
     CancelToken,
@@ -112,7 +116,7 @@ class LiumProviderConfig(BaseModel):
         TerminationHours | None,
         Attribute(
             optional=True,
-            description="`termination_hours` of every `lium_pod` that sets none (1 to 720): Lium removes such a "
+            description="`termination_hours` of every `lium_pod` that sets none: Lium removes such a "
             f"pod that many hours after it started. Default: env `{DEFAULT_TERMINATION_HOURS_ENV}`, else none "
             "(pods without `termination_hours` run until deleted).",
         ),
@@ -210,7 +214,8 @@ class LiumProvider(Provider[LiumProviderConfig]):
         except ValueError as exc:
             raise TFError(
                 f"Invalid {DEFAULT_TERMINATION_HOURS_ENV}",
-                f"{exc} ({DEFAULT_TERMINATION_HOURS_ENV} sets `default_termination_hours`, 1 to 720).",
+                f"{exc} ({DEFAULT_TERMINATION_HOURS_ENV} sets `default_termination_hours`, "
+                f"{TERMINATION_HOURS_RANGE}).",
                 path=("default_termination_hours",),
             ) from None
         try:

@@ -10,10 +10,10 @@ from pathlib import Path
 from lium_provider.api.client import LiumClient
 from lium_provider.api.errors import LiumAuthError, LiumError
 from lium_provider.api.models import DEAD_POD_STATES, Pod
-from lium_provider.journal import RentJournal
-from lium_provider.placement import Placement
-from lium_provider.pod_watch import PodWatcher
-from lium_provider.stack import parse_lium_pod_name
+from lium_provider.api.pod_watch import PodWatcher
+from lium_provider.domain.journal import RentJournal
+from lium_provider.domain.placement import Placement
+from lium_provider.domain.stack import parse_lium_pod_name
 from tfbridge import Context, TFError
 
 
@@ -27,7 +27,7 @@ class LiumSession:
     runner_download_url: str | None
     journal: RentJournal
     stack_tag: str
-    """This stack's tag (:mod:`lium_provider.stack`): recovery touches only objects that carry it."""
+    """This stack's tag (:mod:`lium_provider.domain.stack`): recovery touches only objects that carry it."""
     default_termination_hours: int | None = None
     """``termination_hours`` of a pod that sets none (the provider's ``default_termination_hours``)."""
     watcher: PodWatcher = field(init=False)
@@ -69,7 +69,7 @@ class LiumSession:
         """The live pod of this stack named ``lium_name`` that existed when this process first asked.
 
         An interrupted run's pod exists before this process starts, so one listing per process (not
-        one per create, which would spend Lium's listing budget that :mod:`lium_provider.pod_watch`
+        one per create, which would spend Lium's listing budget that :mod:`lium_provider.api.pod_watch`
         shares out) finds every one of them.
         """
         with self._earlier_lock:

@@ -59,6 +59,6 @@ _TOKENS: weakref.WeakSet[CancelToken] = weakref.WeakSet()
 
 
 def abandon_all() -> None:
-    """Abandon every token of this process: the serving process's host is gone (:mod:`tfbridge.handshake`)."""
+    """Abandon every token of this process: the serving process's host is gone (:mod:`tfbridge.serving.handshake`)."""
     for token in list(_TOKENS):
         token.abandon()

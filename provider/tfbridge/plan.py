@@ -22,8 +22,8 @@ from typing import Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel
 
-from tfbridge import cty
 from tfbridge.diagnostics import AttributePath, Diagnostic
+from tfbridge.protocol import cty
 from tfbridge.schema import MISSING, BlockSchema, RequiresReplace, RequiresReplaceIf, UseStateForUnknown
 from tfbridge.values import check_attribute, terraform_value, to_model
 

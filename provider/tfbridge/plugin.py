@@ -1,9 +1,9 @@
 """The provider program's entry point: serve one Terraform start, or run as the warm zygote.
 
 A provider's ``__main__`` calls :func:`main`. Terraform's starts go through the launcher
-(:mod:`tfbridge.launch`), which either hands the start to a zygote or execs the provider program, which
-then serves it itself (:func:`tfbridge.handshake.serve`); the launcher also starts the zygote, as this
-program with :data:`~tfbridge.constants.ZYGOTE_FLAG` (:mod:`tfbridge.zygote`).
+(:mod:`tfbridge.serving.launch`), which either hands the start to a zygote or execs the provider program, which
+then serves it itself (:func:`tfbridge.serving.handshake.serve`); the launcher also starts the zygote, as this
+program with :data:`~tfbridge.serving.constants.ZYGOTE_FLAG` (:mod:`tfbridge.serving.zygote`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
-from tfbridge.constants import ZYGOTE_FLAG
-from tfbridge.handshake import serve
+from tfbridge.serving.constants import ZYGOTE_FLAG
+from tfbridge.serving.handshake import serve
 
 if TYPE_CHECKING:
     from tfbridge.proto import tfplugin6_pb2_grpc
@@ -26,14 +26,14 @@ def main(
     packages: tuple[str, ...],
 ) -> NoReturn:
     """The provider program Terraform runs: serve once, or (``--tfbridge-zygote SOCKET IDLE``, how
-    :mod:`tfbridge.launch` starts it) run the warm zygote of :mod:`tfbridge.zygote`.
+    :mod:`tfbridge.serving.launch` starts it) run the warm zygote of :mod:`tfbridge.serving.zygote`.
 
     ``preload`` imports what ``servicer_factory`` needs; ``packages`` name the provider's top-level
     packages, whose sources the zygote watches for changes.
     """
     if sys.argv[1:2] == [ZYGOTE_FLAG]:
         # Imported only here: a cold start, on its way to the handshake line, must not pay for it.
-        from tfbridge.zygote import run_zygote
+        from tfbridge.serving.zygote import run_zygote
 
         run_zygote(sys.argv[2:], servicer_factory, preload=preload, packages=packages)
     serve(servicer_factory)

@@ -1,7 +1,7 @@
 """What a provider author implements: a provider, its resources and its data sources.
 
 Each resource is one class holding its schema (a pydantic model), its plan rules and its CRUD
-methods side by side, as in terraform-plugin-framework. The protocol layer (:mod:`tfbridge.server`)
+methods side by side, as in terraform-plugin-framework. The protocol layer (:mod:`tfbridge.protocol.server`)
 calls these with typed model instances and never knows what the resource manages.
 """
 
@@ -69,7 +69,7 @@ class Context:
     def abandoned(self) -> bool:
         """True when this operation's result can never be recorded: Terraform died (or the launcher it
         started was killed) while it ran. A create that made something billable should delete it now,
-        within seconds: the process exits shortly after (:mod:`tfbridge.handshake`)."""
+        within seconds: the process exits shortly after (:mod:`tfbridge.serving.handshake`)."""
         return self.cancel.abandoned
 
     def check(self) -> None:

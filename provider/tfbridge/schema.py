@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any, Literal, Union, get_args, get_origin
 
+import annotated_types
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
-from tfbridge import cty
 from tfbridge.diagnostics import AttributePath, Diagnostic
+from tfbridge.protocol import cty
 
 
 class _Missing:
@@ -98,12 +100,116 @@ class Block:
 # The schema tree derived from a model.
 
 
+def _number(value: object) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The limits a field declares with pydantic (``Field(ge=1, le=720)``, ``min_length``…), read from
+    that one declaration so that docs and messages state them the same way."""
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    element: Bounds | None = None  # of each list or set item, or map value
+
+    def range_text(self) -> str:
+        """The value's range in words (``1 to 720``, ``at least 0``), or ``""``."""
+        low = f"more than {_number(self.gt)}" if self.gt is not None else None
+        high = f"less than {_number(self.lt)}" if self.lt is not None else None
+        if self.ge is not None and self.le is not None:
+            return f"{_number(self.ge)} to {_number(self.le)}"
+        low = f"at least {_number(self.ge)}" if self.ge is not None else low
+        high = f"at most {_number(self.le)}" if self.le is not None else high
+        return " and ".join(part for part in (low, high) if part)
+
+    def length_text(self, unit: str) -> str:
+        """The length in words (``1 to 63 characters``), or ``""``."""
+        low, high = self.min_length, self.max_length
+        if low is not None and high is not None:
+            return f"{low} to {high} {unit}"
+        if low is not None:
+            return f"at least {low} {unit if low != 1 else unit.removesuffix('s')}"
+        return f"at most {high} {unit}" if high is not None else ""
+
+    def sentence(self, t: cty.CtyType) -> str:
+        """What the docs say of these bounds for a value of type ``t`` (``Must be 1 to 720.``), or ``""``."""
+        parts = []
+        if isinstance(t, cty.ListType | cty.SetType | cty.MapType):
+            if length := self.length_text("items"):
+                parts.append(f"Must have {length}.")
+            if self.element is not None and (inner := self.element.sentence(t.element)):
+                parts.append(inner.replace("Must ", "Each item must ", 1))
+        elif t == cty.STRING:
+            if (self.min_length, self.max_length) == (1, None):
+                parts.append("Must not be empty.")
+            elif length := self.length_text("characters"):
+                parts.append(f"Must be {length} long.")
+        elif text := self.range_text():
+            parts.append(f"Must be {text}.")
+        return " ".join(parts)
+
+
+_BOUND_FIELDS = {
+    annotated_types.Ge: ("ge", "ge"),
+    annotated_types.Gt: ("gt", "gt"),
+    annotated_types.Le: ("le", "le"),
+    annotated_types.Lt: ("lt", "lt"),
+    annotated_types.MinLen: ("min_length", "min_length"),
+    annotated_types.MaxLen: ("max_length", "max_length"),
+}
+
+
+def bounds_of(annotation: Any, metadata: typing.Iterable[object] = ()) -> Bounds:
+    """The bounds declared on a field (its ``metadata``) and inside its annotation (``Annotated`` members,
+    through ``X | None``); a collection's item bounds as ``element``. ``Bounds()`` when it declares none."""
+    found: dict[str, Any] = {}
+    pending = list(metadata)
+    while True:
+        for item in pending:
+            if isinstance(item, FieldInfo):
+                pending.extend(item.metadata)
+                continue
+            fields = _BOUND_FIELDS.get(type(item))
+            if fields is not None:
+                found[fields[0]] = getattr(item, fields[1])
+        pending = []
+        if get_origin(annotation) is typing.Annotated:
+            annotation, *extra = get_args(annotation)
+            pending = list(extra)
+            continue
+        if get_origin(annotation) in (Union, types.UnionType):
+            members = [a for a in get_args(annotation) if a is not type(None)]
+            if len(members) == 1:
+                annotation = members[0]
+                continue
+        break
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (list, set, frozenset) and args:
+        found["element"] = bounds_of(args[0])
+    elif origin is dict and len(args) == 2:
+        found["element"] = bounds_of(args[1])
+    if found.get("element") == Bounds():
+        del found["element"]
+    return Bounds(**found)
+
+
 @dataclass(frozen=True)
 class AttributeSchema:
     name: str
     type: cty.CtyType
     annotation: Any
     spec: Attribute
+    bounds: Bounds = Bounds()
+
+    def documentation(self) -> str:
+        """The description with the declared bounds in words, as docs and constructs show it."""
+        limits = self.bounds.sentence(self.type)
+        return " ".join(part for part in (self.spec.description.strip(), limits) if part)
 
     @property
     def requires_replace(self) -> bool:
@@ -219,7 +325,8 @@ def block_schema(model: type[BaseModel], description: str = "") -> BlockSchema:
             blocks[name] = NestedBlockSchema(name, nesting, block_schema(inner, spec.description), spec)
         else:
             ctype = spec.cty_type or cty_type_of(info.annotation)
-            attributes[name] = AttributeSchema(name, ctype, info.annotation, spec)
+            bounds = bounds_of(info.annotation, info.metadata)
+            attributes[name] = AttributeSchema(name, ctype, info.annotation, spec, bounds)
     return BlockSchema(model, attributes, blocks, description or (model.__doc__ or "").strip())
 
 
@@ -275,6 +382,7 @@ __all__ = [
     "AttributeSchema",
     "Block",
     "BlockSchema",
+    "Bounds",
     "NestedBlockSchema",
     "PlanRule",
     "RequiresReplace",
@@ -282,6 +390,7 @@ __all__ = [
     "Schema",
     "UseStateForUnknown",
     "block_schema",
+    "bounds_of",
     "cty_type_of",
     "schema_of",
     "unwrap_optional",

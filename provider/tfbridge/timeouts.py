@@ -28,6 +28,17 @@ def parse_duration(text: str) -> float:
     return sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION.findall(stripped))
 
 
+def format_duration(seconds: float) -> str:
+    """``seconds`` in the Go duration syntax :func:`parse_duration` reads: ``1800`` → ``"30m"``."""
+    if seconds < 1:
+        return f"{round(seconds * 1000)}ms"
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "", f"{secs}s" if secs else ""]
+    return "".join(parts)
+
+
 def _duration(description: str) -> Attribute:
     return Attribute(optional=True, description=description)
 
@@ -38,8 +49,8 @@ class Timeouts(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     create: Annotated[str | None, _duration("Time budget for create, e.g. `20m`.")] = None
-    read: Annotated[str | None, _duration("Time budget for read, e.g. `2m`.")] = None
-    update: Annotated[str | None, _duration("Time budget for update, e.g. `20m`.")] = None
+    read: Annotated[str | None, _duration("Time budget for read (the refresh), e.g. `2m`.")] = None
+    update: Annotated[str | None, _duration("Time budget for an in-place update, e.g. `20m`.")] = None
     delete: Annotated[str | None, _duration("Time budget for delete, e.g. `10m`.")] = None
 
     @field_validator("create", "read", "update", "delete")
@@ -49,6 +60,9 @@ class Timeouts(BaseModel):
             parse_duration(value)
         return value
 
+
+OPERATIONS = ("create", "read", "update", "delete")
+"""The operations a ``timeouts`` block budgets, each a field of :class:`Timeouts`."""
 
 TIMEOUTS_BLOCK = Block(description="Per-operation time budgets (Go duration syntax).")
 """The ``Block`` metadata to annotate a ``timeouts`` field with."""

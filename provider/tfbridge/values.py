@@ -1,7 +1,7 @@
 """Typed values: Terraform's decoded objects as model instances, and model instances back as objects.
 
 Terraform hands a provider objects whose attributes may be null (``None``) or unknown
-(:data:`tfbridge.cty.UNKNOWN`: known only after apply). A model cannot hold an unknown, so building one
+(:data:`tfbridge.protocol.cty.UNKNOWN`: known only after apply). A model cannot hold an unknown, so building one
 reads an attribute that is, or holds, an unknown as ``None``; :class:`ConfigView` (and
 :class:`tfbridge.plan.PlanChange`) answer which attributes those are. A null attribute with a Terraform
 default (``Attribute(default=...)``) reads as that default, so a defaulted attribute is never ``None``
@@ -20,7 +20,7 @@ from typing import Any, Generic, NamedTuple, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel
 
-from tfbridge import cty
+from tfbridge.protocol import cty
 from tfbridge.schema import MISSING, Attribute, block_schema, unwrap_optional
 
 M = TypeVar("M", bound=BaseModel)

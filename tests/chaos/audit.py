@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from itertools import pairwise
 from typing import Any
 
-from lium_provider.stack import parse_lium_pod_name
+from lium_provider.domain.stack import parse_lium_pod_name
 from tests.chaos.scenarios import STACK_LABEL_VARIABLE
 from tests.support.proxy import Exchange
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -13,7 +14,8 @@ from tests.chaos.harness import Outcome
 from tests.chaos.scenarios import DEFAULT_SEED
 from tests.support.lium import FAST_TIMINGS
 
-OUTCOMES = pytest.StashKey[list[Outcome]]()
+# The outcomes of this run's scenarios, as their reports arrive (one process prints the summary).
+reported_outcomes: list[Outcome] = []
 
 
 def chaos_seed() -> int:
@@ -33,9 +35,26 @@ def shared_emulator() -> Iterator[RunningEmulator]:
         yield running
 
 
+OUTCOME_PROPERTY = "chaos_outcome"
+
+
 @pytest.fixture
-def chaos_log(request: pytest.FixtureRequest) -> list[Outcome]:
-    return request.config.stash.setdefault(OUTCOMES, [])
+def record_outcome(request: pytest.FixtureRequest) -> Callable[[Outcome], None]:
+    """``record_outcome(outcome)`` puts a scenario's outcome on its test report, which reaches the
+    process that prints the summary (the xdist controller when tests run in workers)."""
+
+    def record(outcome: Outcome) -> None:
+        request.node.user_properties.append((OUTCOME_PROPERTY, dataclasses.asdict(outcome)))
+
+    return record
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "call":
+        return
+    for name, value in report.user_properties:
+        if name == OUTCOME_PROPERTY:
+            reported_outcomes.append(Outcome(**value))
 
 
 def summary_table(outcomes: list[Outcome]) -> list[str]:
@@ -63,7 +82,7 @@ def summary_table(outcomes: list[Outcome]) -> list[str]:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     """Seed, counts per category, time, the table, and one line per failed scenario."""
-    outcomes = config.stash.get(OUTCOMES, [])
+    outcomes = reported_outcomes
     if not outcomes:
         return
     write = terminalreporter.write_line

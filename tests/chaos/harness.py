@@ -32,9 +32,10 @@ import httpx
 
 from lium_emulator.config import random_admin_key
 from lium_emulator.launcher import RunningEmulator, launch
-from lium_emulator.sandbox import processes_mentioning
+from lium_emulator.sandbox.manager import processes_mentioning
 from tests.chaos import audit
 from tests.chaos.scenarios import Scenario
+from tests.support import http
 from tests.support.lium import FAST_TIMINGS, Account, rotate_host_keys
 from tests.support.procs import find_descendant
 from tests.support.terraform import Terraform, interrupt, kill_group
@@ -226,7 +227,7 @@ def admin_report(account: Account, user_id: str) -> dict[str, Any]:
     count its reads.
     """
     emulator = account.emulator
-    response = httpx.get(
+    response = http.get(
         f"{emulator.root_url}/_emulator/resources", headers=emulator.admin_headers, timeout=30
     )
     response.raise_for_status()
@@ -478,7 +479,7 @@ class ScenarioRun:
 
     def _fired(self) -> int:
         emulator = self.account.emulator
-        response = httpx.get(
+        response = http.get(
             f"{emulator.root_url}/_emulator/faults", headers=emulator.admin_headers, timeout=30
         )
         response.raise_for_status()

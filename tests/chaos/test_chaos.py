@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lium_emulator.images import image_catalog
+from lium_emulator.catalogs.images import image_catalog
 from lium_emulator.launcher import RunningEmulator
 from tests.chaos.conftest import chaos_count, chaos_seed
 from tests.chaos.harness import Outcome, RestartableEmulator, ScenarioRun
@@ -82,7 +82,7 @@ def test_scenario(
     shared_emulator: RunningEmulator,
     make_terraform: Callable[..., Terraform],
     tmp_path: Path,
-    chaos_log: list[Outcome],
+    record_outcome: Callable[[Outcome], None],
 ) -> None:
     if scenario.category == "restart":
         emulator = RestartableEmulator(tmp_path / "emulator", "chaos-" + secrets.token_hex(12))
@@ -106,7 +106,7 @@ def test_scenario(
                 outcome = run_twins(scenario, account, make_terraform)
             else:
                 outcome = run(scenario, account, make_terraform, None)
-    chaos_log.append(outcome)
+    record_outcome(outcome)
     print(f"{scenario.name}: {outcome.seconds:.1f} s; " + "; ".join(outcome.steps + outcome.notes))
     assert not outcome.failures, (
         f"{scenario}\n" + "\n".join(outcome.failures) + "\nnotes: " + "; ".join(outcome.notes)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from lium_emulator.images import image_catalog
+from lium_emulator.catalogs.images import image_catalog
 from lium_emulator.launcher import RunningEmulator
 from tests.chaos.audit import find_crashes, leftovers
 from tests.chaos.harness import APPLY, DESTROY, admin_report, run_command, user_id_of

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lium_emulator.images import image_catalog
+from lium_emulator.catalogs.images import image_catalog
 from lium_emulator.launcher import RunningEmulator, launch
 from tests.constructs.apps import CDK_VERSIONS, CdktfApp, state_resources, synth
 from tests.support.lium import FAST_TIMINGS, Account, assert_nothing_left, name_in_state, new_account, ssh_run

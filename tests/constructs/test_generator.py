@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import lium_constructs
+from devtools import constructs_gen
+from devtools.__main__ import main as devtools_main
 from lium_constructs import generated
-from lium_provider import constructs_gen
-from lium_provider.cli import main as lium_tf
-from lium_provider.offer_filter import OfferFilter
+from lium_provider.domain.offer_filter import OfferFilter
 from lium_provider.provider import LiumProvider
 from tests.constructs.apps import QUIET
 from tests.support.terraform import REPO
@@ -23,7 +23,7 @@ GENERATED = REPO / "constructs" / "lium_constructs" / "generated"
 
 def test_checked_in_constructs_match_the_provider_schema() -> None:
     stale = constructs_gen.stale_files(LiumProvider, GENERATED)
-    assert stale == [], f"stale generated constructs {stale}: run `.venv/bin/lium-tf constructs`"
+    assert stale == [], f"stale generated constructs {stale}: run `make constructs`"
 
 
 def test_every_resource_and_data_source_has_a_construct() -> None:
@@ -46,9 +46,9 @@ def test_staleness_is_detected_and_write_repairs_it(tmp_path: Path) -> None:
     (out / "gone.py").write_text(f'"""Old.\n\n{constructs_gen.GENERATED_MARKER} ..."""\n')
     (out / "hand_written.py").write_text('"""Not generated."""\n')
     assert constructs_gen.stale_files(LiumProvider, out) == ["gone.py", "pod.py", "template.py"]
-    assert lium_tf(["constructs", "--out", str(out), "--check"]) == 1
+    assert devtools_main(["constructs", "--out", str(out), "--check"]) == 1
 
-    assert lium_tf(["constructs", "--out", str(out)]) == 0
+    assert devtools_main(["constructs", "--out", str(out)]) == 0
     assert constructs_gen.stale_files(LiumProvider, out) == []
     assert not (out / "gone.py").exists()
     assert (out / "hand_written.py").exists(), "only generated modules may be removed"

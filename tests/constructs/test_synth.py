@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lium_emulator.images import image_catalog
+from lium_emulator.catalogs.images import image_catalog
 from tests.constructs.apps import CDK_VERSIONS, EXAMPLES, SNAPSHOT_KEY, normalised, synth
 from tests.support.terraform import Terraform
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from lium_emulator.catalog import Catalog, Node, pod_share
-from lium_emulator.template_catalog import split_image_reference
+from lium_emulator.catalogs.nodes import Catalog, Node, pod_share
+from lium_emulator.catalogs.templates import split_image_reference
 
 
 def _node(**fields: object) -> Node:

@@ -9,11 +9,12 @@ import sys
 import threading
 from pathlib import Path
 
-import httpx
+import pytest
 
-from lium_emulator.catalog import Catalog
+from lium_emulator.catalogs.nodes import Catalog
 from lium_emulator.launcher import RunningEmulator, launch
 from tests.emulator.testkit import DEFAULT_KEY, api_client, create_template
+from tests.support import http
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("lium-emulator")
 
@@ -33,6 +34,7 @@ def _start(*args: str) -> tuple[subprocess.Popen[str], list[str]]:
     return process, lines
 
 
+@pytest.mark.sandbox  # starts an emulator of its own
 def test_serve_announces_itself_serves_the_runner_and_exits_0_on_signals() -> None:
     for stop_signal in (signal.SIGTERM, signal.SIGINT):
         process, lines = _start("--api-key", "k-one", "--api-key", "k-two")
@@ -42,16 +44,15 @@ def test_serve_announces_itself_serves_the_runner_and_exits_0_on_signals() -> No
             runner = re.fullmatch(r"runner download URL: (\S+)", lines[1])
             assert runner is not None and "{version}" in runner.group(1)
             for version in ("0.19.30", "0.22.5"):
-                download = httpx.get(runner.group(1).replace("{version}", version))
+                download = http.get(runner.group(1).replace("{version}", version))
                 assert download.status_code == 200 and f'"{version}"'.encode() in download.content
-            assert httpx.get(runner.group(1).replace("{version}", "..bad")).status_code == 404
+            assert http.get(runner.group(1).replace("{version}", "..bad")).status_code == 404
             api = listening.group(1)
             ids = {
-                httpx.get(f"{api}/users/me", headers={"X-API-KEY": k}).json()["id"]
-                for k in ("k-one", "k-two")
+                http.get(f"{api}/users/me", headers={"X-API-KEY": k}).json()["id"] for k in ("k-one", "k-two")
             }
             assert len(ids) == 2, "each key is its own account"
-            assert httpx.get(f"{api}/users/me", headers={"X-API-KEY": DEFAULT_KEY}).status_code == 401
+            assert http.get(f"{api}/users/me", headers={"X-API-KEY": DEFAULT_KEY}).status_code == 401
         finally:
             process.send_signal(stop_signal)
             assert process.wait(30) == 0
@@ -95,6 +96,7 @@ def test_serve_refuses_a_bad_fault_plan_or_a_taken_port(tmp_path: Path, emulator
     assert taken.returncode == 2 and "cannot start" in taken.stderr
 
 
+@pytest.mark.sandbox  # starts an emulator of its own
 def test_serve_takes_its_node_catalog_from_a_file(tmp_path: Path) -> None:
     node = (
         Catalog.load(None)
@@ -103,7 +105,7 @@ def test_serve_takes_its_node_catalog_from_a_file(tmp_path: Path) -> None:
     )
     (tmp_path / "nodes.json").write_text(json.dumps([node.model_dump()]))
     with launch(["--nodes", str(tmp_path / "nodes.json")]) as emulator:
-        feed = httpx.get(f"{emulator.api_url}/public/v1/nodes").json()
+        feed = http.get(f"{emulator.api_url}/public/v1/nodes").json()
         assert [n["id"] for n in feed["nodes"]] == [node.id] and feed["count"] == 1
         assert emulator.stop() == 0
 

@@ -20,10 +20,10 @@ import httpx
 import paramiko
 import pytest
 
-from lium_emulator import idmap
-from lium_emulator.confinement import KEPT_CAPABILITIES
 from lium_emulator.launcher import RunningEmulator, launch
-from lium_emulator.sandbox import host_private_paths
+from lium_emulator.sandbox import idmap
+from lium_emulator.sandbox.confinement import KEPT_CAPABILITIES
+from lium_emulator.sandbox.manager import host_private_paths
 from tests.emulator.test_sandbox_support import make_client_key, manager_at, pod_spec, ssh
 from tests.emulator.test_sandbox_support import run as run_as_root
 from tests.emulator.testkit import (
@@ -38,6 +38,9 @@ from tests.emulator.testkit import (
     ssh_target,
     wait_ssh_ready,
 )
+from tests.support import http
+
+pytestmark = pytest.mark.sandbox  # every test here attacks a pod sandbox or the emulator
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("lium-emulator")
 SECRET = "victim-secret-" + secrets.token_hex(8)
@@ -304,7 +307,7 @@ def test_admin_routes_refuse_pods_even_with_the_key(pods: Pods) -> None:
     for status, body in (put, get, default_key):
         assert (status, body["error"]["code"]) == (403, "admin_forbidden_from_pod"), body
     assert version[0] == 200  # the Lium API itself stays reachable from pods, as on Lium
-    with httpx.Client(base_url=pods.emulator.root_url, headers=pods.emulator.admin_headers) as admin:
+    with http.client(base_url=pods.emulator.root_url, headers=pods.emulator.admin_headers) as admin:
         faults = admin.get("/_emulator/faults")
         assert faults.status_code == 200 and faults.json()["rules"] == []
 
@@ -382,7 +385,7 @@ def test_without_admin_key_each_start_generates_one_written_0600(tmp_path: Path)
             key = lines[2].removeprefix("admin key: ")
             key_file = tmp_path / "admin-key"
             assert key_file.read_text().strip() == key and key_file.stat().st_mode & 0o777 == 0o600
-            with httpx.Client(base_url=root_url) as client:
+            with http.client(base_url=root_url) as client:
                 assert (
                     client.get("/_emulator/resources", headers={"X-Emulator-Admin": key}).status_code == 200
                 )

@@ -36,8 +36,10 @@ from tests.emulator.testkit import (
     wait_status,
     wait_until,
 )
+from tests.support import http
 
 
+@pytest.mark.sandbox  # starts an emulator of its own
 def test_a_plan_from_a_file_injects_status_errors_and_rate_limits(tmp_path: Path) -> None:
     plan = {
         "seed": 7,
@@ -74,7 +76,7 @@ def test_a_plan_from_a_file_injects_status_errors_and_rate_limits(tmp_path: Path
 
 
 def test_the_admin_endpoint_needs_the_admin_key_and_validates_plans(emulator: RunningEmulator) -> None:
-    with httpx.Client(base_url=emulator.root_url) as anonymous:
+    with http.client(base_url=emulator.root_url) as anonymous:
         assert_error(anonymous.get("/_emulator/faults"), 401, "invalid_admin_key")
         assert_error(anonymous.get("/_emulator/resources"), 401, "invalid_admin_key")
         assert anonymous.get("/_emulator/health").json()["status"] == "ok"

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from gpuhunt.providers.lium import LiumProvider
 
-from lium_emulator.catalog import Catalog, pod_share
+from lium_emulator.catalogs.nodes import Catalog, pod_share
 from lium_emulator.launcher import RunningEmulator
 from tests.emulator.testkit import create_template, delete_and_wait, get_pod, rent_body, rent_pod, wait_status
 

@@ -10,12 +10,17 @@ from typing import Any
 import httpx
 import pytest
 
-from lium_emulator.catalog import Catalog
-from lium_emulator.idempotency import IN_FLIGHT_LOCK, RETENTION, IdempotencyLedger, request_fingerprint
+from lium_emulator.catalogs.nodes import Catalog
 from lium_emulator.launcher import RunningEmulator, launch
-from lium_emulator.state import EmulatorState
-from lium_emulator.store import Store
-from lium_emulator.timeutil import utcnow
+from lium_emulator.records.idempotency import (
+    IN_FLIGHT_LOCK,
+    RETENTION,
+    IdempotencyLedger,
+    request_fingerprint,
+)
+from lium_emulator.records.state import EmulatorState
+from lium_emulator.records.store import Store
+from lium_emulator.records.timeutil import utcnow
 from tests.emulator.testkit import (
     DEFAULT_KEY,
     FAST_TIMINGS,
@@ -148,6 +153,7 @@ def test_keys_are_scoped_per_account(
         delete_and_wait(client, pod_id)
 
 
+@pytest.mark.sandbox  # starts an emulator of its own
 def test_without_the_feature_the_header_is_ignored() -> None:
     with launch([*FAST_TIMINGS, "--features", ""]) as emulator, api_client(emulator, DEFAULT_KEY) as client:
         template = create_template(client)

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from lium_emulator.images import ImageConfig, image_catalog
+from lium_emulator.catalogs.images import ImageConfig, image_catalog
 from lium_emulator.launcher import RunningEmulator
 from tests.emulator.testkit import (
     SshKey,

@@ -484,6 +484,7 @@ def test_termination_hours_schedule_the_removal_and_cancel_drops_them(user: SdkU
     assert row["removal_scheduled_at"] is None and row["termination_hours"] is None
 
 
+@pytest.mark.sandbox  # starts an emulator of its own
 def test_a_schedule_survives_a_restart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     args = (*FAST_TIMINGS, "--state-dir", str(tmp_path / "state"))

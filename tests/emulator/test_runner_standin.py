@@ -22,9 +22,9 @@ from typing import Any
 import httpx
 import pytest
 
-from lium_emulator import idmap
 from lium_emulator.runner_standin import runner_standin_script
-from lium_emulator.sandbox import PodSpec, SandboxManager
+from lium_emulator.sandbox import idmap
+from lium_emulator.sandbox.manager import PodSpec, SandboxManager
 from tests.emulator.test_sandbox_support import (
     ClientKey,
     check,
@@ -36,6 +36,9 @@ from tests.emulator.test_sandbox_support import (
     ssh,
     try_ssh,
 )
+from tests.support import http
+
+pytestmark = pytest.mark.sandbox  # every test here starts pod sandboxes or an emulator
 
 RUNNER_VERSION = "0.22.5-emu"
 RUNNER_PATH = "/runner/0.22.5-emu/binaries/dstack-runner-linux-amd64"
@@ -102,7 +105,7 @@ def start_runner(
     def start(pod_id: str, **options: Any) -> tuple[PodSpec, dict[int, int], httpx.Client]:
         spec = pod_spec(base, pod_id, key, internal_ports=[22, 10022, 10999], **options)
         ports = manager.start(spec)
-        api = httpx.Client(base_url=f"http://127.0.0.1:{ports[10999]}", timeout=10)
+        api = http.client(base_url=f"http://127.0.0.1:{ports[10999]}", timeout=10)
         started.append((pod_id, api))
         with ssh(ports[22], key) as client:
             assert check(client, bootstrap(base, pod_id, emulator_port, key)) == "running"

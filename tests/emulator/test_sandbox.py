@@ -20,8 +20,8 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from lium_emulator.sandbox import PodSpec, SandboxError, SandboxManager
-from lium_emulator.sandbox_plan import PLAN_FILE
+from lium_emulator.sandbox.manager import PodSpec, SandboxError, SandboxManager
+from lium_emulator.sandbox.plan import PLAN_FILE
 from tests.emulator.test_sandbox_support import (
     ClientKey,
     check,
@@ -39,6 +39,8 @@ from tests.emulator.test_sandbox_support import (
     ssh,
 )
 from tests.support.procs import children
+
+pytestmark = pytest.mark.sandbox  # every test here starts pod sandboxes or an emulator
 
 REPO = Path(__file__).resolve().parents[2]
 MARKER = b"hello from the emulator"
@@ -319,7 +321,7 @@ def test_twenty_pods_at_once(base: Path, key: ClientKey, emulator_port: int) -> 
 CRASHING_EMULATOR = """
 import json, sys
 from pathlib import Path
-from lium_emulator.sandbox import SandboxManager
+from lium_emulator.sandbox.manager import SandboxManager
 from tests.emulator.test_sandbox_support import make_client_key, pod_spec
 base = Path(sys.argv[1])
 manager = SandboxManager(base / "root", emulator_port=0)

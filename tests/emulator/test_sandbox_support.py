@@ -21,8 +21,8 @@ import paramiko
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from lium_emulator.images import ImageConfig, resolve_image
-from lium_emulator.sandbox import PodSpec, SandboxManager
+from lium_emulator.catalogs.images import ImageConfig, resolve_image
+from lium_emulator.sandbox.manager import PodSpec, SandboxManager
 
 T = TypeVar("T")
 

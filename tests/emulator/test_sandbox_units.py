@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from lium_emulator import idmap, sandbox_init
-from lium_emulator.cgroups import CgroupLimits
-from lium_emulator.confinement import DENIED_SYSCALLS, KEPT_CAPABILITIES, seccomp_program
-from lium_emulator.images import image_catalog, resolve_image
-from lium_emulator.sandbox import (
+from lium_emulator.catalogs.images import image_catalog, resolve_image
+from lium_emulator.sandbox import idmap, pod_init
+from lium_emulator.sandbox.cgroups import CgroupLimits
+from lium_emulator.sandbox.confinement import DENIED_SYSCALLS, KEPT_CAPABILITIES, seccomp_program
+from lium_emulator.sandbox.manager import (
     PodSpec,
     SandboxError,
     build_plan,
@@ -259,10 +259,10 @@ def test_a_directory_that_cannot_be_opened_is_hidden_whole(
 def test_the_init_script_starts_without_heavy_modules() -> None:
     """Every pod runs the init twice (PID 1, then sshd's entry); json, typing or socket would double
     its start-up CPU (~40 → ~85 ms each, see the script's docstring)."""
-    script = Path(sandbox_init.__file__).read_text()
+    script = Path(pod_init.__file__).read_text()
     probe = (
         "import sys\n"
-        f"exec(compile({script!r}, 'sandbox_init.py', 'exec'), {{'__name__': 'probe'}})\n"
+        f"exec(compile({script!r}, 'pod_init.py', 'exec'), {{'__name__': 'probe'}})\n"
         "print(' '.join(sorted(sys.modules)))\n"
     )
     result = subprocess.run(
@@ -282,6 +282,6 @@ def test_remove_tree_removes_links_without_following_them(tmp_path: Path) -> Non
     (top / "sub" / "file").write_text("x")
     (top / "dir-link").symlink_to(outside)
     (top / "file-link").symlink_to(outside / "kept")
-    sandbox_init.remove_tree(str(top))
+    pod_init.remove_tree(str(top))
     assert not top.exists()
     assert (outside / "kept").read_text() == "kept"

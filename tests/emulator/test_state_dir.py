@@ -4,6 +4,8 @@ back as fresh sandboxes, also after the emulator was killed (its leftover sandbo
 import signal
 from pathlib import Path
 
+import pytest
+
 from lium_emulator.launcher import launch
 from tests.emulator.testkit import (
     DEFAULT_KEY,
@@ -20,6 +22,8 @@ from tests.emulator.testkit import (
     ssh_run,
     wait_ssh_ready,
 )
+
+pytestmark = pytest.mark.sandbox  # every test here starts pod sandboxes or an emulator
 
 
 def test_state_survives_a_graceful_restart(tmp_path: Path, ssh_key: SshKey) -> None:

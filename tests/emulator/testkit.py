@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from lium_emulator.launcher import RunningEmulator
+from tests.support import http
 from tests.support.lium import FAST_TIMINGS as FAST_LIFECYCLE
 from tests.support.lium import register_account
 
@@ -39,12 +40,12 @@ def wait_until(probe: Callable[[], T | None], *, timeout: float = 15.0, what: st
 def api_client(emulator: RunningEmulator, api_key: str | None) -> httpx.Client:
     """A client of the Lium API (never follows redirects, like dstack)."""
     headers = {"X-API-KEY": api_key} if api_key is not None else {}
-    return httpx.Client(base_url=emulator.api_url, headers=headers, timeout=30, follow_redirects=False)
+    return http.client(base_url=emulator.api_url, headers=headers, timeout=30, follow_redirects=False)
 
 
 def admin_client(emulator: RunningEmulator) -> httpx.Client:
     """A client of the emulator's ``/_emulator`` routes, with the admin key."""
-    return httpx.Client(base_url=emulator.root_url, headers=emulator.admin_headers, timeout=30)
+    return http.client(base_url=emulator.root_url, headers=emulator.admin_headers, timeout=30)
 
 
 def new_account(emulator: RunningEmulator, balance: float | None = None) -> tuple[str, httpx.Client]:

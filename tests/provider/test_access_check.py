@@ -16,7 +16,7 @@ import pytest
 
 from lium_emulator.launcher import RunningEmulator
 from lium_provider.api.client import LiumClient
-from lium_provider.journal import RentJournal
+from lium_provider.domain.journal import RentJournal
 from lium_provider.session import LiumSession
 from tests.provider.test_bounds_terraform import closed_port
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template

@@ -35,7 +35,8 @@ from lium_provider.api.errors import (
 from lium_provider.api.models import RentRequest, TemplateSpec
 from lium_provider.api.offers import find_offers
 from lium_provider.api.rent import RentAttempt, rent_reconciled
-from lium_provider.offer_filter import OfferFilter
+from lium_provider.domain.offer_filter import OfferFilter
+from tests.support import http
 from tests.support.faults import put_fault_plan
 from tests.support.lium import FAST_TIMINGS, Account, new_account
 from tests.support.procs import wait_for
@@ -586,7 +587,7 @@ def test_find_offers_over_the_emulator_feed(session: Session) -> None:
     h100 = find_offers(feed, OfferFilter(gpu="h100", gpu_count=8, regions=["us"]))
     assert h100 and all(o.gpu == "H100" and o.region.startswith("us-") for o in h100)
     assert find_offers(feed, OfferFilter(gpu="RTX 3090", max_price_per_hour=0.01)) == []
-    raw = httpx.get(feed, timeout=30).json()
+    raw = http.get(feed, timeout=30).json()
     assert {o.executor_id for o in offers} <= {n["id"] for n in raw["nodes"]}
 
 
@@ -595,7 +596,7 @@ def test_feed_availability_follows_rentals(session: Session) -> None:
     feed = feed_url(session.emulator)
 
     def free_gpus() -> int:
-        nodes = httpx.get(feed, timeout=30).json()["nodes"]
+        nodes = http.get(feed, timeout=30).json()["nodes"]
         return int(next((n["available_gpu_count"] for n in nodes if n["id"] == attempt.executor_id), 0))
 
     def offer_counts() -> set[int]:

@@ -13,7 +13,7 @@ from lium_provider.api.offers import (
     offers_from_nodes,
     select_offers,
 )
-from lium_provider.offer_filter import OfferFilter
+from lium_provider.domain.offer_filter import OfferFilter
 
 
 def node(node_id: str, **fields: Any) -> dict[str, object]:

@@ -1,5 +1,5 @@
-"""The input and time bounds of issue 12, item 5, below Terraform: the shared field rules, host key
-fingerprints, and the API client's request and connect timeouts against real loopback sockets."""
+"""Input and time bounds below Terraform: the shared field rules, host key fingerprints, and the API
+client's request and connect timeouts against real loopback sockets."""
 
 from __future__ import annotations
 

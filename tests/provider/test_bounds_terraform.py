@@ -1,4 +1,4 @@
-"""Issue 12, item 5 through real Terraform: input refused at plan time naming its attribute, API timeouts
+"""Bounds through real Terraform: input refused at plan time naming its attribute, API timeouts
 that end a stalled command within them naming the URL, and an imported pod's host key pinned on its
 first read so a ``lium_runner`` can be added."""
 

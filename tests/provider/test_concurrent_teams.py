@@ -1,4 +1,4 @@
-"""Two CI runners of one team, one Lium account: they apply and destroy at the same time (issue 12, item 6).
+"""Two CI runners of one team, one Lium account: they apply and destroy at the same time.
 
 Each runner is a ``terraform`` process of its own stack (``LIUM_STACK``), in its own checkout, with its
 own ``HOME`` and rent journal; both stacks declare the same names. Each runner's provider talks to the
@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from lium_emulator.images import image_catalog
+from lium_emulator.catalogs.images import image_catalog
 from tests.chaos.audit import cross_stack_effects, stack_owners, template_owners
 from tests.chaos.scenarios import Stack, render
 from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from lium_provider.cli import DOCS_SUBCATEGORIES, reference_pages
+from devtools.reference_docs import DOCS_SUBCATEGORIES, reference_pages
 from lium_provider.provider import LiumProvider
 from tests.support.terraform import REPO, Terraform
+from tfbridge.schema import Bounds
+from tfbridge.timeouts import OPERATIONS, format_duration
 
 EXAMPLES = REPO / "examples"
 SNIPPETS = sorted(
@@ -41,7 +43,7 @@ def pages() -> dict[str, str]:
 def test_docs_are_current(pages: dict[str, str]) -> None:
     assert {"index.md", "resources/pod.md", "data-sources/offers.md"} <= set(pages)
     stale = [name for name, content in pages.items() if (REPO / "docs" / name).read_text() != content]
-    assert not stale, f"regenerate with `.venv/bin/lium-tf docs`: stale {stale}"
+    assert not stale, f"regenerate with `make docs`: stale {stale}"
 
 
 def test_every_page_has_registry_front_matter(pages: dict[str, str]) -> None:
@@ -77,6 +79,39 @@ def test_schema_uses_tfplugindocs_types_groups_and_anchors(pages: dict[str, str]
     offers = pages["data-sources/offers.md"]
     assert "- `offers` (List of Object) " in offers and '<a id="nestedatt--offers"></a>' in offers
     assert "### Nested Schema for `offers`\n\nRead-Only:\n\n- `cpu` (Number)\n" in offers
+
+
+def test_every_timeouts_block_shows_the_resources_own_defaults(pages: dict[str, str]) -> None:
+    for resource in LiumProvider.resources:
+        if "timeouts" not in resource.schema().block.blocks:
+            continue
+        assert set(resource.default_timeouts) == set(OPERATIONS), f"{resource.type_name} lacks a default"
+        page = pages[f"resources/{resource.type_name.removeprefix('lium_')}.md"]
+        section = page.split("### Nested Schema for `timeouts`", 1)[1]
+        for operation, seconds in resource.default_timeouts.items():
+            line = next(line for line in section.splitlines() if line.startswith(f"- `{operation}` "))
+            assert line.endswith(f"Defaults to `{format_duration(seconds)}`."), line
+    pod_section = pages["resources/pod.md"].split("### Nested Schema for `timeouts`", 1)[1]
+    assert "- `create` (String) Time budget for create, e.g. `20m`. Defaults to `30m`." in pod_section
+
+
+def test_bounds_are_rendered_from_their_declaration_and_never_written_by_hand(pages: dict[str, str]) -> None:
+    bounded = [
+        (element.type_name, attr)
+        for element in (LiumProvider, *LiumProvider.resources, *LiumProvider.data_sources)
+        for _, attr in element.schema().block.walk_attributes()
+        if attr.bounds != Bounds()
+    ]
+    assert {("lium_pod", "termination_hours"), ("lium_volume", "name")} <= {(t, a.name) for t, a in bounded}
+    by_hand = [
+        f"{type_name}.{attr.name}: {attr.spec.description!r}"
+        for type_name, attr in bounded
+        for text in (attr.bounds.range_text(), attr.bounds.length_text("characters"))
+        if text and text in attr.spec.description
+    ]
+    assert not by_hand, "state bounds with Field(...), not in the description:\n" + "\n".join(by_hand)
+    assert "Must be 1 to 720." in pages["index.md"] and "Must be 1 to 720." in pages["resources/pod.md"]
+    assert "- `name` (String) Pod name. Must be 1 to 63 characters long." in pages["resources/pod.md"]
 
 
 def test_write_only_and_sensitive_attributes_are_marked(pages: dict[str, str]) -> None:

@@ -23,8 +23,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from lium_provider.gitops import config_digest
-from lium_provider.gitops_contract import STALE_PLAN_EXIT_CODE
+from lium_provider.plan_summary.gitops import config_digest
+from lium_provider.plan_summary.gitops_contract import STALE_PLAN_EXIT_CODE
 from lium_provider.plan_summary.json_format import schema
 from tests.constructs.apps import QUIET
 from tests.support.lium import Account, assert_nothing_left, name_in_state

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import gpuhunt.providers.lium as gpuhunt_lium
-import httpx
 import pytest
 
 from lium_provider.api.offers import offers_from_nodes
+from tests.support import http
 from tests.support.terraform import REPO
 
 SOURCE_DIRS = ("provider", "emulator", "constructs", "tests", "examples")
-CATALOG = REPO / "emulator" / "lium_emulator" / "data" / "nodes.json"
+CATALOG = REPO / "emulator" / "lium_emulator" / "catalogs" / "data" / "nodes.json"
 
 
 def _private_gpuhunt_names(path: Path) -> list[str]:
@@ -133,7 +133,7 @@ def feed_url() -> Iterator[str]:
 def test_offers_are_exactly_gpuhunts(feed_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gpuhunt_lium, "NODES_URL", feed_url)  # the feed URL is a module constant
     theirs = gpuhunt_lium.LiumProvider().get()
-    nodes = httpx.get(feed_url, timeout=30).json()["nodes"]
+    nodes = http.get(feed_url, timeout=30).json()["nodes"]
     ours = offers_from_nodes(nodes)
     expected = sorted(
         (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from lium_provider.api.models import RentRequest
 from lium_provider.api.rent import RentAttempt
-from lium_provider.journal import RentJournal
+from lium_provider.domain.journal import RentJournal
 
 STARTED = datetime(2026, 9, 6, 10, 0, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lium_provider.offer_filter import (
+from lium_provider.domain.offer_filter import (
     MAX_GPUS_PER_NODE,
     OfferFilter,
     PodFacts,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pytest
 
-from lium_provider.stack import parse_lium_pod_name, stack_identity, stack_tag
+from lium_provider.domain.stack import parse_lium_pod_name, stack_identity, stack_tag
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.procs import kill_provider, wait_for
 from tests.support.terraform import Terraform, reaped

@@ -1,6 +1,6 @@
-"""Ownership: recovery touches only this stack's own pods (issue #12, Why 1, 3 and 4).
+"""Ownership: recovery touches only this stack's own pods.
 
-Stacks are told apart by the stack tag in every pod name sent to Lium (``lium_provider.stack``): two
+Stacks are told apart by the stack tag in every pod name sent to Lium (``lium_provider.domain.stack``): two
 directories, or two workspaces, with the same pod name never adopt or delete each other's pod; a
 create whose provider is killed deletes its pod before the server exits; and a runner that died with
 its whole process tree (nothing could clean up) is recovered by the next apply of the same stack from a
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from lium_provider.stack import stack_tag
+from lium_provider.domain.stack import stack_tag
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.postgres import PostgresServer, running_postgres
 from tests.support.procs import kill_provider, wait_for

@@ -1,7 +1,7 @@
 """Concurrent creates in one process spread over executors that can take them, cheapest first.
 
 A small Lium stand-in counts GPUs per node and refuses a rent beyond them, as Lium does; the feed is the
-emulator's own view of a generated catalog (``lium_emulator.catalog.generate_fleet``).
+emulator's own view of a generated catalog (``lium_emulator.catalogs.nodes.generate_fleet``).
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
-from lium_emulator.catalog import Node, generate_fleet
+from lium_emulator.catalogs.nodes import Node, generate_fleet
 from lium_emulator.views import feed_node
 from lium_provider.api.offers import Offer, select_offers
-from lium_provider.offer_filter import OfferFilter
-from lium_provider.placement import Placement
+from lium_provider.domain.offer_filter import OfferFilter
+from lium_provider.domain.placement import Placement
 
 
 class Fleet:

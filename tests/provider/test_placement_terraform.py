@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lium_emulator.catalog import generate_fleet
+from lium_emulator.catalogs.nodes import generate_fleet
 from lium_emulator.launcher import RunningEmulator, launch
 from tests.support.lium import (
     FAST_TIMINGS,

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import jsonschema
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
 from lium_provider.plan_summary import OfferBook, summarize
+from tests.support import http
 from tests.support.lium import PROVIDER_BLOCK, Account
 from tests.support.terraform import Terraform
 
@@ -71,7 +71,7 @@ def stack(stage: str = "one", name_a: str = "alpha", extra: str = "") -> str:
 
 
 def feed_nodes(emulator: RunningEmulator) -> list[dict[str, Any]]:
-    response = httpx.get(f"{emulator.api_url}/public/v1/nodes", timeout=30)
+    response = http.get(f"{emulator.api_url}/public/v1/nodes", timeout=30)
     response.raise_for_status()
     nodes: list[dict[str, Any]] = response.json()["nodes"]
     return nodes
@@ -607,7 +607,7 @@ def test_the_documented_schema_is_a_valid_json_schema_that_rejects_other_version
 def test_real_plans_count_termination_hours_and_the_provider_default(
     make_terraform: Callable[..., Terraform], account: Account, emulator: RunningEmulator
 ) -> None:
-    """Issue 15 through real plans: the worst case is price times termination_hours, the policy names the pod
+    """Through real plans: the worst case is price times termination_hours, the policy names the pod
     without one, and the provider's ``default_termination_hours`` counts, being planned into the pod."""
     body = stack(extra="").replace(
         '  gpu         = "RTX 4090"\n', '  gpu         = "RTX 4090"\n  termination_hours = 5\n'

@@ -2,7 +2,7 @@
 
 A changed filter re-rents only when the running pod no longer satisfies it, and the replacement names
 the attribute the user changed; otherwise the plan is an in-place update of the state alone. The
-emulator's catalog (emulator/lium_emulator/data/nodes.json) has a 1-GPU RTX 4090 in ``us-tx`` at $0.39/h
+emulator's catalog (emulator/lium_emulator/catalogs/data/nodes.json) has a 1-GPU RTX 4090 in ``us-tx`` at $0.39/h
 with about 62 GiB RAM, and other 1-GPU offers for each replacement below to rent: an RTX 4090 in ``ca-on``,
 an RTX 3090 at $0.24/h, an A100 with about 124 GiB RAM, a spot RTX A6000, and 2-GPU pods.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from lium_provider.endpoints import feed_url_for
+from lium_provider.api.endpoints import feed_url_for
 from lium_provider.plan_summary import OfferBook, summarize
 from tests.support.lium import (
     PROVIDER_BLOCK,

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from lium_emulator.launcher import RunningEmulator, launch
 from lium_provider.api.models import Pod
+from lium_provider.api.pod_watch import LISTINGS_PER_MINUTE, ListingBudget, PodWatcher
 from lium_provider.api.rent import rent_reconciled
-from lium_provider.pod_watch import LISTINGS_PER_MINUTE, ListingBudget, PodWatcher
 from tests.provider.test_api_emulator import Session, new_attempt, open_session
 from tfbridge import Context
 from tfbridge.cancel import CancelToken

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-import httpx
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
+from tests.support import http
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.proxy import RecordingProxy, early_resends
 from tests.support.terraform import Terraform
@@ -89,7 +89,7 @@ resource "lium_pod" "p" {
 
 def one_gpu_slots(emulator: RunningEmulator) -> list[str]:
     """An executor id per free GPU of the nodes that rent single GPUs, cheapest first."""
-    nodes = httpx.get(f"{emulator.api_url}/public/v1/nodes", timeout=30).json()["nodes"]
+    nodes = http.get(f"{emulator.api_url}/public/v1/nodes", timeout=30).json()["nodes"]
     slots = [
         node["id"]
         for node in sorted(nodes, key=lambda n: (n["price_per_gpu_hour"], n["id"]))

@@ -1,4 +1,4 @@
-"""Issue 12, Build item 2 (first half) through real Terraform: removal deadlines that need no local disk.
+"""Removal deadlines that need no local disk, through real Terraform.
 
 ``lium_pod.termination_hours`` and the provider's ``default_termination_hours`` make Lium remove a pod
 by itself; every rent carries a provisional deadline that the end of the create replaces. What Lium holds
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from lium_provider.removal import provisional_hours
+from lium_provider.domain.removal import provisional_hours
 from lium_provider.resources.pod import PodResource
 from tests.support.lium import (
     PROVIDER_BLOCK,

@@ -1,4 +1,4 @@
-"""The removal-deadline rules of :mod:`lium_provider.removal`, on their own (no emulator)."""
+"""The removal-deadline rules of :mod:`lium_provider.domain.removal`, on their own (no emulator)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from lium_provider.api.models import Pod
-from lium_provider.removal import (
+from lium_provider.domain.removal import (
     PROVISIONAL_MARGIN,
     SCHEDULE_TOLERANCE,
     configured_default_hours,

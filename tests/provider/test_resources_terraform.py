@@ -99,7 +99,7 @@ def test_out_of_band_delete_and_import(stack: Callable[[str], Terraform], accoun
 
 
 def test_private_image_needs_its_credential(stack: Callable[[str], Terraform], account: Account) -> None:
-    from lium_emulator.images import image_catalog
+    from lium_emulator.catalogs.images import image_catalog
 
     private = next(i for i in image_catalog() if i.private)
     credential = f"""

@@ -16,6 +16,7 @@ from lium_provider.runner.task_api import JobOutcome, JobUser
 KEYS = ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample user@laptop", "ssh-rsa AAAAB3Nza second")
 
 
+@pytest.mark.sandbox  # runs the script as PID 1 of a new PID namespace (unshare)
 def test_launch_script_passes_every_value_verbatim_from_the_cwd_of_pid_1(tmp_path: Path) -> None:
     """The real shell runs launch.sh as PID 1 of a new PID namespace, against a fake ``env`` that prints
     its working directory and arguments NUL-separated."""
@@ -98,6 +99,7 @@ def test_values_travel_as_arguments_not_script_text() -> None:
     assert shlex.split(scripts.stop_command("pod-1"))[-1] == "LIUM_RUNNER_ID=pod-1"
 
 
+@pytest.mark.sandbox  # runs the probe as PID 1 of a new PID namespace (unshare)
 def test_the_probe_reports_the_user_of_pid_1() -> None:
     """As in a pod whose image sets USER: PID 1 of a new PID namespace runs as another uid and gid."""
     probe = shlex.split(scripts.probe_command())[2]

@@ -19,7 +19,7 @@ from typing import Any
 import paramiko
 import pytest
 
-from lium_emulator.images import image_catalog
+from lium_emulator.catalogs.images import image_catalog
 from lium_emulator.launcher import launch
 from lium_emulator.runner_standin import runner_standin_script
 from lium_provider.api.models import Pod
@@ -383,7 +383,7 @@ def wait_for_smoke_test(account: Account, process: subprocess.Popen[str]) -> dic
         time.sleep(0.2)
 
 
-# Issue 12, item 3: a changed host key or an unreachable pod never blocks the runner's delete.
+# A changed host key or an unreachable pod never blocks the runner's delete.
 STOP_SSHD = "kill -TERM $(cat /run/sshd.pid)"
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from lium_emulator.images import image_catalog
-from lium_provider.stack import parse_lium_pod_name
+from lium_emulator.catalogs.images import image_catalog
+from lium_provider.domain.stack import parse_lium_pod_name
 from tests.chaos.audit import find_crashes, find_secrets, secret_needles
 from tests.chaos.harness import APPLY, DESTROY, Finished, run_command, wait_until
 from tests.support.lium import Account, name_in_state

@@ -1,4 +1,4 @@
-"""Stack identity (``lium_provider.stack``): derived from Terraform's backend cache and workspace files."""
+"""Stack identity (``lium_provider.domain.stack``): derived from Terraform's backend cache and workspace files."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lium_provider.stack import (
+from lium_provider.domain.stack import (
     lium_pod_name,
     parse_lium_pod_name,
     rent_digest,

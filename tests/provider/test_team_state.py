@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from lium_provider.stack import parse_lium_pod_name
+from lium_provider.domain.stack import parse_lium_pod_name
 from tests.support.lium import Account, name_in_state
 from tests.support.postgres import PostgresServer, running_postgres
 from tests.support.procs import wait_for

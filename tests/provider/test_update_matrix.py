@@ -1,10 +1,10 @@
-"""Issue 11's update matrix through real Terraform, in the style of terraform-plugin-testing's steps.
+"""The update matrix through real Terraform, in the style of terraform-plugin-testing's steps.
 
 One live stack holds every resource the provider has, applied once. Each step then changes one argument
 of one resource, plans (never applies) and checks the planned action against what the schema declares:
 ``RequiresReplace`` → replace, naming the argument in ``replace_paths``; write-only → no change
 (Terraform never compares write-only values); any other argument → update in place. The pod's offer
-filter is the one conditional rule (issue 15), so each of its cases names its outcome: a change the
+filter is the one conditional rule, so each of its cases names its outcome: a change the
 running pod still satisfies updates the state in place (the same GPU name spelt another way is no change
 at all), one it no longer satisfies replaces the pod,
 and one no offer satisfies fails the plan as a create with that filter would. No step may crash.
@@ -24,9 +24,9 @@ from typing import Any, Literal
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
+from lium_provider.api.endpoints import feed_url_for
 from lium_provider.api.offers import Offer, find_offers
-from lium_provider.endpoints import feed_url_for
-from lium_provider.offer_filter import OfferFilter
+from lium_provider.domain.offer_filter import OfferFilter
 from lium_provider.provider import LiumProvider
 from tests.support.examples import adapt_example
 from tests.support.lium import PROVIDER_BLOCK, assert_nothing_left, new_account, ssh_keypair
@@ -232,7 +232,7 @@ def another_country(live: Live) -> list[str]:
 
 
 def the_short_spelling(live: Live) -> str:
-    """Issue 11's case: ``"RTX 3090"`` on a pod whose state spells its GPU ``NVIDIA GeForce RTX 3090``."""
+    """The short spelling: ``"RTX 3090"`` on a pod whose state spells its GPU ``NVIDIA GeForce RTX 3090``."""
     assert live.state[POD]["gpu"] == "NVIDIA GeForce RTX 3090", f"the case needs that pod: {live.state[POD]}"
     return "RTX 3090"
 
@@ -285,8 +285,8 @@ STEPS = (
     Step(POD, "ssh_public_key", lambda live: live.keys.spare),
     Step(POD, "volume_id", given("${lium_volume.v.id}")),
     Step(POD, "timeouts", given(TIMEOUTS)),
-    Step(POD, "termination_hours", given(24)),  # moves the removal in place (issue 12)
-    # The offer filter (issue 15): the pod runs an RTX 3090 (state: "NVIDIA GeForce RTX 3090") at the
+    Step(POD, "termination_hours", given(24)),  # moves the removal in place
+    # The offer filter: the pod runs an RTX 3090 (state: "NVIDIA GeForce RTX 3090") at the
     # cheapest price there is, in us-ca, secure (not spot).
     Step(POD, "gpu", the_short_spelling, "keep", "the same GPU, spelt short"),
     Step(POD, "gpu", lambda live: "RTX 3090 24GB", "update", "the pod's GPU and its memory"),

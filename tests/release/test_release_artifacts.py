@@ -13,7 +13,7 @@ import pytest
 from release import layout
 from tests.release.conftest import CACHE
 from tests.support.terraform import REPO
-from tfbridge.install import executable_name
+from tfbridge.serving.install import executable_name
 
 pytestmark = pytest.mark.release
 

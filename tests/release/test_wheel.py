@@ -72,6 +72,29 @@ def test_provider_and_lium_tf_run_without_the_emulator_extra(wheel_venv: Path, t
         assert (installed_dir / layout.VERSION).is_dir()
 
 
+# What a user runs: the contributor tools (`make docs`, `make constructs`) are not in the wheel's CLI.
+USER_COMMANDS = ("install", "sweep", "plan-summary", "gitops")
+
+
+def test_lium_tf_offers_only_user_commands_and_writes_nothing_unasked(
+    wheel_venv: Path, tmp_path: Path
+) -> None:
+    empty = tmp_path / "a-users-project"
+    empty.mkdir()
+    help_text = run(wheel_venv, "lium-tf", "--help", cwd=empty)
+    assert help_text.returncode == 0, help_text.stderr
+    listed = help_text.stdout.split("{", 1)[1].split("}", 1)[0].split(",")
+    assert tuple(listed) == USER_COMMANDS, help_text.stdout
+    for removed in ("docs", "constructs"):
+        result = run(wheel_venv, "lium-tf", removed, cwd=empty)
+        assert result.returncode == 2 and "invalid choice" in result.stderr, result.stderr
+    for command in USER_COMMANDS:
+        assert run(wheel_venv, "lium-tf", command, "--help", cwd=empty).returncode == 0
+    assert list(empty.iterdir()) == [], "lium-tf wrote into the user's directory"
+    missing = run(wheel_venv, "python", "-c", "import devtools", cwd=empty)
+    assert "No module named 'devtools'" in missing.stderr, "the contributor tools must not be installed"
+
+
 def test_mypy_sees_the_constructs_types(wheel_venv: Path, tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text(TYPE_CHECK)
     mypy = Path(sys.executable).with_name("mypy")

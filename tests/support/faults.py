@@ -11,16 +11,15 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-import httpx
-
 from lium_emulator.launcher import RunningEmulator
+from tests.support import http
 
 NO_FAULTS: Mapping[str, Any] = {"seed": 0, "rules": [], "rate_limits": []}
 
 
 def put_fault_plan(emulator: RunningEmulator, plan: Mapping[str, Any]) -> dict[str, Any]:
     """Replace the emulator's fault plan (``PUT /_emulator/faults``); returns the snapshot it answers."""
-    response = httpx.put(
+    response = http.put(
         f"{emulator.root_url}/_emulator/faults",
         json=dict(plan),
         headers=emulator.admin_headers,

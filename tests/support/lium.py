@@ -17,8 +17,9 @@ import httpx
 import paramiko
 
 from lium_emulator.launcher import RunningEmulator
+from lium_provider.domain.stack import parse_lium_pod_name
 from lium_provider.sshkeys import fetch_host_key
-from lium_provider.stack import parse_lium_pod_name
+from tests.support import http
 from tests.support.faults import NO_FAULTS, faults
 from tests.support.terraform import Terraform
 
@@ -98,7 +99,7 @@ class Account:
         }
 
     def api(self) -> httpx.Client:
-        return httpx.Client(
+        return http.client(
             base_url=self.emulator.api_url,
             headers={"X-API-KEY": self.api_key},
             timeout=30,
@@ -109,7 +110,7 @@ class Account:
         """This account's part of the emulator's inspection report."""
         with self.api() as api:
             user_id = api.get("/users/me").json()["id"]
-        response = httpx.get(
+        response = http.get(
             f"{self.emulator.root_url}/_emulator/resources", headers=self.emulator.admin_headers, timeout=30
         )
         response.raise_for_status()
@@ -137,7 +138,7 @@ def register_account(emulator: RunningEmulator, api_key: str, balance: float | N
     body: dict[str, Any] = {"api_key": api_key}
     if balance is not None:
         body["balance"] = balance
-    response = httpx.post(
+    response = http.post(
         f"{emulator.root_url}/_emulator/accounts", json=body, headers=emulator.admin_headers, timeout=30
     )
     assert response.status_code == 200, response.text

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tfbridge.zygote import close_directory
+from tfbridge.serving.zygote import close_directory
 
 
 def children(pid: int) -> list[int]:

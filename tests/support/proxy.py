@@ -20,6 +20,8 @@ from typing import Any
 
 import httpx
 
+from tests.support import http
+
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "host"}
 DROPPED = 0  # the status recorded when the upstream closed the connection without an answer
 
@@ -64,7 +66,7 @@ class RecordingProxy:
         self.upstream = upstream.rstrip("/")
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
-        self._client = httpx.Client(timeout=120, follow_redirects=False)
+        self._client = http.client(timeout=120, follow_redirects=False)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from lium_provider import PROVIDER_SOURCE, __version__
 from lium_provider.cli import launcher_command
-from tfbridge.install import write_launcher
+from tfbridge.serving.install import write_launcher
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tfbridge.constants import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE
+from tfbridge.serving.constants import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE
 
 HANDSHAKE_DEADLINE_SECONDS = 15.0
 StubT = TypeVar("StubT")

@@ -1,6 +1,6 @@
 """Serves the bridge test provider to Terraform, as its launcher; heavy imports wait for the handshake.
 
-Run through ``tfbridge/launch.py`` like the Lium provider, so it gets the same warm zygote.
+Run through ``tfbridge/serving/launch.py`` like the Lium provider, so it gets the same warm zygote.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ REPO = Path(__file__).resolve().parents[2]
 def preload() -> None:
     sys.path.insert(0, str(REPO))
     import tests.tfbridge.bridgetest_provider  # noqa: F401
-    import tfbridge.server  # noqa: F401
+    import tfbridge.protocol.server  # noqa: F401
 
 
 def build_provider() -> Any:
     preload()
     from tests.tfbridge.bridgetest_provider import BridgeTestProvider
-    from tfbridge.server import ProviderServer
+    from tfbridge.protocol.server import ProviderServer
 
     return ProviderServer(BridgeTestProvider())
 

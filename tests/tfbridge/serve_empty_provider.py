@@ -1,5 +1,5 @@
 """Serves tests/tfbridge/empty_provider.py through tfbridge.plugin, the way Terraform execs a provider
-(also as a warm zygote, when run through tfbridge/launch.py).
+(also as a warm zygote, when run through tfbridge/serving/launch.py).
 
 Usage: serve_empty_provider.py [--start-gate FIFO | --fail-start]
   --start-gate FIFO  the servicer factory blocks until a writer opens FIFO (RPCs must wait for it)

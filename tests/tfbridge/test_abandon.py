@@ -13,7 +13,7 @@ def test_abandoning_cancels_waits_and_says_why() -> None:
     token = CancelToken()
     ctx = Context(token, Logger("test"))
     assert not ctx.abandoned and not token.cancelled
-    token.abandon()  # what tfbridge.handshake does (for every token, abandon_all) once the host is gone
+    token.abandon()  # what tfbridge.serving.handshake does (for every token, abandon_all) once the host is gone
     assert ctx.abandoned and token.cancelled
     with pytest.raises(Cancelled):
         ctx.sleep(5.0)

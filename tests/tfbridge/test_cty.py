@@ -1,4 +1,4 @@
-"""tfbridge.cty: round trips over generated types and values, and golden bytes from go-cty's rules.
+"""tfbridge.protocol.cty: round trips over generated types and values, and golden bytes from go-cty's rules.
 
 The golden cases pin the exact encoding go-cty uses (cty/msgpack, cty/json, the type JSON of
 cty/json.go), so a drift in what we put on the wire fails here rather than in a Terraform run.
@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tfbridge import cty
-from tfbridge.cty import (
+from tfbridge.protocol import cty
+from tfbridge.protocol.cty import (
     BOOL,
     DYNAMIC,
     NUMBER,

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from tests.tfbridge.bridgetest_provider import Label, Thing
-from tfbridge import cty
 from tfbridge.plan import plan_change
+from tfbridge.protocol import cty
 from tfbridge.schema import block_schema
 from tfbridge.timeouts import Timeouts
 from tfbridge.values import ConfigView, from_model, to_model

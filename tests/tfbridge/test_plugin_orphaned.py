@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from tests.tfbridge.plugin_host import ClientIdentity, Handshake, plugin_env, read_handshake_line
-from tfbridge.zygote import process_running as running
+from tfbridge.serving.zygote import process_running as running
 
 SERVE_SCRIPT = Path(__file__).with_name("serve_empty_provider.py")
 

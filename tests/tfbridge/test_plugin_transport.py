@@ -24,8 +24,6 @@ from google.protobuf import empty_pb2  # type: ignore[import-untyped]  # types-p
 
 from tests.support.terraform import Terraform, write_cli_config
 from tests.tfbridge.plugin_host import ClientIdentity, PluginProcess, plugin_env, stub
-from tfbridge.handshake import NOT_A_COMMAND_MESSAGE
-from tfbridge.install import write_launcher
 from tfbridge.proto import (
     grpc_controller_pb2,
     grpc_controller_pb2_grpc,
@@ -35,7 +33,9 @@ from tfbridge.proto import (
     tfplugin6_pb2,
     tfplugin6_pb2_grpc,
 )
-from tfbridge.tls_certificate import self_signed_certificate
+from tfbridge.serving.handshake import NOT_A_COMMAND_MESSAGE
+from tfbridge.serving.install import write_launcher
+from tfbridge.serving.tls_certificate import self_signed_certificate
 
 HERE = Path(__file__).resolve().parent
 SERVE_SCRIPT = HERE / "serve_empty_provider.py"

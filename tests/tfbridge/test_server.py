@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from tests.tfbridge.bridgetest_provider import BridgeTestProvider, Label, Thing
-from tfbridge import cty
 from tfbridge.proto import tfplugin6_pb2 as pb
+from tfbridge.protocol import cty
+from tfbridge.protocol.server import ProviderServer
 from tfbridge.schema import schema_of
-from tfbridge.server import ProviderServer
 
 THING_TYPE = schema_of(Thing).type
 

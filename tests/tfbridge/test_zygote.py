@@ -1,4 +1,4 @@
-"""tfbridge.launch and tfbridge.zygote: warm starts behave exactly like cold ones, for Terraform.
+"""tfbridge.serving.launch and tfbridge.serving.zygote: warm starts behave exactly like cold ones, for Terraform.
 
 The launcher is what Terraform execs; it must hand the start to the zygote when one is warm, exit as
 its forked server exits, pass SIGTERM on, take the server down when it is killed itself, stop it when
@@ -22,7 +22,6 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-import tfbridge
 from tests.support.procs import children, cmdline, private_zygotes
 from tests.tfbridge.plugin_host import (
     ClientIdentity,
@@ -32,14 +31,14 @@ from tests.tfbridge.plugin_host import (
     read_handshake_line,
     stub,
 )
-from tfbridge import constants, launch
 from tfbridge.proto import grpc_controller_pb2, grpc_controller_pb2_grpc, health_pb2, health_pb2_grpc
-from tfbridge.zygote import live_zygotes
-from tfbridge.zygote import process_running as running
+from tfbridge.serving import constants, launch
+from tfbridge.serving.install import LAUNCH_SCRIPT
+from tfbridge.serving.zygote import live_zygotes
+from tfbridge.serving.zygote import process_running as running
 
 HERE = Path(__file__).resolve().parent
 SERVE_SCRIPT = HERE / "serve_empty_provider.py"
-LAUNCH_SCRIPT = Path(tfbridge.__file__).with_name("launch.py")
 LAUNCHER = [sys.executable, "-I", "-S", str(LAUNCH_SCRIPT), str(SERVE_SCRIPT)]
 DEADLINE = 15.0
 SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -233,7 +232,7 @@ def test_the_zygote_keeps_nothing_of_the_start_that_made_it(
 
 
 def test_the_launcher_takes_the_shared_names_from_the_one_constants_file() -> None:
-    """launch.py executes tfbridge/constants.py by path (it cannot import tfbridge): the values are the
+    """launch.py executes tfbridge/serving/constants.py by path (it cannot import tfbridge): the values are the
     bridge's, and the file imports nothing, so executing it stays cheap and standard-library only."""
     constants_file = Path(constants.__file__)
     tree = ast.parse(constants_file.read_text())

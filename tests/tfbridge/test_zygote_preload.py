@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Runs in a fresh interpreter: the test process itself may have imported any of these already.
 _PROBE = """
 import json, sys
-from tfbridge import zygote
+from tfbridge.serving import zygote
 zygote._preload_bridge()
 before = set(sys.modules)
 from concurrent import futures

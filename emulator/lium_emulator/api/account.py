@@ -9,8 +9,8 @@ from fastapi import APIRouter, Query
 from lium_emulator.api.deps import AccountDep, RuntimeDep
 from lium_emulator.api.models import SshKeyRequest
 from lium_emulator.api.owned import new_owned, owned, owned_by
-from lium_emulator.entities import SshKey
-from lium_emulator.timeutil import to_naive_utc, utcnow
+from lium_emulator.records.entities import SshKey
+from lium_emulator.records.timeutil import to_naive_utc, utcnow
 from lium_emulator.views import event_object, me_object, ssh_key_object
 
 router = APIRouter()

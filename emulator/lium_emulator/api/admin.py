@@ -9,12 +9,12 @@ from fastapi.responses import Response
 
 from lium_emulator.api.deps import AdminDep, RuntimeDep
 from lium_emulator.api.models import AccountCreateRequest, AccountUpdateRequest
-from lium_emulator.entities import ACTIVE_STATUSES
 from lium_emulator.errors import ApiError
 from lium_emulator.faults import FaultPlan
 from lium_emulator.inspection import resources_report
+from lium_emulator.records.entities import ACTIVE_STATUSES
+from lium_emulator.records.timeutil import utcnow
 from lium_emulator.runner_standin import runner_standin_script
-from lium_emulator.timeutil import utcnow
 
 RUNNER_PATH = "/runner/{version}/dstack-runner-linux-amd64"
 

@@ -9,10 +9,10 @@ from uuid import UUID
 from fastapi import APIRouter
 
 from lium_emulator.api.deps import AccountDep, RuntimeDep
-from lium_emulator.entities import Pod
 from lium_emulator.errors import ApiError
-from lium_emulator.state import billed_interval
-from lium_emulator.timeutil import iso, utcnow
+from lium_emulator.records.entities import Pod
+from lium_emulator.records.state import billed_interval
+from lium_emulator.records.timeutil import iso, utcnow
 
 router = APIRouter()
 

@@ -10,9 +10,9 @@ from fastapi import APIRouter
 from lium_emulator.api.deps import AccountDep, RuntimeDep
 from lium_emulator.api.models import DockerCredentialRequest
 from lium_emulator.api.owned import new_owned, owned, owned_by
-from lium_emulator.entities import DockerCredential
-from lium_emulator.state import sha256_hex
-from lium_emulator.timeutil import utcnow
+from lium_emulator.records.entities import DockerCredential
+from lium_emulator.records.state import sha256_hex
+from lium_emulator.records.timeutil import utcnow
 from lium_emulator.views import credential_object
 
 router = APIRouter()

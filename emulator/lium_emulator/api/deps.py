@@ -5,9 +5,9 @@ from typing import Annotated, cast
 
 from fastapi import Depends, Request
 
-from lium_emulator.entities import Account
 from lium_emulator.errors import ApiError
 from lium_emulator.faults import FaultDecision
+from lium_emulator.records.entities import Account
 from lium_emulator.runtime import Runtime
 
 

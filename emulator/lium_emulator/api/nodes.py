@@ -8,10 +8,10 @@ from fastapi.responses import JSONResponse
 
 from lium_emulator.api.deps import AccountDep, OptionalAccountDep, RuntimeDep
 from lium_emulator.api.models import ExecutorFilters
-from lium_emulator.catalog import Node
-from lium_emulator.state import EmulatorState
-from lium_emulator.template_catalog import DEFAULT_POD_IMAGE, split_image_reference
-from lium_emulator.timeutil import utcnow
+from lium_emulator.catalogs.nodes import Node
+from lium_emulator.catalogs.templates import DEFAULT_POD_IMAGE, split_image_reference
+from lium_emulator.records.state import EmulatorState
+from lium_emulator.records.timeutil import utcnow
 from lium_emulator.views import available_ports, executor_object, feed_node
 
 router = APIRouter()

@@ -10,9 +10,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
-from lium_emulator.entities import Account
 from lium_emulator.errors import ApiError
-from lium_emulator.timeutil import utcnow
+from lium_emulator.records.entities import Account
+from lium_emulator.records.timeutil import utcnow
 
 
 class _OwnedRecord(Protocol):

@@ -12,7 +12,7 @@ from fastapi.responses import StreamingResponse
 
 from lium_emulator.api.deps import AccountDep, RuntimeDep
 from lium_emulator.api.pods import visible_pod
-from lium_emulator.entities import Pod
+from lium_emulator.records.entities import Pod
 
 router = APIRouter()
 

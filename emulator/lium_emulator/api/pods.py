@@ -15,11 +15,11 @@ from lium_emulator.api.models import (
 )
 from lium_emulator.api.owned import owned
 from lium_emulator.api.rent import attachable_volume_id, rentable_template
-from lium_emulator.entities import VISIBLE_STATUSES, Account, Pod
 from lium_emulator.errors import ApiError
 from lium_emulator.lifecycle import REBOOTABLE_STATUSES, REMOVABLE_STATUSES
+from lium_emulator.records.entities import VISIBLE_STATUSES, Account, Pod
+from lium_emulator.records.timeutil import iso, to_naive_utc, utcnow
 from lium_emulator.runtime import Runtime
-from lium_emulator.timeutil import iso, to_naive_utc, utcnow
 from lium_emulator.views import ListingExecutors, event_object, pod_row
 
 router = APIRouter()

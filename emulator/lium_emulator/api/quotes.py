@@ -11,7 +11,7 @@ from lium_emulator.api.deps import AccountDep, OptionalAccountDep, RuntimeDep
 from lium_emulator.api.models import QuoteQuery
 from lium_emulator.api.rent import balance_floor, balance_priced_hourly, validated_gpu_count
 from lium_emulator.api.templates import visible_template
-from lium_emulator.catalog import Node, pod_share
+from lium_emulator.catalogs.nodes import Node, pod_share
 from lium_emulator.errors import ApiError
 from lium_emulator.runtime import Runtime
 

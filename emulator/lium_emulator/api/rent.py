@@ -18,13 +18,13 @@ from lium_emulator.api.deps import AccountDep, RuntimeDep, fault_decision, reque
 from lium_emulator.api.models import RentRequest
 from lium_emulator.api.owned import owned
 from lium_emulator.api.templates import visible_template
-from lium_emulator.catalog import Node, pod_share
-from lium_emulator.entities import Account, Pod, PodFaults, Template
+from lium_emulator.catalogs.nodes import Node, pod_share
 from lium_emulator.errors import ApiError
 from lium_emulator.faults import FaultDecision
-from lium_emulator.idempotency import request_fingerprint
+from lium_emulator.records.entities import Account, Pod, PodFaults, Template
+from lium_emulator.records.idempotency import request_fingerprint
+from lium_emulator.records.timeutil import utcnow
 from lium_emulator.runtime import Runtime
-from lium_emulator.timeutil import utcnow
 
 router = APIRouter()
 

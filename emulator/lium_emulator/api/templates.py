@@ -10,11 +10,11 @@ from fastapi import APIRouter
 from lium_emulator.api.deps import AccountDep, OptionalAccountDep, RuntimeDep
 from lium_emulator.api.models import TemplateRequest
 from lium_emulator.api.owned import owned
-from lium_emulator.entities import Account, Template
+from lium_emulator.catalogs.templates import split_image_reference
 from lium_emulator.errors import ApiError
+from lium_emulator.records.entities import Account, Template
+from lium_emulator.records.timeutil import utcnow
 from lium_emulator.runtime import Runtime
-from lium_emulator.template_catalog import split_image_reference
-from lium_emulator.timeutil import utcnow
 from lium_emulator.views import template_object
 
 router = APIRouter()

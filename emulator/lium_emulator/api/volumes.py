@@ -11,10 +11,10 @@ from fastapi import APIRouter
 from lium_emulator.api.deps import AccountDep, RuntimeDep
 from lium_emulator.api.models import VolumeCreateRequest, VolumeUpdateRequest
 from lium_emulator.api.owned import new_owned, owned, owned_by
-from lium_emulator.entities import Volume
 from lium_emulator.errors import ApiError
+from lium_emulator.records.entities import Volume
+from lium_emulator.records.timeutil import utcnow
 from lium_emulator.runtime import Runtime
-from lium_emulator.timeutil import utcnow
 from lium_emulator.views import volume_object
 
 router = APIRouter()

@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:RnbQ1xGogdJh9erQR8uh9ZIvBmNbe841+az+8C3X9HY=",
-    "zh:f9dc0fdb55869af21a7ad7308f3a934e2feeed6366c929f4a66b76d4501a5170",
+    "h1:GNfp/IN3EgOhRnhbgRTyPycT7Y/zJJWY2KF7H1JxoWM=",
+    "zh:83ea531c9d2c28e503af12f98f05280ff58c1e808645a2cd486fdd487325029d",
   ]
 }

@@ -52,7 +52,8 @@ CLOCK_SKEW = timedelta(minutes=1)
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 # Lium's rent field ``termination_hours`` (docs/lium-api.md#rent): Lium removes the pod that many hours
 # after it started. The bound every attribute of that meaning shares (pod, provider default, rent body).
-TerminationHours = Annotated[int, Field(ge=1, le=720)]
+MIN_TERMINATION_HOURS, MAX_TERMINATION_HOURS = 1, 720
+TerminationHours = Annotated[int, Field(ge=MIN_TERMINATION_HOURS, le=MAX_TERMINATION_HOURS)]
 
 
 class _Response(BaseModel):

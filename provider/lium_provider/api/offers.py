@@ -30,7 +30,7 @@ from gpuhunt.providers.lium import (
 from lium_provider.api.client import LiumClient, default_user_agent, fetch_nodes_feed
 from lium_provider.api.retry import RetryPolicy
 from lium_provider.api.transport import HttpTransport
-from lium_provider.offer_filter import MAX_GPUS_PER_NODE, OfferFilter
+from lium_provider.domain.offer_filter import MAX_GPUS_PER_NODE, OfferFilter
 
 logger = logging.getLogger(__name__)
 

@@ -12,8 +12,11 @@ client still imports none of the plugin framework (gRPC, schemas) and works with
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import random
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -58,6 +61,19 @@ KEEPALIVE_SECONDS = 4.0
 _E = TypeVar("_E", bound=LiumError)
 
 
+def tls_context() -> ssl.SSLContext:
+    """The TLS settings of every client this process makes, as httpx would make them (``SSL_CERT_FILE``
+    or ``SSL_CERT_DIR`` when set, else certifi's bundle). Loading the CA bundle costs ~40 ms of CPU, and
+    Terraform starts the provider several times per command: it is loaded once per process and
+    setting (once for all of a zygote's forks, which inherit it), not once per client."""
+    return _tls_context(os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None)
+
+
+@functools.cache
+def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    return httpx.create_ssl_context(trust_env=True)  # reads the two variables the cache is keyed by
+
+
 @dataclass(frozen=True)
 class Answer:
     """A successful (2xx) response: its status, headers and decoded JSON (None when the body is empty)."""
@@ -86,6 +102,7 @@ class HttpTransport:
             timeout=httpx.Timeout(timeout, connect=min(connect_timeout, timeout)),
             follow_redirects=False,
             headers={"User-Agent": user_agent, "Accept": "application/json"},
+            verify=tls_context(),
             transport=transport,
             limits=httpx.Limits(
                 max_connections=MAX_CONNECTIONS,

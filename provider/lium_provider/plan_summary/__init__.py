@@ -18,8 +18,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lium_provider.gitops_contract import FORMATS
 from lium_provider.plan_summary import json_format, markdown
+from lium_provider.plan_summary.gitops_contract import FORMATS
 from lium_provider.plan_summary.parsing import PlanError, ResourceChange, parse_plan, read_source
 from lium_provider.plan_summary.policies import Policies, PolicyResult, check
 from lium_provider.plan_summary.pricing import OfferBook, resolve_feed_url

@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lium_provider.api.endpoints import DEFAULT_ENDPOINT, feed_url_for
 from lium_provider.api.errors import LiumError
 from lium_provider.api.offers import Offer, find_offers, matches
-from lium_provider.endpoints import DEFAULT_ENDPOINT, feed_url_for
-from lium_provider.offer_filter import OfferFilter
+from lium_provider.domain.offer_filter import OfferFilter
 from lium_provider.plan_summary.parsing import ResourceChange
 from lium_provider.plan_summary.values import SENSITIVE_TEXT, code
 

@@ -6,11 +6,11 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from lium_provider.offer_filter import OfferFilter
+from lium_provider.domain.offer_filter import OfferFilter
+from lium_provider.domain.stack import is_named
 from lium_provider.resources.common import api_errors
 from lium_provider.resources.template import image_of
 from lium_provider.session import session
-from lium_provider.stack import is_named
 from tfbridge import Attribute, Context, DataSource, TFError
 
 

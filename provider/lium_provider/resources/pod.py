@@ -4,7 +4,7 @@ Create picks the cheapest matching offer at apply time, rents it with an idempot
 the next offer on a no-capacity refusal), and records the pod in Terraform's state the moment Lium names
 it: a failed, timed-out or cancelled wait afterwards still leaves the pod tracked, so ``destroy`` removes
 it. Uncertain rent outcomes are reconciled (pod list, account events, idempotent replay), never retried
-blindly. Every rent attempt is journalled on disk before it is sent (see :mod:`lium_provider.journal`).
+blindly. Every rent attempt is journalled on disk before it is sent (see :mod:`lium_provider.domain.journal`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from lium_provider.api.models import (
     TerminationHours,
 )
 from lium_provider.api.rent import RentAttempt, find_rented_pod, rent_reconciled
-from lium_provider.offer_filter import OfferFilter, PodFacts, same_gpu_name
-from lium_provider.removal import (
+from lium_provider.domain.offer_filter import OfferFilter, PodFacts, same_gpu_name
+from lium_provider.domain.removal import (
     HOUR,
     SCHEDULE_TOLERANCE,
     imported_schedule,
@@ -42,11 +42,11 @@ from lium_provider.removal import (
     set_removal,
     started_at,
 )
+from lium_provider.domain.stack import lium_pod_name, parse_lium_pod_name, rent_digest
 from lium_provider.resources.common import api_errors, check_access_on_create
 from lium_provider.resources.inputs import OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, fingerprint, public_key_line
-from lium_provider.stack import lium_pod_name, parse_lium_pod_name, rent_digest
 from tfbridge import (
     TIMEOUTS_BLOCK,
     Attribute,
@@ -98,7 +98,7 @@ class PodModel(OfferFilter):
     id: Annotated[str | None, Attribute(computed=True, plan=_KEEP, description="Pod id (UUID).")] = None
     name: Annotated[
         str,
-        Attribute(required=True, plan=_REPLACE, description="Pod name (at most 63 characters)."),
+        Attribute(required=True, plan=_REPLACE, description="Pod name."),
         PRINTABLE_NAME,
     ] = Field(min_length=1, max_length=63)
     template_id: Annotated[
@@ -151,7 +151,7 @@ class PodModel(OfferFilter):
         Attribute(
             optional=True,
             computed=True,
-            description="Lium removes the pod this many hours (1 to 720) after it started. Default: the "
+            description="Lium removes the pod this many hours after it started. Default: the "
             "provider's `default_termination_hours`, else none (the pod runs until deleted). Changing it "
             "moves the removal in place; removing it cancels the removal.",
         ),
@@ -224,7 +224,7 @@ class RentedOffer(BaseModel):
 
 
 def _rent_digest(pod: PodModel, configured: PodModel) -> str:
-    """The rent digest of a pod's Lium name (:func:`lium_provider.stack.rent_digest`)."""
+    """The rent digest of a pod's Lium name (:func:`lium_provider.domain.stack.rent_digest`)."""
     return rent_digest(
         pod.template_id, pod.gpu_count, pod.volume_id, configured.executor_id, configured.ssh_public_key
     )
@@ -366,7 +366,7 @@ class PodResource(Resource[PodModel]):
     type_name = "lium_pod"
     model = PodModel
     description = inspect.cleandoc(PodModel.__doc__ or "")
-    default_timeouts = {"create": 1800.0, "delete": POD_GONE_TIMEOUT, "read": 300.0}
+    default_timeouts = {"create": 1800.0, "read": 300.0, "update": 300.0, "delete": POD_GONE_TIMEOUT}
 
     @classmethod
     def schema(cls) -> Schema:
@@ -486,7 +486,7 @@ class PodResource(Resource[PodModel]):
         if plan.executor_id:
             candidates = [(plan.executor_id, state, RentedOffer())]
         else:
-            candidates = (  # each claimed in turn, so concurrent creates spread (lium_provider.placement)
+            candidates = (  # each claimed in turn, so concurrent creates spread (lium_provider.domain.placement)
                 (
                     o.executor_id,
                     state.model_copy(
@@ -816,7 +816,7 @@ def _delete_abandoned(ctx: Context, s: LiumSession, pod_id: str, lium_name: str)
 
 
 def is_this_stacks(s: LiumSession, lium_name: str) -> bool:
-    """Whether a Lium pod name carries this stack's tag (:func:`lium_provider.stack.lium_pod_name`)."""
+    """Whether a Lium pod name carries this stack's tag (:func:`lium_provider.domain.stack.lium_pod_name`)."""
     parsed = parse_lium_pod_name(lium_name)
     return parsed is not None and parsed[1] == s.stack_tag
 

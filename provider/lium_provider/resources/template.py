@@ -82,8 +82,8 @@ class TemplateModel(BaseModel):
             optional=True,
             computed=True,
             default=[22, 10022],
-            description="Container ports Lium maps to external ports. Default `[22, 10022]` (SSH and the "
-            "dstack runner's SSH).",
+            description="Container ports Lium maps to external ports; the default is SSH and the dstack "
+            "runner's SSH.",
         ),
     ] = None
     local_volume_path: Annotated[
@@ -92,7 +92,7 @@ class TemplateModel(BaseModel):
             optional=True,
             computed=True,
             default="/root",
-            description="Where the pod's local volume is mounted. Default `/root`.",
+            description="Where the pod's local volume is mounted.",
         ),
     ] = None
     is_private: Annotated[

@@ -21,7 +21,8 @@ from lium_provider.session import session
 from tfbridge import Attribute, Context, PlanChange, Resource, TFError, UseStateForUnknown
 
 # Lium's documented volume-name alphabet (docs/lium-api.md#volumes).
-_NAME = re.compile(r"^[A-Za-z0-9\-_. ,()!?/]{1,100}$")
+_NAME = re.compile(r"^[A-Za-z0-9\-_. ,()!?/]*$")
+NAME_MAX_LENGTH = 100
 
 
 class VolumeModel(BaseModel):
@@ -34,11 +35,9 @@ class VolumeModel(BaseModel):
     ] = None
     name: Annotated[
         str,
-        Attribute(
-            required=True, description="Volume name (letters, digits, `-_.`, spaces, `,()!?/`; at most 100)."
-        ),
+        Attribute(required=True, description="Volume name: letters, digits, `-_.`, spaces and `,()!?/`."),
         PRINTABLE_NAME,
-    ] = Field(min_length=1)
+    ] = Field(min_length=1, max_length=NAME_MAX_LENGTH)
     description: Annotated[str | None, Attribute(optional=True, description="Free text.")] = None
 
     @field_validator("name")
@@ -46,7 +45,7 @@ class VolumeModel(BaseModel):
     def _name(cls, value: str) -> str:
         if not _NAME.match(value):
             raise ValueError(
-                f'"{value}" is not a valid volume name: use at most 100 letters, digits, spaces and -_.,()!?/'
+                f'"{value}" is not a valid volume name: use only letters, digits, spaces and -_.,()!?/'
             )
         return value
 

@@ -6,5 +6,5 @@
 
 The ``*_pb2*.py``/``*_pb2.pyi`` files are generated; do not edit them. ``regenerate.sh`` (``make proto``)
 rebuilds them with grpcio-tools. Importing them is deferred until after the plugin handshake (see
-:mod:`tfbridge.handshake`); keep this package's ``__init__`` free of imports.
+:mod:`tfbridge.serving.handshake`); keep this package's ``__init__`` free of imports.
 """

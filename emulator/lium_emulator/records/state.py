@@ -1,0 +1,228 @@
+"""The emulator's working state: every account's records, kept in memory and written through to the
+store, plus the derived facts the API needs (free GPUs per node, balances, event log).
+
+All mutation happens on the event loop thread, so no locking is needed; sandbox work runs in worker
+threads but only reports back through the loop (see ``lifecycle.py``).
+"""
+
+import hashlib
+import uuid
+from datetime import datetime
+from typing import Any
+
+from lium_emulator.catalogs.nodes import Catalog, Node
+from lium_emulator.records.entities import (
+    ACTIVE_STATUSES,
+    Account,
+    DockerCredential,
+    Event,
+    IdempotencyRecord,
+    Pod,
+    Record,
+    SshKey,
+    Template,
+    Volume,
+)
+from lium_emulator.records.store import Store
+from lium_emulator.records.timeutil import utcnow
+
+_KINDS: dict[type[Record], str] = {
+    Account: "account",
+    Template: "template",
+    DockerCredential: "docker_credential",
+    Volume: "volume",
+    SshKey: "ssh_key",
+    Pod: "pod",
+    Event: "event",
+    IdempotencyRecord: "idempotency",
+}
+
+
+def sha256_hex(text: str) -> str:
+    """Hex SHA-256 of ``text`` (how API keys and registry passwords are kept)."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def record_id(record: Record) -> str:
+    """The store id of ``record``."""
+    if isinstance(record, Account):
+        return record.user_id
+    if isinstance(record, IdempotencyRecord):
+        return f"{record.user_id}:{record.key}"
+    record_key = getattr(record, "id", None)
+    if not isinstance(record_key, str):
+        raise TypeError(f"{type(record).__name__} has no id")
+    return record_key
+
+
+class EmulatorState:
+    """Every record of every account, by id, with write-through persistence."""
+
+    def __init__(self, store: Store, catalog: Catalog) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.accounts: dict[str, Account] = {}
+        self.templates: dict[str, Template] = {}
+        self.credentials: dict[str, DockerCredential] = {}
+        self.volumes: dict[str, Volume] = {}
+        self.ssh_keys: dict[str, SshKey] = {}
+        self.pods: dict[str, Pod] = {}
+        self.events: list[Event] = []
+        self.idempotency: dict[tuple[str, str], IdempotencyRecord] = {}
+        self._accounts_by_key: dict[str, Account] = {}
+        self._load()
+
+    def _load(self) -> None:
+        for account in (Account.model_validate(doc) for doc in self.store.load("account")):
+            self._index_account(account)
+        for template in (Template.model_validate(doc) for doc in self.store.load("template")):
+            self.templates[template.id] = template
+        for credential in (
+            DockerCredential.model_validate(doc) for doc in self.store.load("docker_credential")
+        ):
+            self.credentials[credential.id] = credential
+        for volume in (Volume.model_validate(doc) for doc in self.store.load("volume")):
+            self.volumes[volume.id] = volume
+        for key in (SshKey.model_validate(doc) for doc in self.store.load("ssh_key")):
+            self.ssh_keys[key.id] = key
+        for pod in (Pod.model_validate(doc) for doc in self.store.load("pod")):
+            self.pods[pod.id] = pod
+        self.events = sorted(
+            (Event.model_validate(doc) for doc in self.store.load("event")), key=lambda e: e.created_at
+        )
+        for idem in (IdempotencyRecord.model_validate(doc) for doc in self.store.load("idempotency")):
+            self.idempotency[(idem.user_id, idem.key)] = idem
+
+    def _index_account(self, account: Account) -> None:
+        self.accounts[account.user_id] = account
+        self._accounts_by_key[account.key_sha256] = account
+
+    # --- persistence -------------------------------------------------------------------------
+
+    def save(self, record: Record) -> None:
+        """Write ``record`` through to the store (call after every change)."""
+        self.store.put(_KINDS[type(record)], record_id(record), record.model_dump(mode="json"))
+
+    def forget(self, record: Record) -> None:
+        """Remove ``record`` from the store."""
+        self.store.delete(_KINDS[type(record)], record_id(record))
+
+    # --- accounts ----------------------------------------------------------------------------
+
+    def account_for_key(self, api_key: str) -> Account | None:
+        """The account an API key belongs to, or None."""
+        return self._accounts_by_key.get(sha256_hex(api_key))
+
+    def ensure_account(self, api_key: str, credit_usd: float) -> Account:
+        """The account of ``api_key``, created with ``credit_usd`` if it does not exist yet."""
+        existing = self.account_for_key(api_key)
+        if existing is not None:
+            return existing
+        number = len(self.accounts) + 1
+        account = Account(
+            user_id=str(uuid.uuid4()),
+            api_key_id=str(uuid.uuid4()),
+            api_key_name=f"emulator-key-{number}",
+            key_sha256=sha256_hex(api_key),
+            email=f"user{number}@lium-emulator.local",
+            credit_usd=credit_usd,
+            created_at=utcnow(),
+        )
+        self._index_account(account)
+        self.save(account)
+        return account
+
+    # --- events ------------------------------------------------------------------------------
+
+    def record_event(
+        self,
+        user_id: str,
+        sub_event_type: str,
+        *,
+        pod: Pod | None = None,
+        actor: Account | None = None,
+        from_status: str | None = None,
+        to_status: str | None = None,
+        reason: str | None = None,
+        detail: str | None = None,
+        error: str | None = None,
+    ) -> Event:
+        """Append one event to ``user_id``'s log; ``actor`` None means the platform did it."""
+        event = Event(
+            id=str(uuid.uuid4()),
+            user_id=user_id,
+            created_at=utcnow(),
+            event_type=sub_event_type.split(".", 1)[0],
+            sub_event_type=sub_event_type,
+            pod_id=pod.id if pod else None,
+            pod_name=pod.pod_name if pod else None,
+            actor=actor_of(actor) if actor else None,
+            from_status=from_status,
+            to_status=to_status,
+            reason=reason,
+            detail=detail,
+            error=error,
+        )
+        self.events.append(event)
+        self.save(event)
+        return event
+
+    def pod_events(self, pod_id: str) -> list[Event]:
+        """Events of one pod, oldest first."""
+        return [event for event in self.events if event.pod_id == pod_id]
+
+    # --- derived facts -----------------------------------------------------------------------
+
+    def gpus_in_use(self, node_id: str) -> int:
+        """GPUs of ``node_id`` held by active pods."""
+        return sum(
+            p.gpu_count
+            for p in self.pods.values()
+            if p.executor_id == node_id and p.status in ACTIVE_STATUSES
+        )
+
+    def available_gpus(self, node: Node) -> int:
+        """GPUs of ``node`` that are free now."""
+        return max(0, node.gpu_count - self.gpus_in_use(node.id))
+
+    def volume_holder(self, volume_id: str) -> Pod | None:
+        """The active pod the volume is attached to, or None."""
+        return next(
+            (p for p in self.pods.values() if p.volume_id == volume_id and p.status in ACTIVE_STATUSES), None
+        )
+
+    def owned_pods(self, user_id: str) -> list[Pod]:
+        """Every pod of ``user_id`` (deleted ones too), oldest first."""
+        return sorted((p for p in self.pods.values() if p.user_id == user_id), key=lambda p: p.created_at)
+
+    def balance(self, account: Account, now: datetime) -> float:
+        """The account's balance in USD: its credit minus what its pods were billed."""
+        spent = sum(
+            p.price * billed_seconds(p, now) / 3600
+            for p in self.pods.values()
+            if p.user_id == account.user_id
+        )
+        return round(account.credit_usd - spent, 6)
+
+
+def billed_interval(pod: Pod, now: datetime) -> tuple[datetime, datetime] | None:
+    """When the pod was billed: from RUNNING until the delete request or BROKEN (or ``now``)."""
+    if pod.running_at is None:
+        return None
+    return pod.running_at, max(pod.running_at, pod.billing_stopped_at or now)
+
+
+def billed_seconds(pod: Pod, now: datetime) -> float:
+    """Seconds the pod was billed for (see ``billed_interval``)."""
+    interval = billed_interval(pod, now)
+    return 0.0 if interval is None else (interval[1] - interval[0]).total_seconds()
+
+
+def actor_of(account: Account) -> dict[str, Any]:
+    """The ``actor`` object of an event done with ``account``'s API key."""
+    return {
+        "auth": "api_key",
+        "api_key_id": account.api_key_id,
+        "api_key_name": account.api_key_name,
+        "user_id": account.user_id,
+    }

@@ -1,0 +1,320 @@
+"""TCP relays between the host's loopback and pods' network namespaces, all on one asyncio thread.
+
+Two directions, as a container runtime provides them:
+
+* published ports (``docker run -p``): a listener on a free ``127.0.0.1`` host port per internal
+  port; each accepted connection is relayed to ``127.0.0.1:<internal>`` inside the pod;
+* reverse ports: a listener *inside* the pod (``127.0.0.1:<port>``) whose connections are relayed to
+  the host's ``127.0.0.1:<port>`` — how pods reach the emulator's HTTP server. The host-side
+  addresses of these relayed connections are kept while they are open, so the emulator can tell
+  a pod's request from the host's (:meth:`PortForwarder.is_reverse_connection`).
+
+Relays are asyncio protocols with flow control (a full outgoing buffer pauses reading on the other
+side) and half-close, so bulk transfers and SSH both work without a coroutine per chunk. Everything
+belonging to one owner (a pod) is released together: listeners, live connections and connects in
+flight, so a stopped pod's ports are free again as soon as ``release`` returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import socket
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from lium_emulator.sandbox.netns_socket import socket_in_netns
+
+_T = TypeVar("_T")
+_LOOPBACK = "127.0.0.1"
+_CALL_TIMEOUT_SECONDS = 30.0
+
+Dial = Callable[[], Awaitable[socket.socket]]
+
+
+@dataclass
+class _Group:
+    """Everything one owner has open: released as a unit."""
+
+    netns_fds: list[int] = field(default_factory=list)
+    servers: list[asyncio.AbstractServer] = field(default_factory=list)
+    relays: set[_RelayEnd] = field(default_factory=set)
+    connecting: set[asyncio.Task[None]] = field(default_factory=set)
+
+
+class _RelayEnd(asyncio.Protocol):
+    """One socket of a relayed connection; ``peer`` is the other socket."""
+
+    def __init__(self, group: _Group) -> None:
+        self.group = group
+        self.transport: asyncio.Transport | None = None
+        self.peer: _RelayEnd | None = None
+        self.on_lost: Callable[[], None] | None = None
+        self._eof_received = False
+        self._eof_sent = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.group.relays.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self.peer is not None and self.peer.transport is not None:
+            self.peer.transport.write(data)
+
+    def eof_received(self) -> bool:
+        self._eof_received = True
+        if self.peer is not None:
+            self.peer.send_eof()
+        self._close_when_done()
+        return True  # keep the other direction open (half-close)
+
+    def send_eof(self) -> None:
+        if self._eof_sent or self.transport is None or self.transport.is_closing():
+            return
+        self._eof_sent = True
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self._close_when_done()
+
+    def _close_when_done(self) -> None:
+        if self._eof_received and self._eof_sent and self.transport is not None:
+            self.transport.close()
+
+    def pause_writing(self) -> None:
+        # Our outgoing buffer is full: stop reading what the peer sends us to write.
+        if self.peer is not None and self.peer.transport is not None:
+            self.peer.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.peer is not None and self.peer.transport is not None:
+            self.peer.transport.resume_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.group.relays.discard(self)
+        if self.on_lost is not None:
+            self.on_lost()
+        peer = self.peer.transport if self.peer is not None else None
+        if peer is not None and not peer.is_closing():
+            if exc is None:
+                peer.close()  # flushes what is still buffered for the peer
+            else:
+                peer.abort()
+
+
+class _Addresses:
+    """Local addresses of open relayed sockets, shared between the relay thread and the server's."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: set[tuple[str, int]] = set()
+
+    def add(self, address: tuple[str, int]) -> None:
+        with self._lock:
+            self._open.add(address)
+
+    def discard(self, address: tuple[str, int]) -> None:
+        with self._lock:
+            self._open.discard(address)
+
+    def __contains__(self, address: object) -> bool:
+        with self._lock:
+            return address in self._open
+
+
+class _InboundEnd(_RelayEnd):
+    """An accepted connection: held (not read) until the upstream connection is established.
+
+    With ``track``, the upstream socket's local address is in it from before the first relayed byte
+    until the connection closes.
+    """
+
+    def __init__(self, group: _Group, dial: Dial, track: _Addresses | None) -> None:
+        super().__init__(group)
+        self._dial = dial
+        self._track = track
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        assert self.transport is not None
+        self.transport.pause_reading()
+        task = asyncio.get_running_loop().create_task(self._link())
+        self.group.connecting.add(task)
+        task.add_done_callback(self.group.connecting.discard)
+
+    async def _link(self) -> None:
+        assert self.transport is not None
+        try:
+            sock = await self._dial()
+        except OSError:
+            self.transport.close()  # nothing listens there (yet): the client sees the connection closed
+            return
+        if self.transport.is_closing():
+            sock.close()
+            return
+        upstream = _RelayEnd(self.group)
+        upstream.peer, self.peer = self, upstream
+        if self._track is not None:
+            address = sock.getsockname()
+            self._track.add(address)
+            upstream.on_lost = functools.partial(self._track.discard, address)
+        try:
+            await asyncio.get_running_loop().create_connection(lambda: upstream, sock=sock)
+        except OSError:
+            sock.close()
+            self.transport.abort()
+            return
+        self.transport.resume_reading()
+
+
+async def _connect(sock: socket.socket, port: int) -> socket.socket:
+    sock.setblocking(False)
+    try:
+        await asyncio.get_running_loop().sock_connect(sock, (_LOOPBACK, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _listener(sock: socket.socket, port: int) -> socket.socket:
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((_LOOPBACK, port))
+        sock.listen(128)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+class PortForwarder:
+    """Published and reverse TCP ports of many owners, served by one lazily started thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._groups: dict[str, _Group] = {}  # touched on the loop thread only
+        self._reverse_connections = _Addresses()
+
+    def publish(self, owner: str, netns_fd: int, internal_ports: Iterable[int]) -> dict[int, int]:
+        """Expose ``127.0.0.1:<internal>`` of the namespace on free host loopback ports: internal -> host."""
+        ports = list(dict.fromkeys(internal_ports))
+        listeners: list[socket.socket] = []
+        try:
+            for _ in ports:
+                listeners.append(_listener(socket.socket(socket.AF_INET, socket.SOCK_STREAM), 0))
+            mapping = {port: int(sock.getsockname()[1]) for port, sock in zip(ports, listeners, strict=True)}
+            fd = os.dup(netns_fd)
+        except BaseException:
+            for sock in listeners:
+                sock.close()
+            raise
+
+        def dial_into_pod(port: int) -> Dial:
+            return lambda: _connect(socket_in_netns(fd), port)
+
+        self._call(
+            self._serve(
+                owner, fd, [(s, dial_into_pod(p)) for p, s in zip(ports, listeners, strict=True)], None
+            )
+        )
+        return mapping
+
+    def reverse(self, owner: str, netns_fd: int, port: int) -> None:
+        """Make ``127.0.0.1:<port>`` inside the namespace reach the host's ``127.0.0.1:<port>``."""
+        listener = _listener(socket_in_netns(netns_fd), port)
+
+        def dial_host() -> Awaitable[socket.socket]:
+            return _connect(socket.socket(socket.AF_INET, socket.SOCK_STREAM), port)
+
+        self._call(self._serve(owner, None, [(listener, dial_host)], self._reverse_connections))
+
+    def is_reverse_connection(self, address: tuple[str, int]) -> bool:
+        """True while ``address`` (host, port) is the host side of a connection relayed out of a pod."""
+        return address in self._reverse_connections
+
+    def release(self, owner: str) -> None:
+        """Close the owner's listeners and connections; its host ports are free when this returns."""
+        if self._loop is not None:
+            self._call(self._release(owner))
+
+    def connection_count(self) -> int:
+        """Relayed sockets currently open (two per live connection)."""
+        if self._loop is None:
+            return 0
+        return self._call(self._count())
+
+    def close(self) -> None:
+        """Release everything and stop the thread (a later ``publish`` starts a new one)."""
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(self._release_all(), loop).result(_CALL_TIMEOUT_SECONDS)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(_CALL_TIMEOUT_SECONDS)
+        loop.close()
+
+    def _call(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(
+                    target=self._loop.run_forever, name="lium-portforward", daemon=True
+                )
+                self._thread.start()
+            loop = self._loop
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(_CALL_TIMEOUT_SECONDS)
+
+    async def _serve(
+        self,
+        owner: str,
+        netns_fd: int | None,
+        listeners: list[tuple[socket.socket, Dial]],
+        track: _Addresses | None,
+    ) -> None:
+        group = self._groups.setdefault(owner, _Group())
+        if netns_fd is not None:
+            group.netns_fds.append(netns_fd)
+        loop = asyncio.get_running_loop()
+        for index, (sock, dial) in enumerate(listeners):
+            try:
+                server = await loop.create_server(
+                    functools.partial(_InboundEnd, group, dial, track), sock=sock
+                )
+            except BaseException:
+                for unserved, _ in listeners[index:]:
+                    unserved.close()
+                raise
+            group.servers.append(server)
+
+    async def _release(self, owner: str) -> None:
+        group = self._groups.pop(owner, None)
+        if group is None:
+            return
+        for server in group.servers:
+            server.close()
+        for task in list(group.connecting):
+            task.cancel()
+        for relay in list(group.relays):
+            if relay.transport is not None:
+                relay.transport.abort()
+        for server in group.servers:
+            await server.wait_closed()
+        # Let the aborted transports' close callbacks run before their netns goes away.
+        await asyncio.sleep(0)
+        for fd in group.netns_fds:
+            os.close(fd)
+
+    async def _release_all(self) -> None:
+        for owner in list(self._groups):
+            await self._release(owner)
+
+    async def _count(self) -> int:
+        return sum(len(group.relays) for group in self._groups.values())

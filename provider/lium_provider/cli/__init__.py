@@ -1,0 +1,120 @@
+"""``lium-tf``: install the provider for offline ``terraform init``, and helpers around it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from lium_provider import PROVIDER_SOURCE, __version__
+from lium_provider.cli.summary import add_summary_commands
+
+DESCRIPTION = (
+    "Helpers around the Lium Terraform provider: install it for an offline terraform init, summarise "
+    "plans with prices, apply only reviewed plans, sweep up leftovers."
+)
+
+
+def launcher_command() -> list[str]:
+    """How Terraform starts the provider: this interpreter in isolated mode, so neither PYTHON* variables nor
+    a stray module in Terraform's working directory can change what runs. The launcher script hands the
+    start to a warm zygote, or execs ``python -I -m lium_provider`` (see :mod:`tfbridge.serving.zygote`)."""
+    from tfbridge.serving.install import LAUNCH_SCRIPT
+
+    return [sys.executable, "-I", "-S", str(LAUNCH_SCRIPT), "lium_provider"]
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    from tfbridge.serving.install import DEFAULT_PLUGINS_DIR, REGISTRY_HOSTNAMES, write_launcher
+
+    plugins_dir = Path(args.plugins_dir) if args.plugins_dir else DEFAULT_PLUGINS_DIR
+    for hostname in REGISTRY_HOSTNAMES:
+        print(write_launcher(plugins_dir, PROVIDER_SOURCE, __version__, launcher_command(), hostname))
+    print(
+        f"installed {PROVIDER_SOURCE} {__version__} for Terraform or OpenTofu 1.11+: "
+        "`terraform init` (or `tofu init`) finds it there with no registry",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    from lium_provider.api.client import LiumClient
+    from lium_provider.api.endpoints import DEFAULT_ENDPOINT
+    from lium_provider.api.errors import LiumError
+    from lium_provider.cli.sweep import delete_leftovers, find_leftovers, find_stack_leftovers
+    from lium_provider.domain.journal import RentJournal
+    from lium_provider.domain.stack import tag_of
+    from lium_provider.session import journal_dir
+
+    endpoint = os.environ.get("LIUM_API_URL") or DEFAULT_ENDPOINT
+    api_key = os.environ.get("LIUM_API_KEY")
+    if not api_key:
+        print("lium-tf sweep: set LIUM_API_KEY (and LIUM_API_URL for another endpoint)", file=sys.stderr)
+        return 2
+    journal = RentJournal(journal_dir())
+    try:
+        with LiumClient(endpoint, api_key) as client:
+            if args.stack:
+                leftovers = find_stack_leftovers(client, tag_of(args.stack), journal)
+            else:
+                leftovers = find_leftovers(client, args.name_prefix, journal)
+            print(json.dumps(leftovers.as_dict(), indent=2))
+            if args.delete and not leftovers.empty():
+                delete_leftovers(client, leftovers, journal, include_volumes=args.include_volumes)
+                print("deleted", file=sys.stderr)
+    except (LiumError, TimeoutError) as exc:
+        print(f"lium-tf sweep: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lium-tf", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"lium-tf {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    install = commands.add_parser(
+        "install",
+        help="write the provider launcher into the filesystem mirror of Terraform or OpenTofu 1.11+ and print its paths",
+        description="Write the launcher for source lium-stacks/lium into the implied filesystem mirror "
+        "(~/.terraform.d/plugins) that Terraform and OpenTofu 1.11+ read, under both registry.terraform.io "
+        "and registry.opentofu.org, so `terraform init` (or `tofu init`) works offline with no CLI "
+        "configuration change.",
+    )
+    install.add_argument("--plugins-dir", help="mirror directory (default: ~/.terraform.d/plugins)")
+    install.set_defaults(handler=cmd_install)
+
+    sweep = commands.add_parser(
+        "sweep",
+        help="list (and with --delete remove) pods, templates, credentials and volumes a stack left behind",
+        description="Uses LIUM_API_URL and LIUM_API_KEY. Prints the leftovers as JSON.",
+    )
+    which = sweep.add_mutually_exclusive_group(required=True)
+    which.add_argument("--name-prefix", help="only resources whose names start with this")
+    which.add_argument(
+        "--stack",
+        help="only this stack's pods and journalled rents: the provider's `stack` value (or LIUM_STACK) or "
+        "its 8-character tag (in a pod's `lium_name`, before its last 3 characters)",
+    )
+    sweep.add_argument("--delete", action="store_true", help="delete what was found")
+    sweep.add_argument("--include-volumes", action="store_true", help="with --delete, delete volumes too")
+    sweep.set_defaults(handler=cmd_sweep)
+
+    add_summary_commands(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler = args.handler
+    result: int = handler(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""``lium-tf sweep``: find, and optionally delete, what stacks left behind — like Terraform's acceptance sweepers.
+
+Leftovers are the account's pods, own templates and volumes whose names start with a prefix, the Docker
+credentials that only those templates use, and rent attempts still in the local journal (a provider
+killed between a rent and the state write). With a stack tag instead (``--stack``), they are exactly
+the pods whose Lium names carry that tag and the journal's attempts for them: templates, credentials
+and volumes carry no tag yet, so ``--stack`` lists none of them (``--name-prefix`` does). Deletion order follows dependencies: pods (waiting until
+they are gone), then templates, then credentials; volumes only when asked, because they hold data.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from lium_provider.api.client import LiumClient
+from lium_provider.api.models import (
+    DELETED,
+    DELETING,
+    POD_GONE_TIMEOUT,
+    DockerCredential,
+    Pod,
+    Template,
+    Volume,
+)
+from lium_provider.api.rent import RentAttempt, find_rented_pod
+from lium_provider.domain.journal import RentJournal
+from lium_provider.domain.stack import parse_lium_pod_name
+
+POLL_SECONDS = 2.0
+
+
+@dataclass
+class Leftovers:
+    pods: list[Pod] = field(default_factory=list)
+    templates: list[Template] = field(default_factory=list)
+    credentials: list[DockerCredential] = field(default_factory=list)
+    volumes: list[Volume] = field(default_factory=list)
+    journal: list[RentAttempt] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not (self.pods or self.templates or self.credentials or self.volumes or self.journal)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pods": [
+                {"id": p.id, "name": p.pod_name, "status": p.status, "price": p.price} for p in self.pods
+            ],
+            "templates": [{"id": t.id, "name": t.name} for t in self.templates],
+            "docker_credentials": [{"id": c.id, "username": c.username} for c in self.credentials],
+            "volumes": [{"id": v.id, "name": v.name} for v in self.volumes],
+            "journal": [
+                {"pod_name": a.pod_name, "executor_id": a.executor_id, "started_at": a.started_at.isoformat()}
+                for a in self.journal
+            ],
+        }
+
+
+def has_tag(lium_name: str, tag: str) -> bool:
+    """Whether a Lium pod name was made for the stack with this tag."""
+    parsed = parse_lium_pod_name(lium_name)
+    return parsed is not None and parsed[1] == tag
+
+
+def find_stack_leftovers(client: LiumClient, tag: str, journal: RentJournal | None = None) -> Leftovers:
+    """The live pods and journalled rents of the stack tagged ``tag``; nothing of any other stack."""
+    pods = [p for p in client.list_pods() if p.status != DELETED and has_tag(p.pod_name, tag)]
+    attempts = [a for a in (journal.pending() if journal else []) if has_tag(a.pod_name, tag)]
+    return Leftovers(pods=pods, journal=attempts)
+
+
+def find_leftovers(client: LiumClient, prefix: str, journal: RentJournal | None = None) -> Leftovers:
+    me = client.me()
+    pods = [p for p in client.list_pods() if p.pod_name.startswith(prefix) and p.status != DELETED]
+    templates = [t for t in client.list_templates() if t.user_id == me.id and t.name.startswith(prefix)]
+    swept_ids = {t.id for t in templates}
+    kept_refs = {
+        t.docker_credential_id
+        for t in client.list_templates()
+        if t.user_id == me.id and t.id not in swept_ids
+    }
+    used = {t.docker_credential_id for t in templates} - kept_refs
+    credentials = [c for c in client.list_docker_credentials() if c.id in used]
+    volumes = [v for v in client.list_volumes() if v.name.startswith(prefix)]
+    attempts = [a for a in (journal.pending() if journal else []) if a.pod_name.startswith(prefix)]
+    return Leftovers(pods, templates, credentials, volumes, attempts)
+
+
+def delete_leftovers(
+    client: LiumClient,
+    leftovers: Leftovers,
+    journal: RentJournal | None = None,
+    *,
+    include_volumes: bool = False,
+) -> None:
+    pod_ids = {p.id for p in leftovers.pods}
+    for attempt in leftovers.journal:
+        found = find_rented_pod(client, attempt)
+        if found is not None and found.outcome == "rented" and found.pod_id:
+            pod_ids.add(found.pod_id)
+    for pod_id in pod_ids:
+        client.delete_pod(pod_id)
+    deadline = time.monotonic() + POD_GONE_TIMEOUT
+    while pod_ids:
+        live = {p.id: p for p in client.list_pods()}
+        pod_ids = {i for i in pod_ids if i in live and live[i].status != DELETED}
+        for pod_id in pod_ids:
+            if live[pod_id].status != DELETING:
+                client.delete_pod(pod_id)
+        if pod_ids:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"pods still not deleted after {POD_GONE_TIMEOUT:.0f} s: {sorted(pod_ids)}"
+                )
+            time.sleep(POLL_SECONDS)
+    for template in leftovers.templates:
+        client.delete_template(template.id)
+    for credential in leftovers.credentials:
+        client.delete_docker_credential(credential.id)
+    if include_volumes:
+        for volume in leftovers.volumes:
+            client.delete_volume(volume.id)
+    if journal is not None:
+        for attempt in leftovers.journal:
+            journal.forget(attempt.pod_name)

@@ -1,0 +1,207 @@
+"""Stack identity: which Terraform state (and workspace) a Lium object belongs to, in one place.
+
+Recovery after a crash (:mod:`lium_provider.domain.journal`, the pod's adoption, orphan settling, ``lium-tf
+sweep --stack``) may only ever touch objects of *this* stack. A stack is named by its **identity**, a
+string that is the same wherever the same state is used (a laptop and a CI runner sharing one backend)
+and different for different states (another directory with local state, another workspace, another
+machine's local state). The identity is:
+
+* the provider argument ``stack``, else the environment variable ``LIUM_STACK``, taken as it is;
+* else derived from where the state lives, read from Terraform's own files in the working directory the
+  provider inherits (the root module, also under ``-chdir``): the backend cache
+  ``<data dir>/terraform.tfstate`` (``backend.type`` and ``backend.config``; the data dir is
+  ``TF_DATA_DIR``, default ``.terraform``) and the workspace (``TF_WORKSPACE``, else
+  ``<data dir>/environment``, absent = ``default``):
+
+  - a remote backend: its type and the fields that name the state (:data:`STATE_NAMING_FIELDS`), never
+    a password or token: a ``pg`` ``conn_str`` contributes its host, port and database only;
+    a backend type not listed contributes its string fields whose names do not look secret;
+  - local state (no backend cache, or ``local``): the resolved state path and the machine
+    (``/etc/machine-id``, else the host name), because a local state file cannot be shared.
+
+The **stack tag** (:func:`stack_tag`) is a short hash of the identity, the only form that goes on the
+wire: pod names carry it (:func:`lium_pod_name`), and it never reveals the identity itself. Pod names
+also carry a **rent digest** (:func:`rent_digest`): a short hash of what the rent asks for, so that a
+replacement (which changes one of those) never has the name of the pod it replaces.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+STACK_ENV = "LIUM_STACK"
+TAG_LENGTH = 8
+DIGEST_LENGTH = 3
+# The fields of each backend type that name the state: equal on every machine that shares it.
+STATE_NAMING_FIELDS: dict[str, tuple[str, ...]] = {
+    "s3": ("bucket", "key", "workspace_key_prefix", "region"),
+    "gcs": ("bucket", "prefix"),
+    "azurerm": ("storage_account_name", "container_name", "key"),
+    "remote": ("hostname", "organization", "workspaces"),
+    "cloud": ("hostname", "organization", "workspaces"),
+    "http": ("address",),
+    "kubernetes": ("namespace", "secret_suffix"),
+    "consul": ("address", "path"),
+    "oss": ("bucket", "prefix", "key"),
+    "cos": ("bucket", "prefix", "key"),
+}
+# A field of an unlisted backend whose name matches this is never part of the identity.
+_SECRET_LOOKING = re.compile(
+    r"pass|secret|token|credential|auth|private|sas|certificate|access_key|conn", re.I
+)
+_MAX_LIUM_NAME = 63
+_TAG_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
+_LIUM_NAME = re.compile(
+    rf"^(?P<base>.+)-(?P<tag>[{_TAG_ALPHABET}]{{{TAG_LENGTH}}})(?P<digest>[{_TAG_ALPHABET}]{{{DIGEST_LENGTH}}})$"
+)
+
+
+def stack_identity(
+    explicit: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> str:
+    """This process's stack identity: ``explicit`` (the ``stack`` argument), ``LIUM_STACK``, or derived
+    from the backend and workspace of the working directory (see the module docstring)."""
+    env = os.environ if environ is None else environ
+    given = explicit or env.get(STACK_ENV)
+    if given:
+        return f"stack:{given}"
+    root = (cwd or Path.cwd()).resolve()
+    data_dir = root / env.get("TF_DATA_DIR", ".terraform")
+    workspace = env.get("TF_WORKSPACE") or _read_text(data_dir / "environment") or "default"
+    backend = _backend(data_dir)
+    if backend is None or backend[0] == "local":
+        config = backend[1] if backend else {}
+        path = config.get("path")
+        state_path = (root / path).resolve() if isinstance(path, str) and path else root
+        return f"local:{_machine()}:{state_path}|workspace={workspace}"
+    kind, config = backend
+    return f"{kind}:{json.dumps(_naming_fields(kind, config, env), sort_keys=True)}|workspace={workspace}"
+
+
+def _base32(text: str, length: int) -> str:
+    digest = hashlib.sha256(text.encode()).digest()
+    return base64.b32encode(digest[:5]).decode().lower()[:length]
+
+
+def stack_tag(identity: str) -> str:
+    """The identity's tag on the wire: 8 lower-case base32 characters of its SHA-256 (40 bits)."""
+    return _base32(identity, TAG_LENGTH)
+
+
+def rent_digest(*rent_fields: object) -> str:
+    """3 base32 characters of what a rent asks for (template, GPU count, volume, chosen executor and
+    key): a replacement changes one of them, so its pod's name differs from the replaced pod's."""
+    return _base32(json.dumps(rent_fields, sort_keys=True, default=str), DIGEST_LENGTH)
+
+
+def lium_pod_name(name: str, tag: str, digest: str) -> str:
+    """The pod name sent to Lium: ``<name>-<tag><digest>``, within Lium's 63 characters.
+
+    A name too long for the suffix is cut and gets 4 hex characters of its hash, so two long names
+    that share a beginning still differ.
+    """
+    suffix = f"-{tag}{digest}"
+    if len(name) + len(suffix) <= _MAX_LIUM_NAME:
+        return name + suffix
+    digest = hashlib.sha256(name.encode()).hexdigest()[:4]
+    return f"{name[: _MAX_LIUM_NAME - len(suffix) - 5]}~{digest}{suffix}"
+
+
+def parse_lium_pod_name(lium_name: str) -> tuple[str, str, str] | None:
+    """``(name, tag, digest)`` of a name :func:`lium_pod_name` made; None for any other name."""
+    match = _LIUM_NAME.match(lium_name)
+    if match is None:
+        return None
+    return match["base"], match["tag"], match["digest"]
+
+
+def is_named(lium_name: str, name: str, tag: str) -> bool:
+    """Whether a pod Lium calls ``lium_name`` is the one called ``name``: that very name, or this
+    stack's (``tag``) pod whose ``name`` attribute it is."""
+    parsed = parse_lium_pod_name(lium_name)
+    return lium_name == name or (parsed is not None and parsed[:2] == (name, tag))
+
+
+def tag_of(stack_or_tag: str) -> str:
+    """A stack tag given either itself or the identity it hashes (``lium-tf sweep --stack``)."""
+    if len(stack_or_tag) == TAG_LENGTH and all(c in _TAG_ALPHABET for c in stack_or_tag):
+        return stack_or_tag
+    return stack_tag(stack_identity(stack_or_tag))
+
+
+def _backend(data_dir: Path) -> tuple[str, dict[str, Any]] | None:
+    """The ``(type, config)`` Terraform cached at ``terraform init``; None when there is no cache."""
+    text = _read_text(data_dir / "terraform.tfstate")
+    if not text:
+        return None
+    try:
+        backend = json.loads(text).get("backend")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(backend, dict) or not isinstance(backend.get("type"), str):
+        return None
+    config = backend.get("config")
+    return backend["type"], config if isinstance(config, dict) else {}
+
+
+def _naming_fields(kind: str, config: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """What names the state in a remote backend's configuration; nothing secret."""
+    if kind == "pg":
+        return {
+            "schema_name": config.get("schema_name") or "terraform_remote_state",
+            **_pg_database(config, env),
+        }
+    listed = STATE_NAMING_FIELDS.get(kind)
+    if listed is not None:
+        return {name: config[name] for name in listed if config.get(name) not in (None, "", [])}
+    return {
+        name: _without_userinfo(value)
+        for name, value in config.items()
+        if isinstance(value, str) and value and not _SECRET_LOOKING.search(name)
+    }
+
+
+def _pg_database(config: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+    """Host, port and database of a pg backend's ``conn_str`` (URL or ``key=value`` form); never the
+    user or password. Unset parts come from the libpq environment the backend also reads."""
+    conn = config.get("conn_str")
+    parts: dict[str, str] = {}
+    if isinstance(conn, str) and "://" in conn:
+        url = urlsplit(conn)
+        parts = {"host": url.hostname or "", "port": str(url.port or ""), "dbname": url.path.lstrip("/")}
+    elif isinstance(conn, str):
+        pairs = (item.split("=", 1) for item in conn.split() if "=" in item)
+        values = {key.strip(): value.strip().strip("'") for key, value in pairs}
+        parts = {key: values.get(key, "") for key in ("host", "port", "dbname")}
+    for key, variable in (("host", "PGHOST"), ("port", "PGPORT"), ("dbname", "PGDATABASE")):
+        if not parts.get(key):
+            parts[key] = env.get(variable, "")
+    return parts
+
+
+def _without_userinfo(value: str) -> str:
+    """A URL-looking value without ``user:password@``."""
+    return re.sub(r"(://)[^/@\s]+@", r"\1", value)
+
+
+def _machine() -> str:
+    return _read_text(Path("/etc/machine-id")) or socket.gethostname()
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""

@@ -1,0 +1,277 @@
+"""``lium-tf gitops plan|apply``: a pull request's reviewed plan is what the merge applies, or nothing is.
+
+``plan`` (the pull-request job) runs ``terraform init`` and ``terraform plan -out`` in a stack directory
+(an HCL root module, or a synthesized CDK stack such as ``cdktf.out/stacks/<name>``), and writes an
+*artifact* directory: the binary plan, ``terraform show -json`` of it, the summary as Markdown and JSON,
+and a manifest naming the commit and a digest of the configuration as checked out.
+
+``apply`` (the merge job) applies exactly that plan file, and refuses it when it is no longer what was
+reviewed: the artifact is for another commit, the configuration differs from the one planned, or the
+state changed since (Terraform itself refuses such a plan: "Saved plan is stale"). On a refusal it makes
+a fresh plan for review in ``<artifact>/fresh`` and prints its summary, and exits
+:data:`~lium_provider.plan_summary.gitops_contract.STALE_PLAN_EXIT_CODE`.
+
+Terraform's own output goes to standard error, as it runs; standard output carries only the summary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lium_provider.plan_summary import OfferBook, Policies, judge, render
+from lium_provider.plan_summary.gitops_contract import (
+    DEFAULT_LOCK_TIMEOUT,
+    FRESH_PLAN_DIR,
+    MANIFEST_FILE,
+    PLAN_FILE,
+    PLAN_JSON_FILE,
+    POLICY_EXIT_CODE,
+    STALE_PLAN_EXIT_CODE,
+    SUMMARY_JSON_FILE,
+    SUMMARY_MARKDOWN_FILE,
+)
+from lium_provider.plan_summary.pricing import resolve_feed_url
+
+MANIFEST_VERSION = 1
+# What a stack directory holds besides its configuration: Terraform's working data, the provider lock file
+# `init` writes when none is committed (Terraform checks the plan's providers against it on apply anyway),
+# local state, and saved plans (Atlantis keeps `<workspace>.tfplan` in the stack's directory).
+_NOT_CONFIGURATION = (
+    ".terraform",
+    ".terraform.lock.hcl",
+    "terraform.tfstate",
+    "terraform.tfstate.backup",
+    ".terraform.tfstate.lock.info",
+)
+_NOT_CONFIGURATION_SUFFIXES = (".tfplan",)
+_STALE_PLAN_MARKER = "Saved plan is stale"
+
+
+class GitopsError(RuntimeError):
+    """A step failed (Terraform did); ``str()`` is one line for the job log."""
+
+
+class ArtifactError(GitopsError):
+    """The artifact to apply is missing or is not one ``gitops plan`` wrote."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What both commands need: where the stack is, the commit it is checked out at, Terraform's lock wait."""
+
+    stack_dir: Path
+    artifact_dir: Path
+    commit: str
+    lock_timeout: str = DEFAULT_LOCK_TIMEOUT
+    nodes_feed_url: str | None = None
+    not_configuration: tuple[Path, ...] = ()
+    """More directories the configuration digest leaves out (a fresh plan's: the artifact it is in)."""
+
+    def digest(self) -> str:
+        """:func:`config_digest` of the stack, without the artifact (when it is inside the stack)."""
+        return config_digest(self.stack_dir, (self.artifact_dir, *self.not_configuration))
+
+
+def config_digest(stack_dir: Path, excluded: tuple[Path, ...] = ()) -> str:
+    """SHA-256 over every configuration file under ``stack_dir`` (names and contents, in a stable order).
+
+    Terraform's working data (``.terraform`` and the lock file ``init`` writes), local state, saved plans
+    and the ``excluded`` directories (an artifact kept inside the stack) are not configuration: left out.
+    """
+    digest = hashlib.sha256()
+    skipped = [e.resolve() for e in excluded]
+    for path in sorted(p for p in stack_dir.rglob("*") if p.is_file()):
+        relative = path.relative_to(stack_dir)
+        if (
+            any(part in _NOT_CONFIGURATION for part in relative.parts)
+            or path.suffix in _NOT_CONFIGURATION_SUFFIXES
+        ):
+            continue
+        if any(path.resolve().is_relative_to(e) for e in skipped):
+            continue
+        digest.update(relative.as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def terraform(stack_dir: Path, *args: str) -> tuple[int, str]:
+    """Run ``terraform args`` in ``stack_dir``, its output copied to our stderr as it comes; (code, output)."""
+    try:
+        process = subprocess.Popen(
+            ["terraform", *args],
+            cwd=stack_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    except OSError as exc:
+        raise GitopsError(f"cannot run terraform: {exc.strerror or type(exc).__name__}") from None
+    assert process.stdout is not None
+    lines = []
+    with process:
+        for line in process.stdout:
+            sys.stderr.write(line)
+            lines.append(line)
+    return process.returncode, "".join(lines)
+
+
+def _terraform_checked(stack_dir: Path, *args: str) -> str:
+    code, output = terraform(stack_dir, *args)
+    if code != 0:
+        raise GitopsError(f"terraform {args[0]} failed (exit {code}); its output is above")
+    return output
+
+
+def _init(settings: Settings) -> None:
+    _terraform_checked(settings.stack_dir, "init", "-input=false", "-no-color")
+
+
+def plan(settings: Settings, policies: Policies) -> int:
+    """The pull-request step: plan into the artifact, summarise it, judge the policies.
+
+    Prints the Markdown summary and returns 0, or :data:`POLICY_EXIT_CODE` after printing each violation.
+    """
+    artifact = settings.artifact_dir
+    artifact.mkdir(parents=True, exist_ok=True)
+    # An older manifest goes first: if this plan fails half-way, the artifact is no longer applicable.
+    (artifact / MANIFEST_FILE).unlink(missing_ok=True)
+    digest = settings.digest()
+    _init(settings)
+    plan_file = artifact.resolve() / PLAN_FILE
+    _terraform_checked(
+        settings.stack_dir,
+        "plan",
+        "-input=false",
+        "-no-color",
+        f"-lock-timeout={settings.lock_timeout}",
+        f"-out={plan_file}",
+    )
+    code, plan_json = _show_json(settings.stack_dir, plan_file)
+    if code != 0:
+        raise GitopsError(f"terraform show -json failed (exit {code})")
+    (artifact / PLAN_JSON_FILE).write_text(plan_json, encoding="utf-8")
+    book = OfferBook(resolve_feed_url(settings.nodes_feed_url, os.environ))
+    report, results = judge([(settings.stack_dir.name, plan_json)], book, policies)
+    summary = render(report, results, "markdown")
+    (artifact / SUMMARY_MARKDOWN_FILE).write_text(summary.text, encoding="utf-8")
+    (artifact / SUMMARY_JSON_FILE).write_text(render(report, results, "json").text, encoding="utf-8")
+    manifest = {
+        "manifest_version": MANIFEST_VERSION,
+        "commit": settings.commit,
+        "config_sha256": digest,
+        "policies": dataclasses.asdict(policies),
+        "policies_passed": not summary.failed,
+    }
+    (artifact / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    sys.stdout.write(summary.text)
+    for violation in summary.violations:
+        print(f"lium-tf gitops plan: policy violated: {violation}", file=sys.stderr)
+    return POLICY_EXIT_CODE if summary.failed else 0
+
+
+def _show_json(stack_dir: Path, plan_file: Path) -> tuple[int, str]:
+    """``terraform show -json`` of a plan file; not echoed (the JSON carries sensitive values)."""
+    result = subprocess.run(
+        ["terraform", "show", "-json", str(plan_file)],
+        cwd=stack_dir,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        sys.stderr.write(result.stderr)
+    return result.returncode, result.stdout
+
+
+def read_manifest(artifact: Path) -> dict[str, Any]:
+    """The artifact's manifest; GitopsError when it is missing or not one of ours."""
+    path = artifact / MANIFEST_FILE
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ArtifactError(
+            f"no reviewed plan: {path} does not exist (run `lium-tf gitops plan` first)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise ArtifactError(f"cannot read {path}: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("manifest_version") != MANIFEST_VERSION:
+        raise ArtifactError(f"{path} is not a lium-tf gitops manifest of version {MANIFEST_VERSION}")
+    policies = manifest.get("policies")
+    if not isinstance(policies, dict) or not set(policies) <= {f.name for f in dataclasses.fields(Policies)}:
+        raise ArtifactError(f"{path} does not say which policies the plan was reviewed under")
+    if not (artifact / PLAN_FILE).is_file():
+        raise ArtifactError(f"no reviewed plan: {artifact / PLAN_FILE} does not exist")
+    return manifest
+
+
+def stale_reason(settings: Settings, manifest: dict[str, Any]) -> str | None:
+    """Why the artifact's plan is not for this checkout (another commit, another configuration), or None."""
+    planned = str(manifest.get("commit"))
+    if planned != settings.commit:
+        return f"the reviewed plan is of commit {planned[:12]}, not of {settings.commit[:12]}"
+    if manifest.get("config_sha256") != settings.digest():
+        return "the configuration changed since the plan was reviewed"
+    return None
+
+
+def apply(settings: Settings) -> int:
+    """The merge step: apply the reviewed plan file, or refuse it and plan afresh for review.
+
+    Returns 0 when applied, :data:`STALE_PLAN_EXIT_CODE` when refused as stale (after the fresh plan's
+    summary), :data:`POLICY_EXIT_CODE` when the plan violated a policy at review.
+    """
+    manifest = read_manifest(settings.artifact_dir)
+    if manifest.get("policies_passed") is not True:
+        print(
+            "lium-tf gitops apply: refused: the reviewed plan violated a policy (see its summary.md). "
+            "Nothing was applied.",
+            file=sys.stderr,
+        )
+        return POLICY_EXIT_CODE
+    reason = stale_reason(settings, manifest)
+    if reason is None:
+        _init(settings)
+        plan_file = settings.artifact_dir.resolve() / PLAN_FILE
+        code, output = terraform(
+            settings.stack_dir,
+            "apply",
+            "-input=false",
+            "-no-color",
+            f"-lock-timeout={settings.lock_timeout}",
+            str(plan_file),
+        )
+        if code == 0:
+            return 0
+        if _STALE_PLAN_MARKER not in output:
+            raise GitopsError(f"terraform apply failed (exit {code}); its output is above")
+        reason = "the state changed since the plan was reviewed (another apply ran)"
+    return _refuse(settings, reason, Policies(**manifest["policies"]))
+
+
+def _refuse(settings: Settings, reason: str, policies: Policies) -> int:
+    """Say why nothing was applied, and plan afresh for review under the reviewed plan's policies."""
+    fresh = settings.artifact_dir / FRESH_PLAN_DIR
+    print(f"lium-tf gitops apply: refused: {reason}. Nothing was applied.", file=sys.stderr)
+    print(
+        f"lium-tf gitops apply: a fresh plan of {settings.commit[:12]} for review is in {fresh}:",
+        file=sys.stderr,
+    )
+    fresh_settings = dataclasses.replace(
+        settings, artifact_dir=fresh, not_configuration=(settings.artifact_dir, *settings.not_configuration)
+    )
+    plan(fresh_settings, policies)
+    print(
+        f"lium-tf gitops apply: review it, then apply it with `lium-tf gitops apply --artifact {fresh} "
+        f"--commit {settings.commit}`",
+        file=sys.stderr,
+    )
+    return STALE_PLAN_EXIT_CODE

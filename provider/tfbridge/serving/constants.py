@@ -1,0 +1,21 @@
+"""Values the launcher and the rest of the bridge share, each defined here and nowhere else.
+
+This file imports nothing, and must not: :mod:`tfbridge.serving.launch` runs as a script with the standard library
+only and without the ``tfbridge`` package on ``sys.path`` (``python -I -S .../launch.py``), so it reads
+this file by path and executes it; every other module imports it as ``tfbridge.serving.constants``.
+"""
+
+# go-plugin's handshake cookie for Terraform providers (terraform-plugin-go's tfprotov6 handshake config).
+# Terraform sets it in every provider's environment; a process started without it is not serving Terraform.
+MAGIC_COOKIE_KEY = "TF_PLUGIN_MAGIC_COOKIE"
+MAGIC_COOKIE_VALUE = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"
+
+# The launcher starts the provider program with ``ZYGOTE_FLAG SOCKET IDLE_SECONDS`` to make it a zygote.
+ZYGOTE_FLAG = "--tfbridge-zygote"
+
+# The exchange between a launcher and the zygote's forked server (see tfbridge.serving.launch): each message starts
+# with one of these letters.
+FORKED = "P"  # zygote to launcher, ``P<pid>\n``: a forked server runs for this start
+STALE = "S"  # zygote to launcher, ``S\n``: the zygote's sources changed and it is going away
+EXITED = "X"  # server to launcher, ``X<exit code>\n``: the server is exiting with that code
+ORPHANED = "O"  # launcher to server: Terraform is gone

@@ -1,0 +1,68 @@
+"""Bounds declared with pydantic are read from that one declaration and said in words, and durations
+print in the syntax they are parsed from."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import pytest
+from pydantic import BaseModel, Field
+
+from tfbridge.protocol import cty
+from tfbridge.schema import Attribute, Bounds, block_schema, bounds_of
+from tfbridge.timeouts import format_duration, parse_duration
+
+Hours = Annotated[int, Field(ge=1, le=720)]
+
+
+class Bounded(BaseModel):
+    hours: Annotated[Hours | None, Attribute(optional=True, description="Hours.")] = None
+    name: Annotated[str, Attribute(required=True, description="A name.")] = Field(min_length=1, max_length=63)
+    label: Annotated[str, Attribute(required=True, description="A label.")] = Field(min_length=1)
+    price: Annotated[float | None, Attribute(optional=True, description="USD.")] = Field(default=None, gt=0)
+    ports: Annotated[
+        list[Annotated[int, Field(ge=1, le=65535)]] | None, Attribute(optional=True, description="Ports.")
+    ] = Field(default=None, min_length=1, max_length=8)
+    free: Annotated[str | None, Attribute(optional=True, description="Anything.")] = None
+
+
+def test_bounds_come_from_the_field_and_from_types_inside_optional() -> None:
+    fields = Bounded.model_fields
+    assert bounds_of(fields["hours"].annotation, fields["hours"].metadata) == Bounds(ge=1, le=720)
+    assert bounds_of(fields["name"].annotation, fields["name"].metadata) == Bounds(
+        min_length=1, max_length=63
+    )
+    assert bounds_of(fields["ports"].annotation, fields["ports"].metadata) == Bounds(
+        min_length=1, max_length=8, element=Bounds(ge=1, le=65535)
+    )
+    assert bounds_of(fields["free"].annotation, fields["free"].metadata) == Bounds()
+
+
+def test_each_kind_of_bound_reads_as_a_sentence() -> None:
+    attributes = block_schema(Bounded).attributes
+    said = {name: attr.bounds.sentence(attr.type) for name, attr in attributes.items()}
+    assert said == {
+        "hours": "Must be 1 to 720.",
+        "name": "Must be 1 to 63 characters long.",
+        "label": "Must not be empty.",
+        "price": "Must be more than 0.",
+        "ports": "Must have 1 to 8 items. Each item must be 1 to 65535.",
+        "free": "",
+    }
+    assert attributes["hours"].documentation() == "Hours. Must be 1 to 720."
+    assert attributes["free"].documentation() == "Anything."
+
+
+def test_one_sided_ranges() -> None:
+    assert Bounds(ge=0).range_text() == "at least 0"
+    assert Bounds(le=64).range_text() == "at most 64"
+    assert Bounds(gt=0, lt=1.5).range_text() == "more than 0 and less than 1.5"
+    assert Bounds(max_length=100).sentence(cty.STRING) == "Must be at most 100 characters long."
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(1800, "30m"), (5400, "1h30m"), (90, "1m30s"), (3661, "1h1m1s"), (0.5, "500ms")]
+)
+def test_durations_print_as_they_are_parsed(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
+    assert parse_duration(text) == seconds
