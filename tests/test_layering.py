@@ -18,8 +18,9 @@ time, and so what the provider program (``python -m lium_provider``) can ever lo
 from __future__ import annotations
 
 import ast
+import functools
 import graphlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -102,13 +103,19 @@ def import_graph(*roots: Path) -> dict[str, set[str]]:
     return {name: imported_modules(name, path, set(paths)) for name, path in paths.items()}
 
 
+@functools.cache
+def source_graph(*extra: Path) -> dict[str, frozenset[str]]:
+    """:func:`import_graph` of the shipped sources (and ``extra`` roots), parsed once for every test."""
+    return {name: frozenset(imports) for name, imports in import_graph(*SOURCE_ROOTS, *extra).items()}
+
+
 def under(module: str, prefix: str) -> bool:
     if prefix.endswith("."):
         return module.startswith(prefix)
     return module == prefix or module.startswith(prefix + ".")
 
 
-def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+def reachable(graph: Mapping[str, Collection[str]], start: str) -> set[str]:
     """Every module ``start`` can import at run time, directly or through others (with its packages)."""
     seen: set[str] = set()
     todo = [start]
@@ -123,7 +130,7 @@ def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
-def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+def find_cycle(graph: Mapping[str, Collection[str]]) -> list[str]:
     """One import cycle of ``graph`` (``[a, b, a]``), or ``[]`` when there is none."""
     try:
         graphlib.TopologicalSorter(graph).prepare()
@@ -156,7 +163,7 @@ def test_function_local_imports_count_and_type_checking_ones_do_not(tmp_path: Pa
 
 
 def test_no_import_cycle_in_the_sources() -> None:
-    graph = import_graph(*SOURCE_ROOTS)
+    graph = source_graph()
     expected = {"tfbridge.plugin", "tfbridge.serving.zygote", "lium_provider.provider", "lium_emulator.cli"}
     assert expected <= set(graph)
     cycle = find_cycle(graph)
@@ -164,7 +171,7 @@ def test_no_import_cycle_in_the_sources() -> None:
 
 
 def test_imports_run_only_in_the_layers_direction() -> None:
-    graph = import_graph(*SOURCE_ROOTS)
+    graph = source_graph()
     wrong = [
         f"{importer} imports {imported}: {why}"
         for importer, imports in sorted(graph.items())
@@ -176,7 +183,7 @@ def test_imports_run_only_in_the_layers_direction() -> None:
 
 
 def test_the_public_tfbridge_api_stays_apart_from_its_serving_code() -> None:
-    graph = import_graph(*SOURCE_ROOTS)
+    graph = source_graph()
     public = [m for m in graph if m.startswith("tfbridge.") and not any(under(m, i) for i in TFBRIDGE_INNER)]
     assert "tfbridge.resource" in public and "tfbridge.plugin" in public
     wrong = [
@@ -190,7 +197,7 @@ def test_the_public_tfbridge_api_stays_apart_from_its_serving_code() -> None:
 
 
 def test_the_provider_program_never_loads_the_cli_or_plan_summaries() -> None:
-    graph = import_graph(*SOURCE_ROOTS, REPO / "devtools")
+    graph = source_graph(REPO / "devtools")
     loaded = reachable(graph, "lium_provider.__main__")
     assert {"lium_provider.provider", "lium_provider.resources.pod", "tfbridge.protocol.server"} <= loaded
     wrong = sorted(m for m in loaded if any(under(m, p) for p in NOT_IN_THE_PLUGIN))
@@ -198,7 +205,7 @@ def test_the_provider_program_never_loads_the_cli_or_plan_summaries() -> None:
 
 
 def test_shipped_sources_never_import_the_checkout_tools() -> None:
-    graph = import_graph(*SOURCE_ROOTS)
+    graph = source_graph()
     checkout_only = ("devtools", "tests", "bench", "release")
     wrong = [
         f"{module} imports {imported}"

@@ -16,15 +16,17 @@ from lium_emulator.views import (
 )
 
 
-def resources_report(runtime: Runtime) -> dict[str, Any]:
+def resources_report(runtime: Runtime, user_id: str | None = None) -> dict[str, Any]:
     """Every account's pods (deleted ones too), templates, credentials (no passwords), volumes, SSH keys,
-    billed pod-seconds and idempotency keys with their rent counts; plus the nodes' free GPUs and which of
-    the offer's limits pods get on this host (``pod_limits``)."""
+    billed pod-seconds and idempotency keys with their rent counts, or only the account ``user_id``'s
+    (a leak check of one account need not render them all); plus the nodes' free GPUs and which of the
+    offer's limits pods get on this host (``pod_limits``)."""
     state = runtime.state
     now = utcnow()
+    accounts = [a for a in state.accounts.values() if user_id is None or a.user_id == user_id]
     return {
         "generated_at": iso(now),
-        "accounts": [_account_report(runtime, account, now) for account in state.accounts.values()],
+        "accounts": [_account_report(runtime, account, now) for account in accounts],
         "nodes": [
             {
                 "id": node.id,

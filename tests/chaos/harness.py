@@ -228,11 +228,15 @@ def admin_report(account: Account, user_id: str) -> dict[str, Any]:
     """
     emulator = account.emulator
     response = http.get(
-        f"{emulator.root_url}/_emulator/resources", headers=emulator.admin_headers, timeout=30
+        f"{emulator.root_url}/_emulator/resources",
+        params={"user_id": user_id},
+        headers=emulator.admin_headers,
+        timeout=30,
     )
     response.raise_for_status()
-    report: dict[str, Any] = next(a for a in response.json()["accounts"] if a["user_id"] == user_id)
-    return report
+    (report,) = response.json()["accounts"]
+    result: dict[str, Any] = report
+    return result
 
 
 APPLY = ["apply", "-auto-approve", "-input=false", "-no-color"]

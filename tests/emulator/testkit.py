@@ -55,10 +55,10 @@ def new_account(emulator: RunningEmulator, balance: float | None = None) -> tupl
     return api_key, api_client(emulator, api_key)
 
 
-def resources(emulator: RunningEmulator) -> dict[str, Any]:
-    """The inspection report."""
+def resources(emulator: RunningEmulator, user_id: str | None = None) -> dict[str, Any]:
+    """The inspection report (of the account ``user_id`` only, when given)."""
     with admin_client(emulator) as admin:
-        response = admin.get("/_emulator/resources")
+        response = admin.get("/_emulator/resources", params={"user_id": user_id} if user_id else None)
     assert response.status_code == 200, response.text
     report: dict[str, Any] = response.json()
     return report
@@ -67,7 +67,10 @@ def resources(emulator: RunningEmulator) -> dict[str, Any]:
 def account_report(emulator: RunningEmulator, client: httpx.Client) -> dict[str, Any]:
     """The inspection report of ``client``'s account."""
     user_id = client.get("/users/me").json()["id"]
-    return next(a for a in resources(emulator)["accounts"] if a["user_id"] == user_id)
+    (account,) = resources(emulator, user_id)["accounts"]
+    assert account["user_id"] == user_id
+    result: dict[str, Any] = account
+    return result
 
 
 def dstack_template(name: str, image: str = "python:3.11-slim", **fields: Any) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import shutil
@@ -46,18 +47,24 @@ def source_hash() -> str:
     return digest.hexdigest()[:16]
 
 
+@contextlib.contextmanager
+def cache_lock() -> Iterator[Path]:
+    """The release cache of the current sources (build/release-cache/<source hash>), held under an
+    exclusive lock: whichever xdist worker comes first builds, the others wait and reuse."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with (CACHE / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield CACHE / source_hash()
+
+
 @pytest.fixture(scope="session")
 def release_dist() -> Iterator[Path]:
     """``dist/`` of ``python -m release`` for the current sources, cached under build/release-cache.
 
-    The build takes a few minutes; it runs once per source hash (under a lock, for parallel workers),
-    and older builds are removed.
+    The build takes about half a minute; it runs once per source hash (under a lock, for parallel
+    workers), and older builds are removed.
     """
-    CACHE.mkdir(parents=True, exist_ok=True)
-    key = source_hash()
-    target = CACHE / key
-    with (CACHE / "lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with cache_lock() as target:
         if not (target / "complete").exists():
             for old in CACHE.iterdir():
                 if old.is_dir():
@@ -81,22 +88,27 @@ def release_dist() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def wheel_venv(release_dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with the wheel and its ``cdktf`` extra installed."""
+def wheel_venv(release_dist: Path) -> Path:
+    """A fresh venv with the wheel and its ``cdktf`` extra installed (as a user's ``pip install``): made
+    once per build, beside it, and shared by the workers; the tests only read it."""
     (wheel,) = release_dist.glob("lium_stacks-*.whl")
-    root = tmp_path_factory.mktemp("wheel-venv") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
-    subprocess.run(
-        [
-            str(root / "bin" / "python"),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            f"{wheel}[cdktf]",
-        ],
-        check=True,
-        stderr=subprocess.DEVNULL,
-    )
+    with cache_lock() as target:
+        root = target / "wheel-venv"
+        if not (root / "complete").exists():
+            shutil.rmtree(root, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
+            subprocess.run(
+                [
+                    str(root / "bin" / "python"),
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    f"{wheel}[cdktf]",
+                ],
+                check=True,
+                stderr=subprocess.DEVNULL,
+            )
+            (root / "complete").touch()
     return root

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import secrets
 import subprocess
@@ -106,16 +107,25 @@ class Account:
             follow_redirects=False,
         )
 
+    @functools.cached_property
+    def user_id(self) -> str:
+        with self.api() as api:
+            user_id: str = api.get("/users/me").json()["id"]
+        return user_id
+
     def report(self) -> dict[str, Any]:
         """This account's part of the emulator's inspection report."""
-        with self.api() as api:
-            user_id = api.get("/users/me").json()["id"]
         response = http.get(
-            f"{self.emulator.root_url}/_emulator/resources", headers=self.emulator.admin_headers, timeout=30
+            f"{self.emulator.root_url}/_emulator/resources",
+            params={"user_id": self.user_id},
+            headers=self.emulator.admin_headers,
+            timeout=30,
         )
         response.raise_for_status()
-        account: dict[str, Any] = next(a for a in response.json()["accounts"] if a["user_id"] == user_id)
-        return account
+        (account,) = response.json()["accounts"]
+        assert account["user_id"] == self.user_id
+        result: dict[str, Any] = account
+        return result
 
     def live(self) -> dict[str, list[dict[str, Any]]]:
         """What this account still holds: live pods, templates, credentials and volumes."""

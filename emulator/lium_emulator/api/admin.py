@@ -43,9 +43,9 @@ async def put_faults(plan: FaultPlan, runtime: RuntimeDep) -> dict[str, Any]:
 
 
 @router.get("/resources", dependencies=[AdminDep])
-async def get_resources(runtime: RuntimeDep) -> dict[str, Any]:
-    """Everything every account has or had (see ``inspection.py``)."""
-    return resources_report(runtime)
+async def get_resources(runtime: RuntimeDep, user_id: str | None = None) -> dict[str, Any]:
+    """Everything every account has or had, or only the account ``user_id``'s (see ``inspection.py``)."""
+    return resources_report(runtime, user_id)
 
 
 @router.post("/accounts", dependencies=[AdminDep])

@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:GNfp/IN3EgOhRnhbgRTyPycT7Y/zJJWY2KF7H1JxoWM=",
-    "zh:83ea531c9d2c28e503af12f98f05280ff58c1e808645a2cd486fdd487325029d",
+    "h1:BXluJBUtkcV9xLdZtHbBtpgFj+2p5CnPk1jx/aOGeTU=",
+    "zh:d905d131e08c8b9f6fd4776f659ffd24e40636bbc1cb4885a6a2ab4070a0c765",
   ]
 }
