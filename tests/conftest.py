@@ -11,7 +11,7 @@ import pytest
 from tests.support.procs import private_zygotes
 from tests.support.terraform import Terraform, install_test_providers, write_cli_config
 
-pytest_plugins = ["tests.support.tiers", "tests.support.scheduling"]
+pytest_plugins = ["tests.support.tiers", "tests.chaos.summary"]
 HOME_VARIABLES = ("HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
 
 

@@ -1,31 +1,17 @@
-"""Chaos fixtures: the shared emulator, the run's settings from the environment, and the summary table."""
+"""Chaos fixtures: the shared emulator, and the outcome each scenario puts on its report (the summary
+that adds them up is :mod:`tests.chaos.summary`)."""
 
 from __future__ import annotations
 
 import dataclasses
-import os
-from collections import Counter
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from lium_emulator.launcher import RunningEmulator, launch
-from tests.chaos.harness import Outcome
-from tests.chaos.scenarios import DEFAULT_SEED
+from tests.chaos.outcome import Outcome
+from tests.chaos.summary import OUTCOME_PROPERTY
 from tests.support.lium import FAST_TIMINGS
-
-# The outcomes of this run's scenarios, as their reports arrive (one process prints the summary).
-reported_outcomes: list[Outcome] = []
-
-
-def chaos_seed() -> int:
-    """``LIUM_CHAOS_SEED`` (default: a fixed seed, so ``make test`` always runs the same scenarios)."""
-    return int(os.environ.get("LIUM_CHAOS_SEED") or DEFAULT_SEED)
-
-
-def chaos_count() -> int:
-    """``LIUM_CHAOS_SCENARIOS`` (default 30)."""
-    return int(os.environ.get("LIUM_CHAOS_SCENARIOS") or 30)
 
 
 @pytest.fixture(scope="session")
@@ -33,9 +19,6 @@ def shared_emulator() -> Iterator[RunningEmulator]:
     """One emulator for every scenario that does not restart it; each scenario has its own account."""
     with launch(FAST_TIMINGS) as running:
         yield running
-
-
-OUTCOME_PROPERTY = "chaos_outcome"
 
 
 @pytest.fixture
@@ -47,54 +30,3 @@ def record_outcome(request: pytest.FixtureRequest) -> Callable[[Outcome], None]:
         request.node.user_properties.append((OUTCOME_PROPERTY, dataclasses.asdict(outcome)))
 
     return record
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when != "call":
-        return
-    for name, value in report.user_properties:
-        if name == OUTCOME_PROPERTY:
-            reported_outcomes.append(Outcome(**value))
-
-
-def summary_table(outcomes: list[Outcome]) -> list[str]:
-    """The Markdown table docs/reliability.md records for a run."""
-    columns = {
-        "scenarios run": len(outcomes),
-        "scenarios failed": sum(1 for o in outcomes if o.failures),
-        "faults injected": sum(o.faults_injected for o in outcomes),
-        "leaks": sum(len(o.leaks) for o in outcomes),
-        "duplicate rentals": sum(len(o.duplicates) for o in outcomes),
-        "secrets found": sum(len(o.secrets) for o in outcomes),
-        "tracebacks": sum(len(o.crashes) for o in outcomes),
-        "cross-stack effects": sum(len(o.cross_stack) for o in outcomes),
-        "other failures": sum(len(o.problems) for o in outcomes),
-        "second/third destroys": sum(o.extra_destroys for o in outcomes),
-        "orphaned providers": sum(o.orphaned_providers for o in outcomes),
-        "orphaned sandboxes": sum(o.orphaned_sandboxes for o in outcomes),
-    }
-    return [
-        "| " + " | ".join(columns) + " |",
-        "|" + " --- |" * len(columns),
-        "| " + " | ".join(str(value) for value in columns.values()) + " |",
-    ]
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    """Seed, counts per category, time, the table, and one line per failed scenario."""
-    outcomes = reported_outcomes
-    if not outcomes:
-        return
-    write = terminalreporter.write_line
-    terminalreporter.section("chaos summary")
-    categories = ", ".join(f"{k} {v}" for k, v in sorted(Counter(o.category for o in outcomes).items()))
-    write(f"seed {chaos_seed()}, {len(outcomes)} scenarios ({categories})")
-    seconds = [o.seconds for o in outcomes]
-    write(
-        f"time in scenarios: {sum(seconds):.0f} s, mean {sum(seconds) / len(seconds):.1f} s, max {max(seconds):.0f} s"
-    )
-    for line in summary_table(outcomes):
-        write(line)
-    for outcome in outcomes:
-        if outcome.failures:
-            write(f"FAILED {outcome.name}: " + "; ".join(f.splitlines()[0] for f in outcome.failures))

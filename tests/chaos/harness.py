@@ -34,6 +34,7 @@ from lium_emulator.config import random_admin_key
 from lium_emulator.launcher import RunningEmulator, launch
 from lium_emulator.sandbox.manager import processes_mentioning
 from tests.chaos import audit
+from tests.chaos.outcome import Outcome
 from tests.chaos.scenarios import Scenario
 from tests.support import http
 from tests.support.lium import FAST_TIMINGS, Account, rotate_host_keys
@@ -111,38 +112,6 @@ class Transcript:
             number += 1
             key = f"{label}#{number}"
         self.texts[key] = text
-
-
-@dataclass
-class Outcome:
-    """What a scenario did and found. ``problems`` fail the scenario; the counters feed the summary table."""
-
-    name: str
-    category: str
-    seconds: float = 0.0
-    faults_injected: int = 0
-    orphaned_providers: int = 0
-    orphaned_sandboxes: int = 0
-    extra_destroys: int = 0  # converge destroy runs needed beyond the first
-    leaks: list[str] = field(default_factory=list)
-    duplicates: list[str] = field(default_factory=list)
-    secrets: list[str] = field(default_factory=list)
-    crashes: list[str] = field(default_factory=list)
-    cross_stack: list[str] = field(default_factory=list)  # one stack touched another stack's object
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    steps: list[str] = field(default_factory=list)
-
-    @property
-    def failures(self) -> list[str]:
-        return [
-            *self.leaks,
-            *self.duplicates,
-            *self.secrets,
-            *self.crashes,
-            *self.cross_stack,
-            *self.problems,
-        ]
 
 
 @dataclass

@@ -11,9 +11,10 @@ import pytest
 
 from lium_emulator.catalogs.images import image_catalog
 from lium_emulator.launcher import RunningEmulator
-from tests.chaos.conftest import chaos_count, chaos_seed
-from tests.chaos.harness import Outcome, RestartableEmulator, ScenarioRun
+from tests.chaos.harness import RestartableEmulator, ScenarioRun
+from tests.chaos.outcome import Outcome
 from tests.chaos.scenarios import TWIN_LABELS, Scenario, generate, render
+from tests.chaos.summary import chaos_count, chaos_seed
 from tests.chaos.twins import STAGING, TwinRun
 from tests.support.lium import PROVIDER_BLOCK, Account, new_account, ssh_keypair
 from tests.support.proxy import RecordingProxy

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.chaos import audit
-from tests.chaos.harness import APPLY, Finished, Outcome, ScenarioRun, tail
+from tests.chaos.harness import APPLY, Finished, ScenarioRun, tail
+from tests.chaos.outcome import Outcome
 from tests.chaos.scenarios import TWIN_LABELS, Scenario
 from tests.support.lium import Account
 from tests.support.proxy import RecordingProxy
