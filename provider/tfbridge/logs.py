@@ -9,6 +9,7 @@ write-only attributes register theirs as they are decoded).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -77,7 +78,9 @@ class Logger:
             record[key] = REDACTOR.redact(str(value)) if not isinstance(value, int | float | bool) else value
         line = json.dumps(record, separators=(",", ":"))
         stream = self._stream or sys.stderr
-        with self._lock:
+        with self._lock, contextlib.suppress(OSError, ValueError):
+            # Terraform reads stderr: once it is gone (SIGKILLed), a write fails with EPIPE. A log line
+            # that nobody can read must never stop what the line is about (an undo in progress).
             stream.write(line + "\n")
             stream.flush()
 

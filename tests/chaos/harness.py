@@ -38,12 +38,14 @@ from tests.chaos.outcome import Outcome
 from tests.chaos.scenarios import Scenario
 from tests.support import http
 from tests.support.lium import FAST_TIMINGS, Account, rotate_host_keys
-from tests.support.procs import find_descendant
+from tests.support.procs import cmdline, find_descendant
 from tests.support.terraform import Terraform, interrupt, kill_group
+from tfbridge.serving.handshake import ABANDON_GRACE_SECONDS
 
 COMMAND_TIMEOUT = 240.0  # no single Terraform command of a scenario may take longer
 CTRL_C_GRACE = 90.0  # after Ctrl-C, Terraform must stop within this
-ORPHAN_GRACE = 5.0  # after terraform is killed, its providers should end within this
+# After terraform is killed its providers end within the time a server has to undo what it made.
+ORPHAN_GRACE = ABANDON_GRACE_SECONDS + 2.0
 _POLL = 0.1
 _SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM, "SIGKILL": signal.SIGKILL}
 
@@ -171,6 +173,17 @@ def wait_until(condition: Callable[[], bool], process: subprocess.Popen[str], de
             return False
         time.sleep(_POLL)
     return False
+
+
+def providers_in(workdir: Path) -> list[int]:
+    """Live provider processes working in ``workdir``: launchers, and servers wherever they run (a
+    zygote's fork, or a cold start's child in a session of its own), by their working directory."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            if Path(os.readlink(proc / "cwd")) == workdir and "lium_provider" in cmdline(int(proc.name)):
+                found.append(int(proc.name))
+    return found
 
 
 def group_members(pgid: int) -> list[int]:
@@ -352,10 +365,15 @@ class ScenarioRun:
         """SIGKILL terraform alone; its orphaned providers must notice and exit by themselves."""
         os.kill(process.pid, signal.SIGKILL)
         process.wait(30)
+        workdir = self.tf.workdir.resolve()
+
+        def lingering_providers() -> set[int]:
+            return {*group_members(process.pid), *providers_in(workdir)}
+
         deadline = time.monotonic() + ORPHAN_GRACE
-        while group_members(process.pid) and time.monotonic() < deadline:
+        while lingering_providers() and time.monotonic() < deadline:
             time.sleep(_POLL)
-        lingering = group_members(process.pid)
+        lingering = lingering_providers()
         if lingering:
             self.outcome.orphaned_providers += len(lingering)
             self.outcome.problems.append(

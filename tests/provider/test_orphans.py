@@ -2,9 +2,9 @@
 
 The provider journals every rent before sending it; the next apply adopts the pod, the next destroy
 deletes it, and ``lium-tf sweep`` lists and removes it. The provider starts cold here
-(``TFBRIDGE_ZYGOTE=0``), so killing the provider process kills the server itself, with no chance to
-delete what it rented (as when a machine dies): a killed launcher's server deletes its create's pod
-itself (``tests/provider/test_ownership.py``).
+(``TFBRIDGE_ZYGOTE=0``) and both its processes are killed, the launcher and its server, with no chance
+to delete what it rented (as when a machine dies): a killed launcher alone leaves its server to delete
+its create's pod itself (``tests/provider/test_ownership.py``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 
 from lium_provider.domain.stack import parse_lium_pod_name, stack_identity, stack_tag
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
-from tests.support.procs import kill_provider, wait_for
+from tests.support.procs import kill_provider_and_server, wait_for
 from tests.support.terraform import Terraform, reaped
 
 pytestmark = pytest.mark.terraform
@@ -37,10 +37,10 @@ def live_pods(account: Account) -> list[dict[str, object]]:
 
 
 def kill_provider_after_rent(tf: Terraform, account: Account) -> None:
-    """Apply until the pod is rented (and held PENDING), then SIGKILL the provider process."""
+    """Apply until the pod is rented (and held PENDING), then SIGKILL the provider's processes."""
     with account.faults(STUCK), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
         wait_for(lambda: bool(live_pods(account)), "the rent happened", 60, process=process)
-        kill_provider(process.pid)
+        kill_provider_and_server(process.pid)
         output, _ = process.communicate(timeout=60)
     assert process.returncode != 0, output
     assert "lium_pod" not in {r["type"] for r in tf.resources()}, "the killed create must not be in state"

@@ -22,7 +22,7 @@ import pytest
 from lium_provider.domain.stack import stack_tag
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.postgres import PostgresServer, running_postgres
-from tests.support.procs import kill_provider, wait_for
+from tests.support.procs import kill_provider, kill_provider_and_server, wait_for
 from tests.support.terraform import Terraform, kill_group, reaped
 
 pytestmark = pytest.mark.terraform
@@ -139,7 +139,7 @@ def fresh_runner(
     make_terraform: Callable[..., Terraform], account: Account, body: str, home: Path
 ) -> Terraform:
     """A new CI runner: its own checkout directory, HOME and (empty) rent journal; the cold provider
-    start, so that killing the provider process kills the server itself (nothing can clean up)."""
+    start, so that its server is a child the test can kill with it (nothing is left to clean up)."""
     home.mkdir(parents=True)
     env = {**account.env, "HOME": str(home), "LIUM_STATE_DIR": str(home / "state"), "TFBRIDGE_ZYGOTE": "0"}
     tf = make_terraform(body, **env)
@@ -161,10 +161,9 @@ def test_a_fresh_runner_adopts_the_pod_of_a_runner_killed_mid_create(
     first.apply("-target=lium_template.t")
     with account.faults(HOLD_RENTS), reaped(first.start("apply", "-auto-approve", "-no-color")) as process:
         wait_for(lambda: bool(live_pods(account)), "the pod is rented", WAIT_SECONDS)
-        if killed == "provider":
-            kill_provider(process.pid)
-        else:
-            kill_group(process)  # the whole runner: terraform and its provider at once
+        kill_provider_and_server(process.pid)  # the runner's machine died: no process can undo the rent
+        if killed == "terraform-and-provider":
+            kill_group(process)  # terraform with them
         output, _ = process.communicate(timeout=WAIT_SECONDS)
     assert process.returncode != 0, output
     (orphan,) = live_pods(account)

@@ -23,7 +23,7 @@ from tests.support.lium import (
     pod_block,
     sleeping_template,
 )
-from tests.support.procs import kill_provider, wait_for
+from tests.support.procs import kill_provider_and_server, wait_for
 from tests.support.terraform import Terraform, reaped
 
 pytestmark = pytest.mark.terraform
@@ -277,8 +277,8 @@ def test_a_create_killed_after_the_rent_leaves_a_pod_that_lium_removes_by_itself
         "rules": [{"method": "POST", "path": "/executors/*/rent", "kind": "ssh_late", "seconds": 300}],
         "rate_limits": [],
     }
-    # A cold start (no zygote): the kill leaves no server that could delete the pod it rented, which is
-    # the case (a runner lost whole) that only Lium's own deadline ends.
+    # A cold start (no zygote), its launcher and server both killed: no process is left that could
+    # delete the pod it rented, which is the case (a runner lost whole) that only Lium's own deadline ends.
     tf = make_terraform(PROVIDER_BLOCK + TEMPLATE + pod("p", "killed"), **account.env, TFBRIDGE_ZYGOTE="0")
     tf.init()
     with account.faults(silent_sshd), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
@@ -288,7 +288,7 @@ def test_a_create_killed_after_the_rent_leaves_a_pod_that_lium_removes_by_itself
             120,
             process=process,
         )
-        kill_provider(process.pid)
+        kill_provider_and_server(process.pid)
         output, _ = process.communicate(timeout=60)
     assert process.returncode != 0, output
     (killed,) = account.live()["pods"]

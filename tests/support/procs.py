@@ -48,11 +48,25 @@ def find_descendant(pid: int, needle: str) -> int | None:
 
 
 def kill_provider(terraform_pid: int) -> None:
-    """SIGKILL the Lium provider process Terraform (``terraform_pid``) started (with the zygote: its
-    launcher); fails the test if there is none."""
+    """SIGKILL the Lium provider process Terraform (``terraform_pid``) started: the launcher, whose
+    server (a zygote's fork, or its own cold-started child) then undoes what it made and exits; fails
+    the test if there is none."""
     provider = find_descendant(terraform_pid, "lium_provider")
     assert provider is not None, "the provider process was not found"
     os.kill(provider, signal.SIGKILL)
+
+
+def kill_provider_and_server(terraform_pid: int) -> None:
+    """SIGKILL a cold-started provider's server and then its launcher, as when the runner's machine
+    dies: nothing is left that could undo what the server made. (A cold start: its server is the
+    launcher's child; with the zygote it is the zygote's.)"""
+    launcher = find_descendant(terraform_pid, "lium_provider")
+    assert launcher is not None, "the provider process was not found"
+    servers = [pid for pid in children(launcher) if "lium_provider" in cmdline(pid)]
+    assert servers, "no cold-started server: start the provider with TFBRIDGE_ZYGOTE=0"
+    for pid in [*servers, launcher]:  # the server first: it must not see its launcher go
+        with contextlib.suppress(ProcessLookupError):  # the launcher exits when its server is gone
+            os.kill(pid, signal.SIGKILL)
 
 
 def wait_for(

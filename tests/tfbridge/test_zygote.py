@@ -33,6 +33,7 @@ from tests.tfbridge.plugin_host import (
 )
 from tfbridge.proto import grpc_controller_pb2, grpc_controller_pb2_grpc, health_pb2, health_pb2_grpc
 from tfbridge.serving import constants, launch
+from tfbridge.serving.constants import ZYGOTE_FLAG
 from tfbridge.serving.install import LAUNCH_SCRIPT
 from tfbridge.serving.zygote import live_zygotes
 from tfbridge.serving.zygote import process_running as running
@@ -84,6 +85,29 @@ def warm_start(
         yield plugin, handshake, server
 
 
+def cold_server(launcher: int) -> int:
+    """The server a launcher started cold: its one child, leading a session of its own (a zygote's
+    fork is the zygote's child, never the launcher's)."""
+    eventually(lambda: len(children(launcher)) == 1, "the launcher has no cold server")
+    (server,) = children(launcher)
+    assert ZYGOTE_FLAG not in cmdline(server) and str(SERVE_SCRIPT) in cmdline(server)
+    assert os.getsid(server) == server, "a cold server must lead its own session"
+    return server
+
+
+@contextmanager
+def cold_start(
+    zygotes: Path, socket_root: Path, identity: ClientIdentity
+) -> Iterator[tuple[PluginProcess, Handshake, int]]:
+    """A start without a zygote (``TFBRIDGE_ZYGOTE=0``): the launcher, its handshake, the server's pid."""
+    with PluginProcess(LAUNCHER, plugin_env(identity, socket_root, TFBRIDGE_ZYGOTE="0")) as plugin:
+        handshake = plugin.handshake()
+        yield plugin, handshake, cold_server(plugin.process.pid)
+
+
+STARTS = {"warm": warm_start, "cold": cold_start}
+
+
 def health(handshake: Handshake, identity: ClientIdentity) -> int:
     with handshake.channel(identity) as channel:
         return int(
@@ -108,32 +132,40 @@ def test_a_warm_start_is_served_by_a_fork_of_the_zygote(
         eventually(lambda: not running(server), "the server outlived its Shutdown")
 
 
+@pytest.mark.parametrize("start", STARTS)
 def test_sigterm_to_the_launcher_reaches_the_server(
-    zygotes: Path, socket_root: Path, identity: ClientIdentity
+    start: str, zygotes: Path, socket_root: Path, identity: ClientIdentity
 ) -> None:
-    with warm_start(zygotes, socket_root, identity) as (plugin, _, server):
+    with STARTS[start](zygotes, socket_root, identity) as (plugin, _, server):
         plugin.process.send_signal(signal.SIGTERM)
         assert plugin.wait() == 128 + signal.SIGTERM
         eventually(lambda: not running(server), "the server outlived SIGTERM")
 
 
-def test_sigint_is_ignored_like_a_cold_provider(
-    zygotes: Path, socket_root: Path, identity: ClientIdentity
+@pytest.mark.parametrize("start", STARTS)
+def test_sigint_is_ignored_by_launcher_and_server(
+    start: str, zygotes: Path, socket_root: Path, identity: ClientIdentity
 ) -> None:
-    with warm_start(zygotes, socket_root, identity) as (plugin, handshake, _):
+    with STARTS[start](zygotes, socket_root, identity) as (plugin, handshake, _):
         plugin.signal_group(signal.SIGINT)  # Terraform's Ctrl-C reaches the provider's process group
         assert health(handshake, identity) == SERVING
         assert plugin.process.poll() is None
 
 
+@pytest.mark.parametrize("start", STARTS)
+@pytest.mark.parametrize("killed", ["launcher", "process group"])
 def test_a_killed_launcher_takes_its_server_along(
-    zygotes: Path, socket_root: Path, identity: ClientIdentity
+    start: str, killed: str, zygotes: Path, socket_root: Path, identity: ClientIdentity
 ) -> None:
-    with warm_start(zygotes, socket_root, identity) as (plugin, _, server):
-        plugin.process.kill()
+    with STARTS[start](zygotes, socket_root, identity) as (plugin, _, server):
+        if killed == "launcher":
+            plugin.process.kill()
+        else:  # what a CI system does to a job's process tree; the server is in a session of its own
+            plugin.signal_group(signal.SIGKILL)
         plugin.wait()
         eventually(lambda: not running(server), "the server went on after its launcher was killed")
-    assert zygote_pid(zygotes) != 0, "the zygote itself stays for the next start"
+    if start == "warm":
+        assert zygote_pid(zygotes) != 0, "the zygote itself stays for the next start"
 
 
 def test_a_server_stops_once_terraform_is_killed(
@@ -179,7 +211,7 @@ def test_changed_sources_retire_the_zygote(
         with PluginProcess(LAUNCHER, env) as plugin:
             handshake = plugin.handshake()
             assert health(handshake, identity) == SERVING
-            assert str(LAUNCH_SCRIPT) not in cmdline(plugin.process.pid), "a stale zygote served the start"
+            cold_server(plugin.process.pid)  # not a fork of the stale zygote
         eventually(lambda: not running(stale), "the stale zygote did not go away")
         eventually(lambda: zygote_pid(zygotes) not in (0, stale), "no fresh zygote replaced the stale one")
     finally:
@@ -202,7 +234,7 @@ def test_starts_cold_when_the_zygote_is_off_or_unsafe(
     with PluginProcess(LAUNCHER, env) as plugin:
         handshake = plugin.handshake()
         assert health(handshake, identity) == SERVING
-        assert str(LAUNCH_SCRIPT) not in cmdline(plugin.process.pid), "expected the cold start's exec"
+        cold_server(plugin.process.pid)
     directory = Path(extra.get("TFBRIDGE_ZYGOTE_DIR", str(zygotes)))
     assert not list(directory.glob("*.lock")), "no zygote may be started"
 

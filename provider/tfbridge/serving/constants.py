@@ -19,3 +19,6 @@ FORKED = "P"  # zygote to launcher, ``P<pid>\n``: a forked server runs for this 
 STALE = "S"  # zygote to launcher, ``S\n``: the zygote's sources changed and it is going away
 EXITED = "X"  # server to launcher, ``X<exit code>\n``: the server is exiting with that code
 ORPHANED = "O"  # launcher to server: Terraform is gone
+# The environment variable through which a cold-started server learns the descriptor of its end of the
+# socket to its launcher (see tfbridge.serving.hosts).
+LAUNCHER_FD_ENV = "TFBRIDGE_LAUNCHER_FD"

@@ -31,10 +31,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from tfbridge.cancel import abandon_all
 from tfbridge.serving.constants import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE
+from tfbridge.serving.hosts import Host, TerraformParent, launcher_of_this_process
 from tfbridge.serving.lifecycle import Lifecycle
 from tfbridge.serving.tls_certificate import CertificateChild
 
@@ -64,31 +65,6 @@ _SHUTDOWN_GRACE_SECONDS = 1.0
 # Time in-flight calls get to undo what they made once the host is gone (``Context.abandoned``); the
 # process is killed outright a second later whatever it is doing, so it never outlives its host long.
 ABANDON_GRACE_SECONDS = 8.0
-_PARENT_POLL_SECONDS = 1.0
-
-
-class Host(Protocol):
-    """The process Terraform started and watches: how the server learns it is gone, and tells it the end."""
-
-    def wait_gone(self) -> None:
-        """Block until Terraform (or whatever stands in for it) can no longer receive answers."""
-
-    def exited(self, exit_code: int) -> None:
-        """Called just before the serving process exits with ``exit_code``."""
-
-
-class TerraformParent:
-    """The usual host: Terraform is this process's parent, and is gone when the parent changes."""
-
-    def __init__(self) -> None:
-        self._pid = os.getppid()
-
-    def wait_gone(self) -> None:
-        while os.getppid() == self._pid:
-            time.sleep(_PARENT_POLL_SECONDS)
-
-    def exited(self, exit_code: int) -> None:
-        pass
 
 
 def serve(
@@ -110,7 +86,7 @@ def serve(
     # keep running so in-flight ApplyResourceChange results still reach Terraform.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Read first: Terraform may be gone by the time the handshake is out.
-    host = host if host is not None else TerraformParent()
+    host = host if host is not None else (launcher_of_this_process() or TerraformParent())
     if os.environ.get(MAGIC_COOKIE_KEY) != MAGIC_COOKIE_VALUE:
         sys.stderr.write(NOT_A_COMMAND_MESSAGE)
         sys.exit(1)
@@ -178,13 +154,19 @@ def serve(
     terminated = lifecycle.wait_for_exit_request()
     lifecycle.begin_stopping()
     grace = ABANDON_GRACE_SECONDS if lifecycle.abandoned else _SHUTDOWN_GRACE_SECONDS
+    stopping_since = time.monotonic()
     server.stop(None if terminated else grace).wait()
+    if lifecycle.abandoned:
+        # gRPC's stop returned at once: Terraform's connection is gone, so to gRPC its calls are over.
+        # Their handlers are not: a create is deleting what it rented, and must finish that first.
+        lifecycle.wait_for_calls(grace - (time.monotonic() - stopping_since))
     for path in (socket_path, grpc_socket_path):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
     os.rmdir(socket_dir)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    with contextlib.suppress(OSError, ValueError):  # Terraform's end of the pipes may be gone
+        sys.stdout.flush()
+        sys.stderr.flush()
     exit_code = 128 + signal.SIGTERM if terminated else 0
     host.exited(exit_code)
     # os._exit: worker threads may still wait on a servicer that never came; exit must not hang on them.

@@ -6,8 +6,12 @@ C-level standard modules (``_socket``, ``_signal``, ``_sha256``: the friendlier 
 The names it shares with the bridge (the magic cookie's name, the zygote flag, the letters of its
 messages to and from the zygote) come from ``tfbridge/serving/constants.py``, which it executes by path.
 See :mod:`tfbridge.serving.zygote` for the whole design. Without a usable zygote (none yet, a stale one,
-``TFBRIDGE_ZYGOTE=0``, or not started by Terraform at all) it execs ``python -I -m <module>`` (or ``python -I <script.py>``), the cold
-start, after starting a zygote in the background for the next start.
+``TFBRIDGE_ZYGOTE=0``) it starts the server cold, ``python -I -m <module>`` (or ``python -I
+<script.py>``), after starting a zygote in the background for the next start. A cold server too runs in a
+session of its own with this process standing for it, exactly as a forked one: so whichever of the two
+Terraform's end kills (this process alone, or its whole process group), the server is left to undo an
+in-flight create before it exits (:mod:`tfbridge.serving.hosts`). Only when not started by Terraform (no
+magic cookie) is the program exec'ed in place, to say that it is a plugin.
 
 The request to the zygote is ``[4-byte length][cwd NUL umask NUL argc NUL argv... NUL env "k=v"...]`` with this
 process's stdin, stdout and stderr attached (SCM_RIGHTS); the zygote answers ``P<pid>\\n`` when its
@@ -46,6 +50,7 @@ _CONSTANTS = _shared_constants()
 MAGIC_COOKIE_KEY = _CONSTANTS["MAGIC_COOKIE_KEY"]
 ZYGOTE_FLAG = _CONSTANTS["ZYGOTE_FLAG"]
 FORKED, EXITED, ORPHANED = (_CONSTANTS[name].encode() for name in ("FORKED", "EXITED", "ORPHANED"))
+LAUNCHER_FD_ENV = _CONSTANTS["LAUNCHER_FD_ENV"]
 DEFAULT_IDLE_SECONDS = "300"
 PARENT_POLL_SECONDS = 1.0
 # What the zygote keeps of the environment of the start that launches it. The TLS trust settings are
@@ -158,6 +163,37 @@ def wait_for_exit(connection: _socket.socket, terraform: int) -> bytes:
             return status
 
 
+def exit_code_of(status: bytes) -> int:
+    """The exit code in a server's ``X<code>`` line; 1 when the server ended without one."""
+    return int(status[1:]) if status.startswith(EXITED) and status[1:].strip().isdigit() else 1
+
+
+def serve_cold(program: str, args: list[str], terraform: int) -> int:
+    """Start the server as a child in a session of its own, stand for it until it exits; its exit code."""
+    ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    child = os.fork()
+    if child == 0:
+        try:
+            ours.close()
+            os.setsid()  # a kill of this process's group must leave the server its time to undo
+            os.set_inheritable(theirs.fileno(), True)
+            os.environ[LAUNCHER_FD_ENV] = str(theirs.fileno())
+            os.execv(sys.executable, [*python_command(program), *args])
+        finally:
+            os._exit(127)
+    theirs.close()
+    _signal.signal(_signal.SIGTERM, lambda signum, frame: os.kill(child, _signal.SIGTERM))
+    try:
+        status = wait_for_exit(ours, terraform)
+    except OSError:
+        status = b""
+    if status:
+        return exit_code_of(status)
+    # No X line: the server died before it could send one; its own status says how.
+    _, wait_status = os.waitpid(child, 0)
+    return os.waitstatus_to_exitcode(wait_status) if os.WIFEXITED(wait_status) else 1
+
+
 def serve_through_zygote(program: str, args: list[str], path: str, terraform: int) -> int | None:
     """The forked server's exit code, or None when the zygote cannot serve this start (start cold)."""
     connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -183,7 +219,7 @@ def serve_through_zygote(program: str, args: list[str], path: str, terraform: in
         connection.close()
     # Once a server runs, this process stands for it: a lost connection is a failed provider, never a
     # reason to start a second server.
-    return int(status[1:]) if status.startswith(EXITED) and status[1:].strip().isdigit() else 1
+    return exit_code_of(status)
 
 
 def main() -> None:
@@ -192,8 +228,10 @@ def main() -> None:
     # Terraform forwards Ctrl-C to the process group, then asks the provider to stop; this process must
     # outlive that, or the server it stands for would lose its connection.
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    if MAGIC_COOKIE_KEY not in os.environ:  # not started by Terraform: the program says what it is
+        os.execv(sys.executable, [*python_command(program), *args])
     idle_seconds = os.environ.get("TFBRIDGE_ZYGOTE_IDLE_SECONDS", DEFAULT_IDLE_SECONDS)
-    wanted = os.environ.get("TFBRIDGE_ZYGOTE", "1") != "0" and MAGIC_COOKIE_KEY in os.environ
+    wanted = os.environ.get("TFBRIDGE_ZYGOTE", "1") != "0"
     if wanted and idle_seconds.replace(".", "", 1).isdigit() and float(idle_seconds) > 0:
         try:
             path = socket_path(program)
@@ -204,7 +242,7 @@ def main() -> None:
             if exit_code is not None:
                 os._exit(exit_code)
             start_zygote(program, path, idle_seconds)
-    os.execv(sys.executable, [*python_command(program), *args])
+    os._exit(serve_cold(program, args, terraform))
 
 
 if __name__ == "__main__":

@@ -8,10 +8,11 @@ signal number (``signal.set_wakeup_fd``). Streams that stay open until the end (
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -36,6 +37,8 @@ class Lifecycle:
         self._stop_callbacks: list[Callable[[], None]] = []
         self.abandoned = False
         """Set when the host went away: in-flight operations get time to undo what they made."""
+        self._calls = 0
+        self._calls_done = threading.Condition(self._lock)
 
     def catch_sigterm(self) -> None:
         """From now on SIGTERM ends :meth:`wait_for_exit_request`, not the process (main thread only)."""
@@ -73,6 +76,25 @@ class Lifecycle:
             callbacks, self._stop_callbacks = self._stop_callbacks, []
         for callback in callbacks:
             callback()
+
+    @contextlib.contextmanager
+    def serving_call(self) -> Iterator[None]:
+        """Around a provider call's handler: :meth:`wait_for_calls` waits for it. gRPC's own stop does
+        not: once Terraform is gone its calls count as cancelled, while their handlers still run the
+        undo of what they made."""
+        with self._lock:
+            self._calls += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._calls -= 1
+                self._calls_done.notify_all()
+
+    def wait_for_calls(self, timeout: float) -> bool:
+        """Block until no provider call runs, at most ``timeout`` seconds; whether none runs."""
+        with self._lock:
+            return self._calls_done.wait_for(lambda: self._calls == 0, timeout)
 
     def wait_until_stopping_or_cancelled(self, context: grpc.ServicerContext) -> None:
         """Hold a server stream open until the server stops or the client goes away."""

@@ -67,8 +67,11 @@ class DeferredServicer:
         raise AssertionError("context.abort raises")
 
 
-def provider_proxy(deferred: DeferredServicer, servicer_base: type[Any]) -> SimpleNamespace:
-    """An object with every RPC method of ``servicer_base``, each forwarding to the deferred servicer.
+def provider_proxy(
+    deferred: DeferredServicer, servicer_base: type[Any], lifecycle: Lifecycle
+) -> SimpleNamespace:
+    """An object with every RPC method of ``servicer_base``, each forwarding to the deferred servicer
+    while the lifecycle counts it as a running call (:meth:`Lifecycle.serving_call`).
 
     The method list comes from the generated servicer class, so an RPC added to the protocol cannot be
     forgotten here.
@@ -76,7 +79,8 @@ def provider_proxy(deferred: DeferredServicer, servicer_base: type[Any]) -> Simp
 
     def forwarder(method_name: str) -> Callable[[Any, grpc.ServicerContext], Any]:
         def forward(request: Any, context: grpc.ServicerContext) -> Any:
-            return getattr(deferred.get(context), method_name)(request, context)
+            with lifecycle.serving_call():
+                return getattr(deferred.get(context), method_name)(request, context)
 
         forward.__name__ = method_name
         return forward
@@ -148,7 +152,7 @@ def register_services(server: MethodRegistry, lifecycle: Lifecycle) -> DeferredS
         (grpc_stdio_pb2_grpc.add_GRPCStdioServicer_to_server, Stdio(lifecycle)),
         (
             tfplugin6_pb2_grpc.add_ProviderServicer_to_server,
-            provider_proxy(deferred, tfplugin6_pb2_grpc.ProviderServicer),
+            provider_proxy(deferred, tfplugin6_pb2_grpc.ProviderServicer, lifecycle),
         ),
     ]
     for add_to_server, servicer in registrations:

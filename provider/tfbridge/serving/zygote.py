@@ -47,8 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from tfbridge.serving.constants import EXITED, FORKED, ORPHANED, STALE
+from tfbridge.serving.constants import FORKED, STALE
 from tfbridge.serving.handshake import serve
+from tfbridge.serving.hosts import LauncherLink, message
 from tfbridge.serving.tls_relay import ServerIdentity
 
 if TYPE_CHECKING:
@@ -65,38 +66,6 @@ class _Request:
     umask: int
     argv: list[str]
     environment: dict[bytes, bytes]
-
-
-class LauncherLink:
-    """The host of a forked server: the launcher process Terraform started, at the end of a socket."""
-
-    def __init__(self, connection: socket.socket) -> None:
-        self._connection = connection
-
-    def wait_gone(self) -> None:
-        """Returns when the launcher says Terraform died (:data:`~tfbridge.serving.constants.ORPHANED`), or when
-        the launcher itself is gone (its socket closed).
-
-        To Terraform the launcher is the provider process: if it was killed, this process must not
-        go on serving (or finish a create) as if it had not been; it gets the same bounded time to undo
-        in-flight work as after Terraform's death, then exits (:func:`tfbridge.serving.handshake.serve`).
-        """
-        while True:
-            try:
-                data = self._connection.recv(64)
-            except OSError:
-                data = b""
-            if not data or ORPHANED.encode() in data:
-                return
-
-    def exited(self, exit_code: int) -> None:
-        with contextlib.suppress(OSError):
-            self._connection.sendall(_message(EXITED, exit_code))
-
-
-def _message(letter: str, number: int | None = None) -> bytes:
-    """A message to the launcher (:mod:`tfbridge.serving.launch`): its letter, maybe a number, a newline."""
-    return f"{letter}{'' if number is None else number}\n".encode()
 
 
 class _SourceWatch:
@@ -221,7 +190,7 @@ def _serve_request(
         if uid != os.getuid() or request is None or len(fds) != 3:
             return "refused"
         if sources.changed():
-            connection.sendall(_message(STALE))
+            connection.sendall(message(STALE))
             return "stale"
         if threading.active_count() != 1:
             return "refused"  # forking a threaded process is unsafe (the launcher then starts cold)
@@ -287,14 +256,15 @@ def _become_server(
         os.umask(request.umask)
         sys.argv = request.argv
         random.seed()  # forked children must not share the zygote's random sequence (jitter)
-        connection.sendall(_message(FORKED, os.getpid()))
+        connection.sendall(message(FORKED, os.getpid()))
         serve(servicer_factory, host=launcher, identity=identity)
     except SystemExit as stop:
         exit_code = stop.code if isinstance(stop.code, int) else 1
     except BaseException:
         import traceback
 
-        traceback.print_exc()
+        with contextlib.suppress(OSError, ValueError):  # stderr is Terraform's pipe: it may be gone
+            traceback.print_exc()
     launcher.exited(exit_code)
     os._exit(exit_code)
 
