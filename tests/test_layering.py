@@ -44,7 +44,11 @@ FORBIDDEN = (
 )
 # Modules of the public tfbridge API may import only these of the framework's inner packages.
 TFBRIDGE_INNER = ("tfbridge.serving", "tfbridge.protocol")
-TFBRIDGE_API_MAY_IMPORT = {"tfbridge.plugin": ("tfbridge.serving",)}
+# tfbridge.command reads the pid the launcher hands on, named in the constants module (which imports nothing).
+TFBRIDGE_API_MAY_IMPORT = {
+    "tfbridge.plugin": ("tfbridge.serving",),
+    "tfbridge.command": ("tfbridge.serving.constants",),
+}
 # At most this many plain modules (``__init__`` and ``__main__`` included) at the top of each package.
 FLAT_MODULES = {"lium_provider": 6, "tfbridge": 12, "lium_emulator": 12}
 # What the provider program must never load: the user CLI, plan summaries and contributor tools.

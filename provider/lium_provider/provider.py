@@ -20,7 +20,7 @@ from lium_provider.domain.removal import (
     TERMINATION_HOURS_RANGE,
     configured_default_hours,
 )
-from lium_provider.domain.stack import STACK_ENV, stack_identity, stack_tag
+from lium_provider.domain.stack import ADOPT_STACKS_ENV, STACK_ENV, adopted_tags, stack_identity, stack_tag
 from lium_provider.resources.data_sources import OffersDataSource, PodDataSource, TemplatesDataSource
 from lium_provider.resources.docker_credential import DockerCredentialResource
 from lium_provider.resources.inputs import PRINTABLE_NAME
@@ -132,6 +132,17 @@ class LiumProviderConfig(BaseModel):
         ),
         PRINTABLE_NAME,
     ] = None
+    adopt_stacks: Annotated[
+        list[str] | None,
+        Attribute(
+            optional=True,
+            description="Stacks (each a `stack` value, or the tag that errors name) whose pods, templates "
+            "and volumes this stack takes over on purpose: when this stack's identity changed (its backend "
+            "was migrated, its directory moved), its state holds them under the old stack's tag, and the "
+            f"plan refuses them until they are named here. Default: env `{ADOPT_STACKS_ENV}` "
+            "(comma-separated), else none.",
+        ),
+    ] = None
 
     @field_validator("request_timeout", "connect_timeout")
     @classmethod
@@ -241,6 +252,7 @@ class LiumProvider(Provider[LiumProviderConfig]):
             runner_download_url=config.runner_download_url or os.environ.get("LIUM_RUNNER_DOWNLOAD_URL"),
             journal=RentJournal(journal_dir()),
             stack_tag=stack_tag(stack_identity(config.stack)),
+            adopt_tags=adopted_tags(config.adopt_stacks),
             default_termination_hours=default_hours,
         )
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from lium_provider.api.client import LiumClient
 from lium_provider.api.errors import LiumAuthError, LiumError
-from lium_provider.api.models import DEAD_POD_STATES, Pod
+from lium_provider.api.models import DEAD_POD_STATES, Pod, User
 from lium_provider.api.pod_watch import PodWatcher
 from lium_provider.domain.journal import RentJournal
 from lium_provider.domain.placement import Placement
@@ -28,15 +28,17 @@ class LiumSession:
     journal: RentJournal
     stack_tag: str
     """This stack's tag (:mod:`lium_provider.domain.stack`): recovery touches only objects that carry it."""
+    adopt_tags: frozenset[str] = frozenset()
+    """Tags of the stacks whose objects this stack takes over (the provider's ``adopt_stacks``)."""
     default_termination_hours: int | None = None
     """``termination_hours`` of a pod that sets none (the provider's ``default_termination_hours``)."""
     watcher: PodWatcher = field(init=False)
     placement: Placement = field(init=False)
-    _planned_creates: set[str] = field(init=False, default_factory=set)
+    _planned_creates: set[tuple[str, str]] = field(init=False, default_factory=set)
     _planned_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _earlier_pods: dict[str, Pod] | None = field(init=False, default=None)
     _earlier_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
-    _access_verified: bool = field(init=False, default=False)
+    _account: User | None = field(init=False, default=None)
     _access_refused: TFError | None = field(init=False, default=None)
     _access_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
@@ -44,7 +46,7 @@ class LiumSession:
         self.watcher = PodWatcher(self.client)
         self.placement = Placement(lambda: self.client.nodes_feed(self.feed_url))
 
-    def verify_access(self) -> None:
+    def verify_access(self) -> User:
         """``GET /users/me`` once per process: a bad key or endpoint fails the plan that would create.
 
         Configure sends nothing, so a Terraform run costs no request per provider start (it starts the
@@ -52,18 +54,18 @@ class LiumSession:
         a refused key fails their first request with the same error (:func:`access_error`), and an
         unreachable endpoint with that request's own, which names the URL. A failed check is kept: the
         process's other creates fail with it at once instead of each waiting out the request timeout.
+        Returns the key's user, whose id a template create needs to find its own templates.
         """
         with self._access_lock:
             if self._access_refused is not None:
                 raise self._access_refused
-            if self._access_verified:
-                return
-            try:
-                self.client.me()
-            except LiumError as exc:
-                self._access_refused = access_error(exc, self.client.base_url)
-                raise self._access_refused from None
-            self._access_verified = True
+            if self._account is None:
+                try:
+                    self._account = self.client.me()
+                except LiumError as exc:
+                    self._access_refused = access_error(exc, self.client.base_url)
+                    raise self._access_refused from None
+            return self._account
 
     def earlier_pod(self, lium_name: str) -> Pod | None:
         """The live pod of this stack named ``lium_name`` that existed when this process first asked.
@@ -82,16 +84,17 @@ class LiumSession:
                 }
             return self._earlier_pods.get(lium_name)
 
-    def claim_pod_name(self, name: str) -> bool:
-        """Note that this process plans to create a pod named ``name``; False if one already is.
+    def claim_name(self, type_name: str, name: str) -> bool:
+        """Note that this process plans to create a ``type_name`` named ``name``; False if one already is.
 
-        Within a stack the pod name is what recognises a pod without the local journal, so two creates
-        of one name in one stack must be refused (each provider process plans one Terraform run).
+        Within a stack the name (with the stack's tag) is what recognises a pod, template or volume
+        without the local journal, so a fresh runner can adopt what a killed one made: two creates of one
+        name in one stack must be refused (each provider process plans one Terraform run).
         """
         with self._planned_lock:
-            if name in self._planned_creates:
+            if (type_name, name) in self._planned_creates:
                 return False
-            self._planned_creates.add(name)
+            self._planned_creates.add((type_name, name))
             return True
 
     def require_ssh_key(self, attribute: str) -> str:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "Cancelled": "tfbridge.cancel",
     "CancelToken": "tfbridge.cancel",
+    "destroying": "tfbridge.command",
     "AttributePath": "tfbridge.diagnostics",
     "Diagnostic": "tfbridge.diagnostics",
     "Severity": "tfbridge.diagnostics",
@@ -41,6 +42,7 @@ _EXPORTS = {
 
 if TYPE_CHECKING:
     from tfbridge.cancel import Cancelled, CancelToken
+    from tfbridge.command import destroying
     from tfbridge.diagnostics import AttributePath, Diagnostic, Severity, TFError
     from tfbridge.plan import PlanChange
     from tfbridge.resource import Context, DataSource, Provider, Resource, current_context
@@ -86,6 +88,7 @@ __all__ = [
     "Timeouts",
     "UseStateForUnknown",
     "current_context",
+    "destroying",
     "parse_duration",
     "schema_of",
 ]

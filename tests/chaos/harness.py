@@ -38,7 +38,7 @@ from tests.chaos.outcome import Outcome
 from tests.chaos.scenarios import Scenario
 from tests.support import http
 from tests.support.lium import FAST_TIMINGS, Account, rotate_host_keys
-from tests.support.procs import cmdline, find_descendant
+from tests.support.procs import find_descendant, providers_in
 from tests.support.terraform import Terraform, interrupt, kill_group
 from tfbridge.serving.handshake import ABANDON_GRACE_SECONDS
 
@@ -173,17 +173,6 @@ def wait_until(condition: Callable[[], bool], process: subprocess.Popen[str], de
             return False
         time.sleep(_POLL)
     return False
-
-
-def providers_in(workdir: Path) -> list[int]:
-    """Live provider processes working in ``workdir``: launchers, and servers wherever they run (a
-    zygote's fork, or a cold start's child in a session of its own), by their working directory."""
-    found = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        with contextlib.suppress(OSError):
-            if Path(os.readlink(proc / "cwd")) == workdir and "lium_provider" in cmdline(int(proc.name)):
-                found.append(int(proc.name))
-    return found
 
 
 def group_members(pgid: int) -> list[int]:

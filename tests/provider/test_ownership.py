@@ -2,9 +2,8 @@
 
 Stacks are told apart by the stack tag in every pod name sent to Lium (``lium_provider.domain.stack``): two
 directories, or two workspaces, with the same pod name never adopt or delete each other's pod; a
-create whose provider is killed deletes its pod before the server exits; and a runner that died with
-its whole process tree (nothing could clean up) is recovered by the next apply of the same stack from a
-fresh machine: same backend, empty HOME and journal.
+create whose provider is killed deletes its pod before the server exits; and ``sweep --stack`` finds
+exactly one stack's objects. (A runner killed with its whole process tree: ``test_killed_runner``.)
 """
 
 from __future__ import annotations
@@ -13,17 +12,15 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from lium_provider.domain.stack import stack_tag
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
-from tests.support.postgres import PostgresServer, running_postgres
-from tests.support.procs import kill_provider, kill_provider_and_server, wait_for
-from tests.support.terraform import Terraform, kill_group, reaped
+from tests.support.procs import kill_provider, wait_for
+from tests.support.terraform import Terraform, reaped
 
 pytestmark = pytest.mark.terraform
 
@@ -47,12 +44,21 @@ def live_pods(account: Account) -> list[dict[str, Any]]:
     return [p for p in pods(account) if p["status"] not in ("DELETING", "DELETED")]
 
 
-def pod_id(tf: Terraform) -> str:
-    """The id of the stack's one pod in its current state (of the selected workspace, local or pg)."""
+def state_id(tf: Terraform, type_name: str) -> str:
+    """The id of the stack's one ``type_name`` in its current state (of the selected workspace, local
+    or pg)."""
     resources = tf.show_json().get("values", {}).get("root_module", {}).get("resources", [])
-    (pod,) = [r for r in resources if r["type"] == "lium_pod"]
-    value: str = pod["values"]["id"]
+    (found,) = [r for r in resources if r["type"] == type_name]
+    value: str = found["values"]["id"]
     return value
+
+
+def pod_id(tf: Terraform) -> str:
+    return state_id(tf, "lium_pod")
+
+
+def template_id(tf: Terraform) -> str:
+    return state_id(tf, "lium_template")
 
 
 def test_two_directories_with_the_same_pod_name_keep_their_own_pods(
@@ -124,59 +130,6 @@ def test_a_killed_provider_deletes_the_pod_of_its_create_when_the_template_comes
     templates.destroy()
 
 
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    with running_postgres() as server:
-        yield server
-
-
-def pg_stack(conn_str: str, schema: str) -> str:
-    backend = f'  backend "pg" {{\n    conn_str    = "{conn_str}"\n    schema_name = "{schema}"\n  }}\n'
-    return stack_with_template("own-runner").replace("terraform {\n", "terraform {\n" + backend, 1)
-
-
-def fresh_runner(
-    make_terraform: Callable[..., Terraform], account: Account, body: str, home: Path
-) -> Terraform:
-    """A new CI runner: its own checkout directory, HOME and (empty) rent journal; the cold provider
-    start, so that its server is a child the test can kill with it (nothing is left to clean up)."""
-    home.mkdir(parents=True)
-    env = {**account.env, "HOME": str(home), "LIUM_STATE_DIR": str(home / "state"), "TFBRIDGE_ZYGOTE": "0"}
-    tf = make_terraform(body, **env)
-    tf.init()
-    return tf
-
-
-@pytest.mark.parametrize("killed", ["provider", "terraform-and-provider"])
-def test_a_fresh_runner_adopts_the_pod_of_a_runner_killed_mid_create(
-    make_terraform: Callable[..., Terraform],
-    account: Account,
-    postgres: PostgresServer,
-    tmp_path: Path,
-    killed: str,
-) -> None:
-    body = pg_stack(postgres.conn_str, f"own_{killed.replace('-', '_')}")
-    first = fresh_runner(make_terraform, account, body, tmp_path / "runner-1")
-    # The template first: a killed terraform may not have saved anything of the run it was killed in.
-    first.apply("-target=lium_template.t")
-    with account.faults(HOLD_RENTS), reaped(first.start("apply", "-auto-approve", "-no-color")) as process:
-        wait_for(lambda: bool(live_pods(account)), "the pod is rented", WAIT_SECONDS)
-        kill_provider_and_server(process.pid)  # the runner's machine died: no process can undo the rent
-        if killed == "terraform-and-provider":
-            kill_group(process)  # terraform with them
-        output, _ = process.communicate(timeout=WAIT_SECONDS)
-    assert process.returncode != 0, output
-    (orphan,) = live_pods(account)
-    second = fresh_runner(make_terraform, account, body, tmp_path / "runner-2")
-    applied = second.apply()
-    assert pod_id(second) == orphan["id"], (pods(account), applied.stdout, applied.stderr)
-    assert [p["id"] for p in pods(account)] == [orphan["id"]], "exactly one pod was ever rented"
-    assert second.plan_exitcode()[0] == 0
-    second.destroy()
-    wait_for(lambda: live_pods(account) == [], "no pod is left running", WAIT_SECONDS)
-    assert account.live()["templates"] == []
-
-
 def test_two_pods_of_one_name_in_one_stack_are_refused_at_plan(
     make_terraform: Callable[..., Terraform], account: Account
 ) -> None:
@@ -189,7 +142,7 @@ def test_two_pods_of_one_name_in_one_stack_are_refused_at_plan(
     assert "name" in result.stderr and pods(account) == []
 
 
-def test_sweep_stack_lists_and_deletes_exactly_that_stacks_pods(
+def test_sweep_stack_lists_and_deletes_exactly_that_stacks_pods_and_templates(
     make_terraform: Callable[..., Terraform], account: Account
 ) -> None:
     team_a = make_terraform(stack_with_template("own-sweep-a"), **account.env, LIUM_STACK="team-a")
@@ -201,7 +154,8 @@ def test_sweep_stack_lists_and_deletes_exactly_that_stacks_pods(
     command = [sys.executable, "-m", "lium_provider.cli", "sweep", "--stack", "team-a"]
     listed = json.loads(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
     assert [p["id"] for p in listed["pods"]] == [pod_id(team_a)]
-    assert listed["templates"] == [] and listed["volumes"] == [] and listed["docker_credentials"] == []
+    assert [t["id"] for t in listed["templates"]] == [template_id(team_a)]
+    assert listed["volumes"] == [] and listed["docker_credentials"] == []
     by_tag = [*command[:-1], stack_tag("stack:team-a")]
     assert (
         json.loads(subprocess.run(by_tag, env=env, capture_output=True, text=True, check=True).stdout)
@@ -209,6 +163,7 @@ def test_sweep_stack_lists_and_deletes_exactly_that_stacks_pods(
     )
     subprocess.run([*command, "--delete"], env=env, capture_output=True, text=True, check=True)
     assert [p["id"] for p in live_pods(account)] == [pod_id(team_b)], "only team-a's pod was deleted"
+    assert [t["id"] for t in account.live()["templates"]] == [template_id(team_b)]
     assert team_b.plan_exitcode()[0] == 0
     team_b.destroy()
     team_a.destroy()

@@ -47,6 +47,17 @@ def find_descendant(pid: int, needle: str) -> int | None:
     return next((p for p in descendants(pid) if needle in cmdline(p)), None)
 
 
+def providers_in(workdir: Path) -> list[int]:
+    """Live provider processes working in ``workdir``: launchers, and servers wherever they run (a
+    zygote's fork, or a cold start's child in a session of its own), by their working directory."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            if Path(os.readlink(proc / "cwd")) == workdir and "lium_provider" in cmdline(int(proc.name)):
+                found.append(int(proc.name))
+    return found
+
+
 def kill_provider(terraform_pid: int) -> None:
     """SIGKILL the Lium provider process Terraform (``terraform_pid``) started: the launcher, whose
     server (a zygote's fork, or its own cold-started child) then undoes what it made and exits; fails

@@ -260,3 +260,8 @@ class Pod(LiumResourceBase):
     def lium_name(self) -> str:
         """The name sent to Lium: `name`, `-`, the stack tag (see the provider's `stack`) and 3 characters of what the rent asks for (`template_id`, `gpu_count`, `volume_id`, a configured `executor_id` and `ssh_public_key`), so a replacement never has its predecessor's name. It recognises this stack's pod of this instance from any machine."""
         return self.get_string_attribute("lium_name")
+
+    @property
+    def stack_tag(self) -> str:
+        """Tag of the stack this object belongs to (docs/reliability.md, "What counts as the same stack"): another stack's object in this state is refused at plan and left alone by destroy."""
+        return self.get_string_attribute("stack_tag")

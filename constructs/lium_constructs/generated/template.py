@@ -137,3 +137,8 @@ class Template(LiumResourceBase):
     def docker_credential_id(self) -> str:
         """`lium_docker_credential` id for a private registry."""
         return self.get_string_attribute("docker_credential_id")
+
+    @property
+    def stack_tag(self) -> str:
+        """Tag of the stack this object belongs to (docs/reliability.md, "What counts as the same stack"): another stack's object in this state is refused at plan and left alone by destroy."""
+        return self.get_string_attribute("stack_tag")

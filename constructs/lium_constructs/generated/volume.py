@@ -74,3 +74,8 @@ class Volume(LiumResourceBase):
     def description(self) -> str:
         """Free text."""
         return self.get_string_attribute("description")
+
+    @property
+    def stack_tag(self) -> str:
+        """Tag of the stack this object belongs to (docs/reliability.md, "What counts as the same stack"): another stack's object in this state is refused at plan and left alone by destroy."""
+        return self.get_string_attribute("stack_tag")

@@ -9,6 +9,7 @@ code fails loudly instead of being silently dropped on the wire.
 
 from __future__ import annotations
 
+import re
 import shlex
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, TypeVar
@@ -36,6 +37,15 @@ DEAD_POD_STATES: frozenset[str] = frozenset(
 # How long a deleted pod may take to be gone before giving up: lium_pod's default delete timeout and
 # how long `lium-tf sweep` waits for the pods it deleted.
 POD_GONE_TIMEOUT = 900.0
+# Ids of pods, executors, templates, credentials and volumes are UUID strings (docs/lium-api.md#conventions).
+_LIUM_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def is_lium_id(value: str | None) -> bool:
+    """Whether ``value`` can be the id of a Lium object (a UUID): an empty or garbled one cannot."""
+    return bool(value) and _LIUM_ID.fullmatch(value or "") is not None
+
+
 # dstack's terminal set (docs/lium-api.md#lifecycle): a pod in one of these states will never become usable.
 TERMINAL_POD_STATES: frozenset[str] = DEAD_POD_STATES | {DELETING, DELETED}
 

@@ -65,7 +65,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 leftovers = find_leftovers(client, args.name_prefix, journal)
             print(json.dumps(leftovers.as_dict(), indent=2))
             if args.delete and not leftovers.empty():
-                delete_leftovers(client, leftovers, journal, include_volumes=args.include_volumes)
+                volumes = args.include_volumes or bool(args.stack)  # a stack's volumes are provably its
+                delete_leftovers(client, leftovers, journal, include_volumes=volumes)
                 print("deleted", file=sys.stderr)
     except (LiumError, TimeoutError) as exc:
         print(f"lium-tf sweep: {exc}", file=sys.stderr)
@@ -98,11 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--name-prefix", help="only resources whose names start with this")
     which.add_argument(
         "--stack",
-        help="only this stack's pods and journalled rents: the provider's `stack` value (or LIUM_STACK) or "
-        "its 8-character tag (in a pod's `lium_name`, before its last 3 characters)",
+        help="exactly this stack's pods, templates, volumes, the credentials only its templates use, and its "
+        "journalled rents (with --delete, volumes too): the provider's `stack` value (or LIUM_STACK) or its "
+        "8-character tag (a resource's `stack_tag`)",
     )
     sweep.add_argument("--delete", action="store_true", help="delete what was found")
-    sweep.add_argument("--include-volumes", action="store_true", help="with --delete, delete volumes too")
+    sweep.add_argument(
+        "--include-volumes", action="store_true", help="with --name-prefix --delete, delete volumes too"
+    )
     sweep.set_defaults(handler=cmd_sweep)
 
     add_summary_commands(commands)

@@ -3,9 +3,11 @@
 Leftovers are the account's pods, own templates and volumes whose names start with a prefix, the Docker
 credentials that only those templates use, and rent attempts still in the local journal (a provider
 killed between a rent and the state write). With a stack tag instead (``--stack``), they are exactly
-the pods whose Lium names carry that tag and the journal's attempts for them: templates, credentials
-and volumes carry no tag yet, so ``--stack`` lists none of them (``--name-prefix`` does). Deletion order follows dependencies: pods (waiting until
-they are gone), then templates, then credentials; volumes only when asked, because they hold data.
+that stack's: the pods whose Lium names carry the tag, the templates and volumes whose descriptions
+carry it, the credentials only those templates use (a credential has no field for a tag), and the
+journal's attempts for those pods. Deletion order follows dependencies: pods (waiting until they are
+gone), then templates, then credentials; volumes hold data, so with ``--name-prefix`` only when asked,
+and with ``--stack`` always (they are provably that stack's).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from lium_provider.api.models import (
 )
 from lium_provider.api.rent import RentAttempt, find_rented_pod
 from lium_provider.domain.journal import RentJournal
-from lium_provider.domain.stack import parse_lium_pod_name
+from lium_provider.domain.stack import parse_lium_pod_name, tag_in
 
 POLL_SECONDS = 2.0
 
@@ -64,24 +66,35 @@ def has_tag(lium_name: str, tag: str) -> bool:
 
 
 def find_stack_leftovers(client: LiumClient, tag: str, journal: RentJournal | None = None) -> Leftovers:
-    """The live pods and journalled rents of the stack tagged ``tag``; nothing of any other stack."""
+    """Everything of the stack tagged ``tag`` (live pods, templates, volumes, the credentials only its
+    templates use, journalled rents); nothing of any other stack."""
+    me = client.me()
     pods = [p for p in client.list_pods() if p.status != DELETED and has_tag(p.pod_name, tag)]
-    attempts = [a for a in (journal.pending() if journal else []) if has_tag(a.pod_name, tag)]
-    return Leftovers(pods=pods, journal=attempts)
+    own = [t for t in client.list_templates() if t.user_id == me.id]
+    templates = [t for t in own if tag_in(t.description) == tag]
+    return Leftovers(
+        pods=pods,
+        templates=templates,
+        credentials=_used_only_by(client, templates, own),
+        volumes=[v for v in client.list_volumes() if tag_in(v.description) == tag],
+        journal=[a for a in (journal.pending() if journal else []) if has_tag(a.pod_name, tag)],
+    )
+
+
+def _used_only_by(client: LiumClient, swept: list[Template], own: list[Template]) -> list[DockerCredential]:
+    """The account's credentials that some of the ``swept`` templates use and none of the others."""
+    swept_ids = {t.id for t in swept}
+    kept = {t.docker_credential_id for t in own if t.id not in swept_ids}
+    used = {t.docker_credential_id for t in swept} - kept
+    return [c for c in client.list_docker_credentials() if c.id in used]
 
 
 def find_leftovers(client: LiumClient, prefix: str, journal: RentJournal | None = None) -> Leftovers:
     me = client.me()
     pods = [p for p in client.list_pods() if p.pod_name.startswith(prefix) and p.status != DELETED]
-    templates = [t for t in client.list_templates() if t.user_id == me.id and t.name.startswith(prefix)]
-    swept_ids = {t.id for t in templates}
-    kept_refs = {
-        t.docker_credential_id
-        for t in client.list_templates()
-        if t.user_id == me.id and t.id not in swept_ids
-    }
-    used = {t.docker_credential_id for t in templates} - kept_refs
-    credentials = [c for c in client.list_docker_credentials() if c.id in used]
+    own = [t for t in client.list_templates() if t.user_id == me.id]
+    templates = [t for t in own if t.name.startswith(prefix)]
+    credentials = _used_only_by(client, templates, own)
     volumes = [v for v in client.list_volumes() if v.name.startswith(prefix)]
     attempts = [a for a in (journal.pending() if journal else []) if a.pod_name.startswith(prefix)]
     return Leftovers(pods, templates, credentials, volumes, attempts)

@@ -20,7 +20,8 @@ machine's local state). The identity is:
     (``/etc/machine-id``, else the host name), because a local state file cannot be shared.
 
 The **stack tag** (:func:`stack_tag`) is a short hash of the identity, the only form that goes on the
-wire: pod names carry it (:func:`lium_pod_name`), and it never reveals the identity itself. Pod names
+wire: pod names carry it (:func:`lium_pod_name`), templates and volumes carry it in their description
+(:func:`described`), and it never reveals the identity itself. Pod names
 also carry a **rent digest** (:func:`rent_digest`): a short hash of what the rent asks for, so that a
 replacement (which changes one of those) never has the name of the pod it replaces.
 """
@@ -39,6 +40,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 STACK_ENV = "LIUM_STACK"
+ADOPT_STACKS_ENV = "LIUM_ADOPT_STACKS"
 TAG_LENGTH = 8
 DIGEST_LENGTH = 3
 # The fields of each backend type that name the state: equal on every machine that shares it.
@@ -58,10 +60,15 @@ STATE_NAMING_FIELDS: dict[str, tuple[str, ...]] = {
 _SECRET_LOOKING = re.compile(
     r"pass|secret|token|credential|auth|private|sas|certificate|access_key|conn", re.I
 )
+# The line that carries the stack tag in a template's or volume's description (Lium has no labels).
+STACK_MARKER = "lium-stacks stack"
 _MAX_LIUM_NAME = 63
 _TAG_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
 _LIUM_NAME = re.compile(
     rf"^(?P<base>.+)-(?P<tag>[{_TAG_ALPHABET}]{{{TAG_LENGTH}}})(?P<digest>[{_TAG_ALPHABET}]{{{DIGEST_LENGTH}}})$"
+)
+_DESCRIPTION_TAG = re.compile(
+    rf"(?:^|\n){re.escape(STACK_MARKER)} (?P<tag>[{_TAG_ALPHABET}]{{{TAG_LENGTH}}})$"
 )
 
 
@@ -134,11 +141,39 @@ def is_named(lium_name: str, name: str, tag: str) -> bool:
     return lium_name == name or (parsed is not None and parsed[:2] == (name, tag))
 
 
+def described(description: str | None, tag: str) -> str:
+    """A template's or volume's description as sent to Lium: the user's text (if any), then a line that
+    names this stack's tag, so a fresh runner finds the object again (:func:`tag_in`)."""
+    marker = f"{STACK_MARKER} {tag}"
+    text = without_tag(description)
+    return f"{text}\n{marker}" if text else marker
+
+
+def tag_in(description: str | None) -> str | None:
+    """The stack tag :func:`described` wrote into a description; None when it holds none."""
+    match = _DESCRIPTION_TAG.search(description or "")
+    return match["tag"] if match else None
+
+
+def without_tag(description: str | None) -> str | None:
+    """The user's part of a description :func:`described` made (None when nothing else is left)."""
+    text = _DESCRIPTION_TAG.sub("", description or "").rstrip("\n")
+    return text or None
+
+
 def tag_of(stack_or_tag: str) -> str:
     """A stack tag given either itself or the identity it hashes (``lium-tf sweep --stack``)."""
     if len(stack_or_tag) == TAG_LENGTH and all(c in _TAG_ALPHABET for c in stack_or_tag):
         return stack_or_tag
     return stack_tag(stack_identity(stack_or_tag))
+
+
+def adopted_tags(stacks: list[str] | None, *, environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The tags of the stacks this stack takes over: the provider's ``adopt_stacks``, else
+    ``LIUM_ADOPT_STACKS`` (comma-separated); each a stack value or a tag (:func:`tag_of`)."""
+    env = os.environ if environ is None else environ
+    given = stacks if stacks is not None else env.get(ADOPT_STACKS_ENV, "").split(",")
+    return frozenset(tag_of(stack.strip()) for stack in given if stack.strip())
 
 
 def _backend(data_dir: Path) -> tuple[str, dict[str, Any]] | None:

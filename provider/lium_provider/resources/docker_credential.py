@@ -10,6 +10,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lium_provider.api.models import is_lium_id
 from lium_provider.resources.common import (
     api_errors,
     check_access_on_create,
@@ -18,6 +19,7 @@ from lium_provider.resources.common import (
     newest,
 )
 from lium_provider.resources.inputs import PRINTABLE_NAME
+from lium_provider.resources.ownership import left_alone_at_delete, plan_ownership
 from lium_provider.session import session
 from tfbridge import Attribute, Context, PlanChange, Resource, TFError, UseStateForUnknown
 
@@ -67,6 +69,7 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
     description = DockerCredentialModel.__doc__ or ""
 
     def modify_plan(self, ctx: Context, change: PlanChange[DockerCredentialModel]) -> None:
+        plan_ownership(ctx, change, self.type_name)
         check_access_on_create(ctx, change)
 
     def create(
@@ -87,6 +90,8 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
         return plan.model_copy(update={"id": credential.id, "password_wo": None})
 
     def read(self, ctx: Context, state: DockerCredentialModel) -> DockerCredentialModel | None:
+        if not is_lium_id(state.id):
+            return state  # names no credential: the plan refuses it, a destroy forgets it
         with api_errors("reading the Docker credential"):
             credential = session(ctx).client.get_docker_credential(state.id or "")
         if credential is None:
@@ -108,6 +113,8 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
         return plan.model_copy(update={"id": prior.id, "password_wo": None})
 
     def delete(self, ctx: Context, state: DockerCredentialModel) -> None:
+        if left_alone_at_delete(ctx, self.type_name, state):
+            return
         client = session(ctx).client
         credential_id = state.id or ""
         delete_reconciled(

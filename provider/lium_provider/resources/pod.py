@@ -27,6 +27,7 @@ from lium_provider.api.models import (
     Pod,
     RentRequest,
     TerminationHours,
+    is_lium_id,
 )
 from lium_provider.api.rent import RentAttempt, find_rented_pod, rent_reconciled
 from lium_provider.domain.offer_filter import OfferFilter, PodFacts, same_gpu_name
@@ -45,6 +46,14 @@ from lium_provider.domain.removal import (
 from lium_provider.domain.stack import lium_pod_name, parse_lium_pod_name, rent_digest
 from lium_provider.resources.common import api_errors, check_access_on_create
 from lium_provider.resources.inputs import OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
+from lium_provider.resources.ownership import (
+    StackTag,
+    claim_create_name,
+    left_alone_at_delete,
+    plan_ownership,
+    refreshed_owner,
+    warn_if_foreign,
+)
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, fingerprint, public_key_line
 from tfbridge import (
@@ -184,6 +193,7 @@ class PodModel(OfferFilter):
             "recognises this stack's pod of this instance from any machine.",
         ),
     ] = None
+    stack_tag: StackTag = None
     timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
 
 
@@ -402,6 +412,7 @@ class PodResource(Resource[PodModel]):
         ]
 
     def modify_plan(self, ctx: Context, change: PlanChange[PodModel]) -> None:
+        plan_ownership(ctx, change, self.type_name)
         check_access_on_create(ctx, change)
         _plan_termination_hours(ctx, change)
         prior = change.prior
@@ -423,13 +434,7 @@ class PodResource(Resource[PodModel]):
             change.set_unknown("lium_name")
             return
         name = change.planned.name
-        if not session(ctx).claim_pod_name(name):
-            raise TFError(
-                f"Another lium_pod of this stack is also named {name!r}",
-                "Pod names must be unique within a stack: the name, with the stack's tag, is how a pod is "
-                "recognised after an interrupted run. Give each pod its own `name`.",
-                path=("name",),
-            )
+        claim_create_name(ctx, change, self.type_name)
         if any(change.is_unknown(n) for n in ("template_id", "gpu_count", "volume_id")) or any(
             change.config_is_unknown(n) for n in ("executor_id", "ssh_public_key")
         ):
@@ -696,6 +701,7 @@ class PodResource(Resource[PodModel]):
                 **{name: getattr(plan, name) for name in OfferFilter.fields()},
                 "timeouts": plan.timeouts,
                 "termination_hours": plan.termination_hours,
+                "stack_tag": plan.stack_tag,
             }
         )
         wanted = parse_time(plan.removal_scheduled_at)
@@ -706,6 +712,8 @@ class PodResource(Resource[PodModel]):
 
     def read(self, ctx: Context, state: PodModel) -> PodModel | None:
         s = session(ctx)
+        if not is_lium_id(state.id):
+            return state  # names no pod: the plan refuses it, a destroy forgets it (resources/ownership.py)
         with api_errors("reading the pod"):
             pod = s.watcher.current(ctx, state.id or "")  # a stack's reads share one listing
         if pod is None or _gone(pod):
@@ -725,6 +733,12 @@ class PodResource(Resource[PodModel]):
                 }
             )
             refreshed = self._with_listed_offer(ctx, s, refreshed)
+        in_name = parse_lium_pod_name(refreshed.lium_name or "")
+        owner = refreshed_owner(
+            ctx, state.stack_tag, imported=not state.name, in_lium=in_name[1] if in_name else None
+        )
+        refreshed = refreshed.model_copy(update={"stack_tag": owner})
+        warn_if_foreign(ctx, self.type_name, refreshed)
         if refreshed.ssh_host_key is None:  # imported (or its create stopped before SSH answered)
             refreshed = self._pin_on_first_read(ctx, refreshed)
         s.journal.forget(refreshed.lium_name or refreshed.name)  # Terraform holds this pod now
@@ -766,6 +780,8 @@ class PodResource(Resource[PodModel]):
         return state.model_copy(update={"ssh_host_key": key})
 
     def delete(self, ctx: Context, state: PodModel) -> None:
+        if left_alone_at_delete(ctx, self.type_name, state):
+            return
         s = session(ctx)
         delete_pod_and_wait(ctx, s, state.id or "")
         s.journal.forget(state.lium_name or state.name)

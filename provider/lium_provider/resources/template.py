@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from lium_provider.api.models import Template, TemplateSpec
+from lium_provider.api.models import Template, TemplateSpec, is_lium_id
+from lium_provider.domain.stack import described, tag_in
 from lium_provider.resources.common import (
     api_errors,
     check_access_on_create,
@@ -16,8 +18,16 @@ from lium_provider.resources.common import (
     newest,
 )
 from lium_provider.resources.inputs import PRINTABLE_NAME
+from lium_provider.resources.ownership import (
+    StackTag,
+    claim_create_name,
+    left_alone_at_delete,
+    plan_ownership,
+    refreshed_owner,
+    warn_if_foreign,
+)
 from lium_provider.resources.pod import settle_orphans
-from lium_provider.session import session
+from lium_provider.session import LiumSession, session
 from tfbridge import Attribute, Context, PlanChange, Resource, UseStateForUnknown
 
 # A Docker image reference: [registry[:port]/]path[:tag][@sha256:digest], lower-case path components.
@@ -103,6 +113,7 @@ class TemplateModel(BaseModel):
         str | None,
         Attribute(optional=True, description="`lium_docker_credential` id for a private registry."),
     ] = None
+    stack_tag: StackTag = None
 
     @field_validator("image")
     @classmethod
@@ -125,9 +136,11 @@ class TemplateModel(BaseModel):
         return value
 
 
-def _spec(model: TemplateModel) -> TemplateSpec:
+def _spec(model: TemplateModel, tag: str) -> TemplateSpec:
+    """The body Lium gets; its description carries the stack's ``tag``, so a fresh runner finds it."""
     return TemplateSpec(
         name=model.name,
+        description=described(None, tag),
         docker_image=model.image,
         docker_image_tag="",
         volumes=[model.local_volume_path or "/root"],
@@ -140,8 +153,9 @@ def _spec(model: TemplateModel) -> TemplateSpec:
     )
 
 
-def _state(template: Template, base: TemplateModel) -> TemplateModel:
-    """The refreshed state: what Lium reports, keeping the user's spelling of the image when equivalent."""
+def _state(template: Template, base: TemplateModel, owner: str) -> TemplateModel:
+    """The refreshed state: what Lium reports, keeping the user's spelling of the image when equivalent,
+    and ``owner`` as its ``stack_tag``."""
     image = base.image if base.image and image_of(template) in _equivalent(base.image) else image_of(template)
     volumes = template.volumes or []
     update: dict[str, Any] = {
@@ -157,8 +171,19 @@ def _state(template: Template, base: TemplateModel) -> TemplateModel:
         "local_volume_path": volumes[0] if volumes else base.local_volume_path,
         "is_private": template.is_private,
         "docker_credential_id": template.docker_credential_id,
+        "stack_tag": owner,
     }
     return base.model_copy(update=update)
+
+
+def used_credentials(s: LiumSession) -> set[str]:
+    """The ids of the registry credentials some template of the account uses."""
+    return {t.docker_credential_id for t in s.client.list_templates() if t.docker_credential_id}
+
+
+def _same_in_lium(prior: TemplateModel, plan: TemplateModel) -> bool:
+    """Whether the two differ in nothing Lium holds but the stack tag."""
+    return prior.model_copy(update={"stack_tag": plan.stack_tag, "id": plan.id}) == plan
 
 
 def _equivalent(image: str) -> set[str]:
@@ -175,41 +200,82 @@ class TemplateResource(Resource[TemplateModel]):
     description = TemplateModel.__doc__ or ""
 
     def modify_plan(self, ctx: Context, change: PlanChange[TemplateModel]) -> None:
+        plan_ownership(ctx, change, self.type_name)
+        claim_create_name(ctx, change, self.type_name)
         check_access_on_create(ctx, change)
 
     def create(self, ctx: Context, plan: TemplateModel, config: TemplateModel) -> TemplateModel:
-        client = session(ctx).client
+        s = session(ctx)
+        client = s.client
+        with api_errors("looking for this stack's template of that name"):
+            me = s.verify_access().id  # the key's user, from the plan's access check
+            mine = [t for t in client.list_templates() if t.user_id == me and t.name == plan.name]
+        earlier = [t for t in mine if tag_in(t.description) == s.stack_tag]
+        if earlier:  # an interrupted run of this stack made it (names are unique within a stack)
+            return self._adopt(ctx, s, max(earlier, key=lambda t: t.created_at or datetime.min), plan)
         template = create_reconciled(
             ctx,
             "creating the template",
-            lambda: client.create_template(_spec(plan)),
+            lambda: client.create_template(_spec(plan, s.stack_tag)),
             lambda since: newest(
                 [
                     t
                     for t in client.list_templates()
                     if t.name == plan.name
-                    and t.user_id == client.me().id
+                    and t.user_id == me
+                    and tag_in(t.description) == s.stack_tag
                     and image_of(t) in _equivalent(plan.image)
                 ],
                 lambda t: t.created_at,
                 since,
             ),
         )
-        return _state(template, plan)
+        return _state(template, plan, s.stack_tag)
+
+    def _adopt(self, ctx: Context, s: LiumSession, template: Template, plan: TemplateModel) -> TemplateModel:
+        """Take on this stack's template an interrupted run created but never recorded: the same id (so
+        the pods named after it are found too), set to the plan. A registry credential carries no tag:
+        it is found through this template, and when the plan names another one (the fresh runner made
+        its own), the interrupted run's credential, now used by no template, is deleted."""
+        ctx.log.info("adopting a template an interrupted run of this stack created", template=template.id)
+        current = _state(template, plan, s.stack_tag)
+        if _same_in_lium(current, plan.model_copy(update={"id": template.id})):
+            return current  # as planned: no PUT, which would restart the pods that use it
+        with api_errors("updating the adopted template"):
+            adopted = s.client.update_template(template.id, _spec(plan, s.stack_tag))
+            old = template.docker_credential_id
+            if old and old != plan.docker_credential_id and old not in used_credentials(s):
+                s.client.delete_docker_credential(old)
+        return _state(adopted, plan, s.stack_tag)
 
     def read(self, ctx: Context, state: TemplateModel) -> TemplateModel | None:
+        if not is_lium_id(state.id):
+            return state  # names no template: the plan refuses it, a destroy forgets it
+        s = session(ctx)
         with api_errors("reading the template"):
-            template = session(ctx).client.get_template(state.id or "")
-        return None if template is None else _state(template, state)
+            template = s.client.get_template(state.id or "")
+        if template is None:
+            return None
+        owner = refreshed_owner(
+            ctx, state.stack_tag, imported=state.name is None, in_lium=tag_in(template.description)
+        )
+        refreshed = _state(template, state, owner)
+        warn_if_foreign(ctx, self.type_name, refreshed)
+        return refreshed
 
     def update(
         self, ctx: Context, prior: TemplateModel, plan: TemplateModel, config: TemplateModel
     ) -> TemplateModel:
+        if _same_in_lium(prior, plan):  # only the stack tag moved (a take-over): the state is enough
+            return plan.model_copy(update={"id": prior.id})
+        s = session(ctx)
         with api_errors("updating the template"):
-            template = session(ctx).client.update_template(prior.id or "", _spec(plan))
-        return _state(template, plan)
+            template = s.client.update_template(prior.id or "", _spec(plan, s.stack_tag))
+        return _state(template, plan, s.stack_tag)
 
     def delete(self, ctx: Context, state: TemplateModel) -> None:
+        if left_alone_at_delete(ctx, self.type_name, state):
+            return
         s = session(ctx)
         template_id = state.id or ""
         settle_orphans(ctx, s, template_id=template_id)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lium_provider.api.errors import LiumError
+from lium_provider.api.models import is_lium_id
+from lium_provider.domain.stack import described, tag_in, without_tag
 from lium_provider.resources.common import (
     api_errors,
     check_access_on_create,
@@ -16,6 +19,14 @@ from lium_provider.resources.common import (
     newest,
 )
 from lium_provider.resources.inputs import PRINTABLE_NAME
+from lium_provider.resources.ownership import (
+    StackTag,
+    claim_create_name,
+    left_alone_at_delete,
+    plan_ownership,
+    refreshed_owner,
+    warn_if_foreign,
+)
 from lium_provider.resources.pod import settle_orphans
 from lium_provider.session import session
 from tfbridge import Attribute, Context, PlanChange, Resource, TFError, UseStateForUnknown
@@ -39,6 +50,7 @@ class VolumeModel(BaseModel):
         PRINTABLE_NAME,
     ] = Field(min_length=1, max_length=NAME_MAX_LENGTH)
     description: Annotated[str | None, Attribute(optional=True, description="Free text.")] = None
+    stack_tag: StackTag = None
 
     @field_validator("name")
     @classmethod
@@ -56,34 +68,74 @@ class VolumeResource(Resource[VolumeModel]):
     description = VolumeModel.__doc__ or ""
 
     def modify_plan(self, ctx: Context, change: PlanChange[VolumeModel]) -> None:
+        plan_ownership(ctx, change, self.type_name)
+        claim_create_name(ctx, change, self.type_name)
         check_access_on_create(ctx, change)
 
     def create(self, ctx: Context, plan: VolumeModel, config: VolumeModel) -> VolumeModel:
-        client = session(ctx).client
+        s = session(ctx)
+        client = s.client
+        description = described(plan.description, s.stack_tag)
+        with api_errors("looking for this stack's volume of that name"):
+            earlier = [
+                v
+                for v in client.list_volumes()
+                if v.name == plan.name and tag_in(v.description) == s.stack_tag
+            ]
+        if earlier:  # an interrupted run of this stack made it (names are unique within a stack)
+            volume = max(earlier, key=lambda v: v.created_at or datetime.min)
+            ctx.log.info("adopting a volume an interrupted run of this stack created", volume=volume.id)
+            if volume.description != description:
+                with api_errors("updating the adopted volume"):
+                    client.update_volume(volume.id, description=description)
+            return plan.model_copy(update={"id": volume.id})
         volume = create_reconciled(
             ctx,
             "creating the volume",
-            lambda: client.create_volume(plan.name, plan.description),
+            lambda: client.create_volume(plan.name, description),
             lambda since: newest(
-                [v for v in client.list_volumes() if v.name == plan.name], lambda v: v.created_at, since
+                [
+                    v
+                    for v in client.list_volumes()
+                    if v.name == plan.name and tag_in(v.description) == s.stack_tag
+                ],
+                lambda v: v.created_at,
+                since,
             ),
         )
         return plan.model_copy(update={"id": volume.id})
 
     def read(self, ctx: Context, state: VolumeModel) -> VolumeModel | None:
+        if not is_lium_id(state.id):
+            return state  # names no volume: the plan refuses it, a destroy forgets it
         with api_errors("reading the volume"):
             volume = session(ctx).client.get_volume(state.id or "")
         if volume is None:
             return None
-        description = volume.description if state.description is not None or volume.description else None
-        return state.model_copy(update={"name": volume.name, "description": description})
+        text = without_tag(volume.description)
+        refreshed = state.model_copy(
+            update={
+                "name": volume.name,
+                "description": text if state.description is not None or text else None,
+                "stack_tag": refreshed_owner(
+                    ctx, state.stack_tag, imported=not state.name, in_lium=tag_in(volume.description)
+                ),
+            }
+        )
+        warn_if_foreign(ctx, self.type_name, refreshed)
+        return refreshed
 
     def update(self, ctx: Context, prior: VolumeModel, plan: VolumeModel, config: VolumeModel) -> VolumeModel:
-        with api_errors("updating the volume"):
-            session(ctx).client.update_volume(prior.id or "", name=plan.name, description=plan.description)
+        s = session(ctx)
+        with api_errors("updating the volume"):  # a take-over writes this stack's tag too
+            s.client.update_volume(
+                prior.id or "", name=plan.name, description=described(plan.description, s.stack_tag)
+            )
         return plan.model_copy(update={"id": prior.id})
 
     def delete(self, ctx: Context, state: VolumeModel) -> None:
+        if left_alone_at_delete(ctx, self.type_name, state):
+            return
         s = session(ctx)
         client = s.client
         volume_id = state.id or ""

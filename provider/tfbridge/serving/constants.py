@@ -22,3 +22,6 @@ ORPHANED = "O"  # launcher to server: Terraform is gone
 # The environment variable through which a cold-started server learns the descriptor of its end of the
 # socket to its launcher (see tfbridge.serving.hosts).
 LAUNCHER_FD_ENV = "TFBRIDGE_LAUNCHER_FD"
+# The environment variable through which a server learns the pid of the Terraform process it serves
+# (the launcher's parent; see tfbridge.command).
+TERRAFORM_PID_ENV = "TFBRIDGE_TERRAFORM_PID"

@@ -51,6 +51,7 @@ MAGIC_COOKIE_KEY = _CONSTANTS["MAGIC_COOKIE_KEY"]
 ZYGOTE_FLAG = _CONSTANTS["ZYGOTE_FLAG"]
 FORKED, EXITED, ORPHANED = (_CONSTANTS[name].encode() for name in ("FORKED", "EXITED", "ORPHANED"))
 LAUNCHER_FD_ENV = _CONSTANTS["LAUNCHER_FD_ENV"]
+TERRAFORM_PID_ENV = _CONSTANTS["TERRAFORM_PID_ENV"]
 DEFAULT_IDLE_SECONDS = "300"
 PARENT_POLL_SECONDS = 1.0
 # What the zygote keeps of the environment of the start that launches it. The TLS trust settings are
@@ -230,6 +231,7 @@ def main() -> None:
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     if MAGIC_COOKIE_KEY not in os.environ:  # not started by Terraform: the program says what it is
         os.execv(sys.executable, [*python_command(program), *args])
+    os.environ[TERRAFORM_PID_ENV] = str(terraform)  # the server's parent is not Terraform: tell it who is
     idle_seconds = os.environ.get("TFBRIDGE_ZYGOTE_IDLE_SECONDS", DEFAULT_IDLE_SECONDS)
     wanted = os.environ.get("TFBRIDGE_ZYGOTE", "1") != "0"
     if wanted and idle_seconds.replace(".", "", 1).isdigit() and float(idle_seconds) > 0:

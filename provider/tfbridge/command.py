@@ -1,0 +1,62 @@
+"""Which Terraform command this provider process serves, for the one decision the protocol cannot carry.
+
+``terraform destroy`` (and ``plan``/``apply -destroy``) first refreshes with a normal plan, and any error
+a resource's plan raises there aborts the destroy (Terraform 1.11, ``Context.destroyPlan``): nothing
+in ``PlanResourceChange`` tells that plan from an ordinary one. A resource that refuses a plan (an
+object another stack owns, a damaged id) but must never block a destroy asks :func:`destroying`.
+
+The answer comes from the Terraform process's command line and the ``TF_CLI_ARGS`` variables it
+honours (its environment is this process's): Terraform is the launcher's parent, whose pid the
+launcher passes on (``TFBRIDGE_TERRAFORM_PID``), else this process's parent. When neither can be read
+(another user's process, a ``hidepid`` /proc) the answer is False: a refusal then blocks the destroy,
+which fails safe, never deleting what it should not.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+from tfbridge.serving.constants import TERRAFORM_PID_ENV
+
+DESTROY_COMMAND = "destroy"
+DESTROY_FLAGS = frozenset({"-destroy", "--destroy", "-destroy=true", "--destroy=true"})
+# The subcommands whose TF_CLI_ARGS_<name> may add -destroy.
+_PLANNING_COMMANDS = ("plan", "apply")
+
+
+def destroy_requested(argv: list[str], environment: dict[str, str]) -> bool:
+    """Whether a Terraform command line (without the program) and its environment ask for a destroy."""
+    words = [w for w in argv if w.startswith("-")]
+    subcommand = next((w for w in argv if not w.startswith("-")), "")
+    if subcommand == DESTROY_COMMAND:
+        return True
+    if subcommand not in _PLANNING_COMMANDS:
+        return False
+    for variable in ("TF_CLI_ARGS", f"TF_CLI_ARGS_{subcommand}"):
+        try:
+            words += shlex.split(environment.get(variable, ""))
+        except ValueError:  # unbalanced quotes: Terraform itself refuses to run with them
+            continue
+    return any(w in DESTROY_FLAGS for w in words)
+
+
+def _terraform_argv() -> list[str] | None:
+    pid = os.environ.get(TERRAFORM_PID_ENV, "")
+    if not pid.isdigit():
+        pid = str(os.getppid())
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    argv = [os.fsdecode(a) for a in raw.split(b"\0") if a]
+    return argv[1:] if argv else None
+
+
+def destroying() -> bool:
+    """Whether the Terraform command this process serves is a destroy (see the module's docstring).
+
+    Read at each call, never cached: a zygote's fork must not inherit an answer made for another run."""
+    argv = _terraform_argv()
+    return argv is not None and destroy_requested(argv, dict(os.environ))

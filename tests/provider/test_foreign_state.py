@@ -1,0 +1,127 @@
+"""A state never acts on another stack's objects, and a damaged id blocks nothing.
+
+A state copied into another stack (or the wrong workspace's) holds objects whose recorded stack tag is
+not this stack's: the plan refuses them, naming both stacks and the setting that takes them over; a
+destroy forgets them and leaves them running for their own stack. ``adopt_stacks`` takes them over on
+purpose, in place. An id that names no Lium object (empty, or hand-edited) fails the plan with the
+attribute named and is forgotten by a destroy.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+
+import pytest
+
+from lium_provider.domain.stack import stack_tag
+from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, pod_block, sleeping_template
+from tests.support.terraform import Terraform
+
+pytestmark = pytest.mark.terraform
+
+STACK = PROVIDER_BLOCK + sleeping_template("foreign") + pod_block("p0")
+
+
+def flat(text: str) -> str:
+    """Terraform's wrapped diagnostics on one line."""
+    return " ".join(text.replace("│", " ").split())
+
+
+def live_ids(account: Account) -> tuple[list[str], list[str]]:
+    live = account.live()
+    running = [p["id"] for p in live["pods"] if p["status"] != "DELETING"]
+    return running, [t["id"] for t in live["templates"]]
+
+
+def state_ids(tf: Terraform) -> tuple[list[str], list[str]]:
+    def ids(type_name: str) -> list[str]:
+        return [
+            i["attributes"]["id"] for r in tf.resources() if r["type"] == type_name for i in r["instances"]
+        ]
+
+    return ids("lium_pod"), ids("lium_template")
+
+
+def copied_stack(
+    make_terraform: Callable[..., Terraform], account: Account, source: Terraform, **env: str
+) -> Terraform:
+    """Another stack's directory holding ``source``'s state file, as a mistaken copy would."""
+    tf = make_terraform(STACK, **account.env, **env)
+    tf.init()
+    shutil.copy(source.workdir / "terraform.tfstate", tf.workdir / "terraform.tfstate")
+    return tf
+
+
+def test_a_copied_state_is_refused_at_plan_and_its_destroy_leaves_the_other_stacks_pod(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    team_a = make_terraform(STACK, **account.env, LIUM_STACK="team-a")
+    team_a.init()
+    team_a.apply()
+    owned = state_ids(team_a)
+    copy = copied_stack(make_terraform, account, team_a, LIUM_STACK="team-b")
+    plan = copy.run("plan", "-input=false", "-no-color", check=False)
+    assert plan.returncode == 1, plan.stdout
+    message = flat(plan.stderr)
+    tag_a, tag_b = stack_tag("stack:team-a"), stack_tag("stack:team-b")
+    # The template is planned first, and its refusal stops the plan there.
+    assert "This lium_template belongs to another stack" in message, message
+    assert f"is stack {tag_a}'s, and this is stack {tag_b}" in message, message
+    assert f'adopt_stacks = ["{tag_a}"]' in message and f"LIUM_ADOPT_STACKS={tag_a}" in message, message
+    destroyed = copy.destroy()
+    assert "Left another stack's lium_pod alone" in flat(destroyed.stdout + destroyed.stderr)
+    assert copy.resources() == [] and live_ids(account) == owned, (
+        "the copy's destroy touched team-a's objects"
+    )
+    assert team_a.plan_exitcode()[0] == 0
+    team_a.destroy()
+    assert_nothing_left(account)
+
+
+def test_adopt_stacks_takes_another_stacks_objects_over_in_place(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    old = make_terraform(STACK, **account.env, LIUM_STACK="before-the-move")
+    old.init()
+    old.apply()
+    owned = state_ids(old)
+    moved = copied_stack(
+        make_terraform,
+        account,
+        old,
+        LIUM_STACK="after-the-move",
+        LIUM_ADOPT_STACKS=stack_tag("stack:before-the-move"),
+    )
+    code, plan = moved.plan_exitcode()
+    assert code == 2 and "2 to change, 0 to destroy" in plan, plan
+    moved.apply()
+    assert state_ids(moved) == owned and live_ids(account) == owned, "the take-over replaced something"
+    moved.env.pop("LIUM_ADOPT_STACKS")
+    assert moved.plan_exitcode()[0] == 0, "the taken-over objects are not this stack's"
+    moved.destroy()
+    assert_nothing_left(account)
+
+
+@pytest.mark.parametrize("damaged", ["", "not-a-lium-id"])
+def test_a_damaged_pod_id_fails_the_plan_naming_it_and_is_forgotten_by_destroy(
+    make_terraform: Callable[..., Terraform], account: Account, damaged: str
+) -> None:
+    tf = make_terraform(STACK, **account.env)
+    tf.init()
+    tf.apply()
+    state = tf.state_file()
+    (pod,) = [r for r in state["resources"] if r["type"] == "lium_pod"]
+    pod["instances"][0]["attributes"]["id"] = damaged
+    (tf.workdir / "terraform.tfstate").write_text(json.dumps(state))
+    plan = tf.run("plan", "-input=false", "-no-color", check=False)
+    assert plan.returncode == 1, plan.stdout
+    message = flat(plan.stderr)
+    assert "lium_pod has no usable id in the state" in message and "terraform state rm" in message, message
+    assert "with lium_pod.p, on main.tf line" in message and "internal" not in message.lower(), message
+    destroyed = tf.destroy()
+    assert "Forgot a lium_pod without a usable id" in flat(destroyed.stdout + destroyed.stderr)
+    # The template's delete still settles the stack's pod that ran it, now recorded nowhere.
+    assert tf.resources() == []
+    assert_nothing_left(account)

@@ -1,0 +1,31 @@
+"""Which Terraform command line asks for a destroy: the one fact a plan cannot get from the protocol."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfbridge.command import destroy_requested
+
+
+@pytest.mark.parametrize(
+    ("argv", "environment", "expected"),
+    [
+        (["destroy", "-auto-approve"], {}, True),
+        (["-chdir=infra", "destroy"], {}, True),
+        (["apply", "-destroy", "-auto-approve"], {}, True),
+        (["plan", "-destroy", "-out=tfplan"], {}, True),
+        (["plan", "-input=false"], {"TF_CLI_ARGS_plan": "-destroy"}, True),
+        (["apply"], {"TF_CLI_ARGS": "-destroy -no-color"}, True),
+        (["plan", "-input=false"], {}, False),
+        (["apply", "-auto-approve", "tfplan"], {}, False),
+        (["apply", "-destroy=false"], {}, False),
+        (["plan"], {"TF_CLI_ARGS_apply": "-destroy"}, False),
+        (["plan"], {"TF_CLI_ARGS_plan": "-destroy 'unbalanced"}, False),
+        (["import", "lium_pod.p", "destroy"], {}, False),
+        ([], {}, False),
+    ],
+)
+def test_destroy_requested_reads_the_subcommand_its_flags_and_tf_cli_args(
+    argv: list[str], environment: dict[str, str], expected: bool
+) -> None:
+    assert destroy_requested(argv, environment) is expected
