@@ -12,6 +12,7 @@ from lium_emulator.launcher import RunningEmulator, launch
 from tests.chaos.outcome import Outcome
 from tests.chaos.summary import OUTCOME_PROPERTY
 from tests.support.lium import FAST_TIMINGS
+from tests.support.postgres import PostgresServer, running_postgres
 
 
 @pytest.fixture(scope="session")
@@ -19,6 +20,13 @@ def shared_emulator() -> Iterator[RunningEmulator]:
     """One emulator for every scenario that does not restart it; each scenario has its own account."""
     with launch(FAST_TIMINGS) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def chaos_postgres() -> Iterator[PostgresServer]:
+    """The PostgreSQL server of the ``pg`` scenarios (each has a schema of its own), started by the first."""
+    with running_postgres() as server:
+        yield server
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ from tests.chaos.outcome import Outcome
 from tests.chaos.scenarios import Scenario
 from tests.support import http
 from tests.support.lium import FAST_TIMINGS, Account, rotate_host_keys
-from tests.support.procs import find_descendant, providers_in
+from tests.support.procs import children, find_descendant, providers_in
 from tests.support.terraform import Terraform, interrupt, kill_group
 from tfbridge.serving.handshake import ABANDON_GRACE_SECONDS
 
@@ -266,6 +266,8 @@ class ScenarioRun:
                     self._check_plan_is_empty("after the chaos apply")
             if s.category == "fresh-runner":
                 self._become_a_fresh_runner()
+            elif s.category == "pg-killed-runner":
+                self._become_a_fresh_runner(new_checkout=True)
             self._converge()
         finally:
             self.outcome.seconds = time.monotonic() - started
@@ -314,6 +316,7 @@ class ScenarioRun:
             "sigint": self._ctrl_c,
             "kill-terraform": self._kill_terraform,
             "kill-provider": self._kill_provider,
+            "kill-machine": self._kill_machine,
             "restart": self._restart_emulator,
         }[s.action]
         label = f"{self.label}{s.phase} with {s.action}"
@@ -377,6 +380,20 @@ class ScenarioRun:
         with contextlib.suppress(ProcessLookupError):
             os.kill(provider, signal.SIGKILL)
 
+    def _kill_machine(self, process: subprocess.Popen[str]) -> None:
+        """The runner's machine dies: the stack's provider servers first (a server that saw its launcher
+        go would undo the rent, which a dead machine cannot), then terraform's process group (terraform
+        and the launchers), then anything of the stack still running."""
+        workdir = self.tf.workdir.resolve()
+        launchers = set(children(process.pid))
+        for pid in [p for p in providers_in(workdir) if p not in launchers]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        kill_group(process)
+        for pid in providers_in(workdir):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
     def _restart_emulator(self, process: subprocess.Popen[str]) -> None:
         assert self.emulator is not None, "restart scenarios need their own emulator"
         self.emulator.kill(self.scenario.signal)
@@ -405,13 +422,22 @@ class ScenarioRun:
         elif exit_command == "apply -replace":
             self._check_plan_is_empty("after the replacing apply")
 
-    def _become_a_fresh_runner(self) -> None:
-        """What follows runs as a new CI runner: a new, empty ``HOME`` and rent journal, the same checkout
-        and state."""
+    def _become_a_fresh_runner(self, *, new_checkout: bool = False) -> None:
+        """What follows runs as a new CI runner: a new, empty ``HOME`` and rent journal, the same state;
+        with ``new_checkout`` also a new checkout directory of the same configuration, initialised
+        against the same (remote) backend."""
         home = self.tf.workdir.parent / f"{self.tf.workdir.name}-fresh-home"
         home.mkdir()
-        self.tf.env = {**self.tf.env, "HOME": str(home), "LIUM_STATE_DIR": str(home / "state")}
+        env = {**self.tf.env, "HOME": str(home), "LIUM_STATE_DIR": str(home / "state")}
         self.state_dirs.append(home / "state")
+        if not new_checkout:
+            self.tf.env = env
+            return
+        checkout = Terraform(self.tf.workdir.parent / f"{self.tf.workdir.name}-fresh-checkout", env)
+        checkout.write((self.tf.workdir / "main.tf").read_text())
+        self._run("fresh runner: init", ["init", "-input=false", "-no-color"], tf=checkout)
+        self.tf = checkout
+        self.workdirs.append(checkout.workdir)
 
     def _converge(self, tf: Terraform | None = None, *, recover: bool | None = None, label: str = "") -> None:
         """Faults cleared: optionally apply (and check the plan), then destroy, at most three times.

@@ -1,10 +1,11 @@
 """Chaos scenarios, generated deterministically from a seed: which stack, which fault, which moment.
 
 A scenario is data only (the harness runs it). Generation puts a *coverage list* first, so that any seed's
-first 30 scenarios include every fault kind the emulator can inject (faults.py) and every process fault
+first ``COVERED_WITHIN`` (32) scenarios include every fault kind the emulator can inject (faults.py) and every process fault
 (Ctrl-C during apply and during destroy, SIGKILL of terraform, SIGKILL of the provider, an emulator stop by
 SIGTERM and by SIGKILL) and every team case (two stacks of the same names in two directories and in two
-workspaces, recovery from a fresh runner, a pod host key change before destroy), then every API route not
+workspaces, recovery from a fresh runner, a runner killed with a ``pg`` state, a state copied into another
+stack, a pod host key change before destroy), then every API route not
 met yet (coverage faults fire for sure: on the first matches or always); after that, scenarios are drawn at random from the whole matrix. Every random choice
 comes from ``random.Random(f"{seed}/{index}")``, so a scenario depends only on the seed and its index.
 """
@@ -23,16 +24,24 @@ Category = Literal[
     "restart",
     "twin-stacks",
     "fresh-runner",
+    "pg-killed-runner",
+    "copied-state",
     "host-key-change",
 ]
 Phase = Literal["apply", "plan", "destroy"]
 Twin = Literal["", "directories", "workspaces"]
 # What hits a stack in the team categories when no fault rule does: a process fault of the harness.
-Hit = Literal["", "sigint", "kill-terraform", "kill-provider"]
+# "kill-machine": terraform and every provider process of the stack at once, as when the runner dies.
+Hit = Literal["", "sigint", "kill-terraform", "kill-provider", "kill-machine"]
 # How a host-key-change scenario ends its stack: the command that must get past the changed key.
 HostKeyExit = Literal["", "destroy", "destroy -refresh=false", "apply -replace"]
+# The command run first in a stack that holds a copy of another stack's state.
+CopyCommand = Literal["", "plan", "apply", "destroy"]
+Backend = Literal["local", "pg"]
 
 DEFAULT_SEED = 20260701
+# Every seed's coverage list fits in this many scenarios: the default count of a run.
+COVERED_WITHIN = 32
 
 # Each API route the provider uses: (method, path pattern relative to /api), and the phases that send it.
 ROUTES: dict[str, tuple[str, str]] = {
@@ -110,6 +119,8 @@ PROCESS_CASES: tuple[tuple[Category, str], ...] = (
 TWINS: tuple[Twin, ...] = ("directories", "workspaces")
 TWIN_HITS: tuple[Hit, ...] = ("sigint", "kill-terraform", "kill-provider")
 FRESH_RUNNER_HITS: tuple[Hit, ...] = ("kill-terraform", "kill-provider")
+PG_RUNNER_HITS: tuple[Hit, ...] = ("kill-terraform", "kill-provider", "kill-machine")
+COPY_COMMANDS: tuple[CopyCommand, ...] = ("plan", "apply", "destroy")
 HOST_KEY_EXITS: tuple[HostKeyExit, ...] = ("destroy", "destroy -refresh=false", "apply -replace")
 # Routes a twin stack (a template and pods, no credential or volume) sends while it applies.
 TWIN_ROUTES = tuple(
@@ -152,7 +163,10 @@ class Scenario:
     Team categories: ``twin`` says where the second stack of the same names lives (another directory or
     another workspace of the same one) and ``concurrent`` whether the two apply at the same time (else the
     bystander applies first); ``hit`` is the process fault that hits a twin or fresh-runner stack (with no
-    fault ``rules``); ``host_key_exit`` is the command that must get past a changed pod host key.
+    fault ``rules``); ``host_key_exit`` is the command that must get past a changed pod host key;
+    ``backend`` where the state lives (``pg``: a PostgreSQL schema of the scenario's own, which Terraform
+    writes only at intervals and at the end); ``copy_command`` what a stack holding a copy of another
+    stack's state runs first (``copied-state``).
     """
 
     index: int
@@ -172,6 +186,8 @@ class Scenario:
     concurrent: bool = False
     hit: Hit = ""
     host_key_exit: HostKeyExit = ""
+    backend: Backend = "local"
+    copy_command: CopyCommand = ""
 
     @property
     def action(self) -> str:
@@ -190,6 +206,8 @@ class Scenario:
             "twin-stacks": f"{self.twin}-{'concurrent' if self.concurrent else 'interleaved'}-"
             + (f"{self.variant}@{self.route}" if self.variant else f"{self.hit}+{self.delay:.1f}s"),
             "fresh-runner": f"{self.hit}-rent+{self.delay:.1f}s",
+            "pg-killed-runner": f"{self.hit}-rent+{self.delay:.1f}s",
+            "copied-state": f"then-{self.copy_command}",
             "host-key-change": self.host_key_exit.replace(" ", ""),
         }[self.category]
         return f"{self.index:03d}-{self.category}-{self.phase}-{detail}"
@@ -218,7 +236,7 @@ def coverage_cases(seed: int) -> list[Case]:
     """Every fault variant and process fault (shuffled), then the routes not met yet.
 
     Each variant takes a route no earlier variant took when it can, and each twin case a generic fault on
-    a route nothing took yet, so the list stays within 30.
+    a route nothing took yet, so the list stays within :data:`COVERED_WITHIN`.
     """
     rng = random.Random(f"{seed}/coverage")
     covered: set[str] = set()
@@ -234,6 +252,10 @@ def coverage_cases(seed: int) -> list[Case]:
             first.append(("twin-stacks", f"{what}/{rng.choice(GENERIC_VARIANTS)}", route))
     first += [(category, detail, "") for category, detail in PROCESS_CASES]
     first += [("fresh-runner", rng.choice(FRESH_RUNNER_HITS), ""), ("host-key-change", "", "")]
+    first += [
+        ("pg-killed-runner", rng.choice(PG_RUNNER_HITS), ""),
+        ("copied-state", rng.choice(COPY_COMMANDS), ""),
+    ]
     rng.shuffle(first)
     routes: list[Case] = [
         ("fault", rng.choice(GENERIC_VARIANTS), route) for route in ROUTES if route not in covered
@@ -255,6 +277,10 @@ def _random_case(rng: random.Random) -> Case:
         return ("fresh-runner", rng.choice(FRESH_RUNNER_HITS), "")
     if draw < 0.43:
         return ("host-key-change", "", "")
+    if draw < 0.47:
+        return ("pg-killed-runner", rng.choice(PG_RUNNER_HITS), "")
+    if draw < 0.50:
+        return ("copied-state", rng.choice(COPY_COMMANDS), "")
     variant = rng.choice(VARIANTS)
     return ("fault", variant, rng.choice(VARIANT_ROUTES[variant]))
 
@@ -269,6 +295,10 @@ def _build(index: int, seed: int, case: Case, rng: random.Random, *, sure: bool)
         return _fresh_runner(index, seed, detail, rng)
     if category == "host-key-change":
         return _host_key_change(index, seed, rng)
+    if category == "pg-killed-runner":
+        return _pg_killed_runner(index, seed, detail, rng)
+    if category == "copied-state":
+        return _copied_state(index, seed, detail, rng)
     return _process(index, seed, category, detail, rng)
 
 
@@ -489,6 +519,38 @@ def _fresh_runner(index: int, seed: int, detail: str, rng: random.Random) -> Sce
         recover_by_apply=rng.random() < 0.5,
         hit=hit,
     )
+
+
+def _pg_killed_runner(index: int, seed: int, detail: str, rng: random.Random) -> Scenario:
+    """The quickstart's shape (a template and pods created in one apply) with a ``pg`` state: a kill after
+    the first rent, then a new CI runner (new checkout directory, HOME and journal; the same backend)
+    applies and destroys. The state may hold nothing of the killed run."""
+    hit = next(h for h in PG_RUNNER_HITS if h == detail)
+    stack = Stack(
+        pods=rng.choice((1, 1, 2)), credential=rng.random() < 0.3, volume=False, create_timeout=CREATE_TIMEOUT
+    )
+    return Scenario(
+        index,
+        seed,
+        "pg-killed-runner",
+        "apply",
+        stack,
+        trigger="rent",
+        delay=round(rng.uniform(0.0, 0.8), 2),
+        signal="SIGKILL",
+        # Always an apply first: a killed run's completed creates may be in no state at all, and a destroy
+        # of a state without them never starts the provider (docs/reliability.md, "what ends the pod").
+        recover_by_apply=True,
+        hit=hit,
+        backend="pg",
+    )
+
+
+def _copied_state(index: int, seed: int, detail: str, rng: random.Random) -> Scenario:
+    """A stack applies; its state file is copied into another stack's directory, which runs
+    ``copy_command`` and then a destroy: the first stack's objects must be untouched throughout."""
+    command = next(c for c in COPY_COMMANDS if c == detail)
+    return Scenario(index, seed, "copied-state", "apply", _stack(rng), copy_command=command)
 
 
 def _host_key_change(index: int, seed: int, rng: random.Random) -> Scenario:

@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from tests.chaos.outcome import Outcome
-from tests.chaos.scenarios import DEFAULT_SEED
+from tests.chaos.scenarios import COVERED_WITHIN, DEFAULT_SEED
 
 OUTCOME_PROPERTY = "chaos_outcome"
 # The outcomes of this run's scenarios, as their reports arrive.
@@ -26,8 +26,8 @@ def chaos_seed() -> int:
 
 
 def chaos_count() -> int:
-    """``LIUM_CHAOS_SCENARIOS`` (default 30)."""
-    return int(os.environ.get("LIUM_CHAOS_SCENARIOS") or 30)
+    """``LIUM_CHAOS_SCENARIOS`` (default: as many as every seed's coverage list needs)."""
+    return int(os.environ.get("LIUM_CHAOS_SCENARIOS") or COVERED_WITHIN)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -1,4 +1,4 @@
-"""The seeded chaos scenarios (``LIUM_CHAOS_SCENARIOS``, default 30; ``LIUM_CHAOS_SEED``): see harness.py
+"""The seeded chaos scenarios (``LIUM_CHAOS_SCENARIOS``, default 32; ``LIUM_CHAOS_SEED``): see harness.py
 (and twins.py for two stacks of the same names)."""
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ import pytest
 
 from lium_emulator.catalogs.images import image_catalog
 from lium_emulator.launcher import RunningEmulator
+from tests.chaos.copies import CopiedStateRun
 from tests.chaos.harness import RestartableEmulator, ScenarioRun
 from tests.chaos.outcome import Outcome
 from tests.chaos.scenarios import TWIN_LABELS, Scenario, generate, render
 from tests.chaos.summary import chaos_count, chaos_seed
 from tests.chaos.twins import STAGING, TwinRun
 from tests.support.lium import PROVIDER_BLOCK, Account, new_account, ssh_keypair
+from tests.support.postgres import PostgresServer
 from tests.support.proxy import RecordingProxy
 from tests.support.terraform import Terraform
 
@@ -34,17 +36,29 @@ def secrets_of(account: Account) -> dict[str, str]:
     }
 
 
+def backend_block(scenario: Scenario, postgres: PostgresServer | None) -> str:
+    """The ``terraform`` block's backend for the scenario: none (local state), or a ``pg`` schema of its own."""
+    if scenario.backend == "local":
+        return ""
+    assert postgres is not None, "a pg scenario needs the chaos PostgreSQL server"
+    schema = f"chaos_{scenario.seed}_{scenario.index}"
+    return f'  backend "pg" {{\n    conn_str    = "{postgres.conn_str}"\n    schema_name = "{schema}"\n  }}\n'
+
+
 def run(
     scenario: Scenario,
     account: Account,
     make_terraform: Callable[..., Terraform],
     emulator: RestartableEmulator | None,
+    postgres: PostgresServer | None = None,
 ) -> Outcome:
     password = PRIVATE.registry_password or ""
     body = render(scenario.stack, f"chaos{scenario.index:03d}", PRIVATE.reference)
-    tf = make_terraform(PROVIDER_BLOCK + body, **account.env, TF_VAR_registry_password=password)
+    config = PROVIDER_BLOCK.replace("terraform {\n", "terraform {\n" + backend_block(scenario, postgres), 1)
+    tf = make_terraform(config + body, **account.env, TF_VAR_registry_password=password)
     tf.init()
-    return ScenarioRun(scenario, tf, account, secrets_of(account), emulator).execute()
+    kind = CopiedStateRun if scenario.category == "copied-state" else ScenarioRun
+    return kind(scenario, tf, account, secrets_of(account), emulator).execute()
 
 
 def run_twins(scenario: Scenario, account: Account, make_terraform: Callable[..., Terraform]) -> Outcome:
@@ -84,6 +98,7 @@ def test_scenario(
     make_terraform: Callable[..., Terraform],
     tmp_path: Path,
     record_outcome: Callable[[Outcome], None],
+    request: pytest.FixtureRequest,
 ) -> None:
     if scenario.category == "restart":
         emulator = RestartableEmulator(tmp_path / "emulator", "chaos-" + secrets.token_hex(12))
@@ -106,7 +121,8 @@ def test_scenario(
             if scenario.category == "twin-stacks":
                 outcome = run_twins(scenario, account, make_terraform)
             else:
-                outcome = run(scenario, account, make_terraform, None)
+                postgres = request.getfixturevalue("chaos_postgres") if scenario.backend == "pg" else None
+                outcome = run(scenario, account, make_terraform, None, postgres)
     record_outcome(outcome)
     print(f"{scenario.name}: {outcome.seconds:.1f} s; " + "; ".join(outcome.steps + outcome.notes))
     assert not outcome.failures, (

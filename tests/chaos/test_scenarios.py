@@ -16,9 +16,12 @@ from tests.chaos.audit import (
     stack_owners,
 )
 from tests.chaos.scenarios import (
+    COPY_COMMANDS,
+    COVERED_WITHIN,
     DEFAULT_SEED,
     FRESH_RUNNER_HITS,
     HOST_KEY_EXITS,
+    PG_RUNNER_HITS,
     PROCESS_CASES,
     ROUTES,
     STACK_LABEL_VARIABLE,
@@ -26,6 +29,7 @@ from tests.chaos.scenarios import (
     TWINS,
     VARIANTS,
     Stack,
+    coverage_cases,
     generate,
     render,
 )
@@ -44,9 +48,10 @@ def test_generation_is_deterministic_per_seed() -> None:
     assert generate(DEFAULT_SEED, 40)[:10] == generate(DEFAULT_SEED, 10), "a longer run extends a shorter one"
 
 
-def test_the_first_thirty_cover_every_fault_kind_route_process_fault_and_team_case() -> None:
+def test_the_first_scenarios_cover_every_fault_kind_route_process_fault_and_team_case() -> None:
     for seed in (DEFAULT_SEED, 1, 2, 3):
-        scenarios = generate(seed, 30)
+        assert len(coverage_cases(seed)) <= COVERED_WITHIN
+        scenarios = generate(seed, COVERED_WITHIN)
         assert {s.variant for s in scenarios if s.category == "fault"} == set(VARIANTS)
         processes = {(s.category, s.signal if s.category == "restart" else s.phase) for s in scenarios}
         assert set(PROCESS_CASES) <= processes
@@ -54,7 +59,8 @@ def test_the_first_thirty_cover_every_fault_kind_route_process_fault_and_team_ca
         assert {s.twin for s in scenarios if s.category == "twin-stacks"} == set(TWINS)
         assert any(s.category == "fresh-runner" for s in scenarios)
         assert any(s.category == "host-key-change" for s in scenarios)
-        assert len({s.name for s in scenarios}) == 30
+        assert {s.category for s in scenarios} >= {"pg-killed-runner", "copied-state"}
+        assert len({s.name for s in scenarios}) == COVERED_WITHIN
 
 
 def test_team_scenarios_are_well_formed() -> None:
@@ -67,6 +73,13 @@ def test_team_scenarios_are_well_formed() -> None:
         assert not twin.stack.credential and not twin.stack.volume
     fresh = [s for s in scenarios if s.category == "fresh-runner"]
     assert {s.hit for s in fresh} == set(FRESH_RUNNER_HITS) and all(s.trigger == "rent" for s in fresh)
+    pg = [s for s in scenarios if s.category == "pg-killed-runner"]
+    assert {s.hit for s in pg} == set(PG_RUNNER_HITS) and all(
+        s.backend == "pg" and s.trigger == "rent" for s in pg
+    )
+    assert all(s.backend == "local" for s in scenarios if s.category != "pg-killed-runner")
+    copied = [s for s in scenarios if s.category == "copied-state"]
+    assert {s.copy_command for s in copied} == set(COPY_COMMANDS)
     host_keys = [s for s in scenarios if s.category == "host-key-change"]
     assert {s.host_key_exit for s in host_keys} == set(HOST_KEY_EXITS)
     assert all(s.stack.runner and s.stack.pods == 1 and not s.stack.credential for s in host_keys)

@@ -78,3 +78,8 @@ class DockerCredential(LiumResourceBase):
     def password_wo_version(self) -> float:
         """Change this number to send a new `password_wo` (rotation)."""
         return self.get_number_attribute("password_wo_version")
+
+    @property
+    def stack_tag(self) -> str:
+        """Tag of the stack this object belongs to (docs/reliability.md, "What counts as the same stack"): another stack's object in this state is refused at plan and left alone by destroy."""
+        return self.get_string_attribute("stack_tag")

@@ -19,7 +19,13 @@ from lium_provider.resources.common import (
     newest,
 )
 from lium_provider.resources.inputs import PRINTABLE_NAME
-from lium_provider.resources.ownership import left_alone_at_delete, plan_ownership
+from lium_provider.resources.ownership import (
+    StackTag,
+    left_alone_at_delete,
+    plan_ownership,
+    refreshed_owner,
+    warn_if_foreign,
+)
 from lium_provider.session import session
 from tfbridge import Attribute, Context, PlanChange, Resource, TFError, UseStateForUnknown
 
@@ -50,6 +56,8 @@ class DockerCredentialModel(BaseModel):
         int | None,
         Attribute(optional=True, description="Change this number to send a new `password_wo` (rotation)."),
     ] = None
+    stack_tag: StackTag = None
+    """Only in the state (Lium has no field for it): what tells a copied state's credential apart."""
 
 
 def _password(config: DockerCredentialModel) -> str:
@@ -96,9 +104,16 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
             credential = session(ctx).client.get_docker_credential(state.id or "")
         if credential is None:
             return None
-        return state.model_copy(
-            update={"username": credential.username or state.username, "password_wo": None}
+        owner = refreshed_owner(ctx, state.stack_tag, imported=not state.username, in_lium=None)
+        refreshed = state.model_copy(
+            update={
+                "username": credential.username or state.username,
+                "password_wo": None,
+                "stack_tag": owner,
+            }
         )
+        warn_if_foreign(ctx, self.type_name, refreshed)
+        return refreshed
 
     def update(
         self,
@@ -107,6 +122,8 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
         plan: DockerCredentialModel,
         config: DockerCredentialModel,
     ) -> DockerCredentialModel:
+        if (prior.username, prior.password_wo_version) == (plan.username, plan.password_wo_version):
+            return plan.model_copy(update={"id": prior.id, "password_wo": None})  # only the stack tag moved
         password = _password(config)
         with api_errors("updating the Docker credential"):
             session(ctx).client.update_docker_credential(prior.id or "", plan.username, password)
