@@ -43,7 +43,7 @@ setup: check-terraform
 UV_VERSION := 0.13.9
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
-	@test -x $(VENV)/bin/uv || $(PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	@$(VENV)/bin/uv --version 2>/dev/null | grep -q '^uv $(UV_VERSION) ' || $(PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	$(VENV)/bin/uv pip install --quiet --python $(PY) -r requirements.lock
 	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
 	@touch $@
@@ -71,11 +71,13 @@ system-packages:
 demo: setup
 	$(PY) examples/demo/run_demo.py
 
-lint: setup
+# Lint and the unit tier need only the Python environment (and Node, for the constructs' tests): no
+# terraform, no Debian packages.
+lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-typecheck: setup
+typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy provider emulator constructs release devtools
 
 # Every tier, in parallel; the 25 slowest tests are listed at the end.
@@ -87,7 +89,7 @@ wheel: setup
 
 test: lint typecheck suite wheel
 
-test-fast: lint
+test-fast: lint node_modules/.installed
 	$(PY) -m pytest -m unit -n 2 -q $(PYTEST_ARGS)
 
 chaos: setup

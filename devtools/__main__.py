@@ -35,7 +35,10 @@ def cmd_constructs(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m devtools", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m devtools",
+        description="Regenerate the checkout's reference pages (docs) or typed constructs (constructs).",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     docs = commands.add_parser(

@@ -538,7 +538,7 @@ def _shared_module(model: type[BaseModel]) -> str:
         w,
         model.__name__,
         _docstring_text(block.description),
-        {python_name(attr.name): _docstring_text(attr.spec.description) for attr in settable},
+        {python_name(attr.name): _docstring_text(attr.documentation()) for attr in settable},
     )
     w.add("")
     for attr in settable:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,23 +17,26 @@ pytest_plugins = ["tests.support.tiers", "tests.chaos.summary"]
 HOME_VARIABLES = ("HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
 
 
-@pytest.fixture(scope="session", autouse=True)
-def private_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A HOME of this test process's own (each xdist worker has one), so no test reads or writes the
-    user's: Terraform's checkpoint and plugin cache, jsii's cache, ~/.ssh, the provider's state dir."""
-    home = tmp_path_factory.mktemp("home")
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """A HOME of this test process's own (each xdist worker has one), set before any test module is
+    imported, so no test, and no module-level default, reads or writes the user's: Terraform's
+    checkpoint and plugin cache, jsii's cache, ~/.ssh, the provider's state dir."""
+    home = Path(tempfile.mkdtemp(prefix="lium-test-home-"))
     saved = {name: os.environ.get(name) for name in HOME_VARIABLES}
     os.environ["HOME"] = str(home)
     for name in HOME_VARIABLES[1:]:
         os.environ.pop(name, None)  # each defaults to a directory under HOME
-    try:
-        yield home
-    finally:
+
+    def restore() -> None:
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+        shutil.rmtree(home, ignore_errors=True)
+
+    config.add_cleanup(restore)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,7 +1,8 @@
-"""``lium-tf`` and ``lium-emulator`` explain themselves: every option has help, every default is shown,
+"""``lium-tf``, ``lium-emulator`` and the contributor tools (``python -m devtools``) explain themselves: every option has help, every default is shown,
 ``--version`` answers, and no description shows source markup (reST's double backticks).
 
-The help is what a new user reads first; these run the installed console scripts, as the user does.
+The help is what a new user reads first; these run the installed console scripts (and the checkout's
+module), as the user does.
 """
 
 from __future__ import annotations
@@ -13,18 +14,25 @@ from pathlib import Path
 
 import pytest
 
+from devtools.__main__ import build_parser as devtools_parser
 from lium_emulator import __version__ as emulator_version
 from lium_emulator.cli import _parser as emulator_parser
 from lium_provider import __version__ as provider_version
 from lium_provider.cli import build_parser
 
 SCRIPTS = Path(sys.executable).parent
-PARSERS = {"lium-tf": build_parser, "lium-emulator": emulator_parser}
+PARSERS = {"lium-tf": build_parser, "lium-emulator": emulator_parser, "devtools": devtools_parser}
+# How each is run: the console scripts as installed, the contributor tools as a module of the checkout.
+COMMANDS = {
+    "lium-tf": [str(SCRIPTS / "lium-tf")],
+    "lium-emulator": [str(SCRIPTS / "lium-emulator")],
+    "devtools": [sys.executable, "-m", "devtools"],
+}
 
 
 def _help(*args: str) -> str:
     result = subprocess.run(
-        [str(SCRIPTS / args[0]), *args[1:], "--help"], capture_output=True, text=True, timeout=60
+        [*COMMANDS[args[0]], *args[1:], "--help"], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
     return " ".join(result.stdout.split())  # argparse wraps lines; compare words

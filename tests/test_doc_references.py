@@ -8,33 +8,14 @@ bare section sign with a number, must not come back. The page's own table of old
 
 from __future__ import annotations
 
-import os
 import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 API_DOC = REPO / "docs" / "lium-api.md"
 SCANNED_SUFFIXES = frozenset({".py", ".md", ".tf", ".sh"})
-# Tool caches, virtualenvs, dependencies and build output: nothing hand-written lives there.
-SKIPPED_DIRS = frozenset(
-    {
-        ".git",
-        ".venv",
-        "node_modules",
-        "__pycache__",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".pytest_cache",
-        ".hypothesis",
-        ".terraform",
-        "cdktf.out",
-        ".gen",
-        "imports",
-        "dist",
-        "build",
-    }
-)
 GENERATED_PROTO_MARK = "_pb2"  # tfplugin6_pb2.py, health_pb2_grpc.py …: protoc output
 
 # Written with escapes so that this file does not match itself.
@@ -50,13 +31,19 @@ SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
 def hand_written_files() -> Iterator[Path]:
-    """Every scanned file of the repository, in a stable order (skipped directories are not entered)."""
-    for root, dirs, names in os.walk(REPO):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-        for name in sorted(names):
-            path = Path(root, name)
-            if path.suffix in SCANNED_SUFFIXES and GENERATED_PROTO_MARK not in name and path.is_file():
-                yield path
+    """Every scanned file of the repository, in a stable order: what git tracks or would track (tool
+    caches, dependencies and build output are ignored, and so are the staging directories a release
+    build in another test worker creates and removes meanwhile)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in sorted(set(listed.split("\0")) - {""}):
+        path = REPO / name
+        if path.suffix in SCANNED_SUFFIXES and GENERATED_PROTO_MARK not in path.name and path.is_file():
+            yield path
 
 
 def numbered_lines(path: Path) -> Iterator[tuple[str, str]]:

@@ -27,6 +27,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE_ROOTS = tuple(REPO / name for name in ("provider", "emulator", "constructs"))
+# The checkout's own packages (not shipped), each a top-level package directory of the repository.
+CHECKOUT_PACKAGES = ("devtools", "tests", "bench", "release")
 # Imports that must never happen: (importer prefix, imported prefix, why). A prefix names a module and
 # everything under it; one ending in "." only what is under it. docs/design.md's layer table says the same in prose.
 FORBIDDEN = (
@@ -38,6 +40,7 @@ FORBIDDEN = (
     ("lium_emulator", "lium_provider.", "the emulator stands in for Lium and uses no client code"),
     ("lium_provider.api", "lium_provider.resources", "the API client is below the resources"),
     ("lium_provider.api", "lium_provider.session", "the API client is below the session"),
+    ("lium_provider.api", "lium_provider.domain", "the API client is below the domain rules"),
     ("lium_provider.domain", "lium_provider.resources", "domain rules are below the resources"),
     ("lium_provider.domain", "lium_provider.session", "domain rules are below the session"),
     ("lium_provider.runner", "lium_provider.resources", "the runner is below its resource"),
@@ -100,17 +103,26 @@ def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
     return {module for module in found if module in known and module != name}
 
 
-def import_graph(*roots: Path) -> dict[str, set[str]]:
-    """Module name -> the modules it imports, for every module under the ``roots`` (imports between
-    modules of different roots count too)."""
+def import_graph(*roots: Path, packages: Collection[Path] = ()) -> dict[str, set[str]]:
+    """Module name -> the modules it imports, for every module under the ``roots`` (each a directory of
+    top-level packages) and in the ``packages`` (each a package directory, named as it is); imports
+    between modules of different roots count too."""
     paths = {module_name(root, path): path for root in roots for path in sorted(root.rglob("*.py"))}
+    paths |= {module_name(p.parent, path): path for p in packages for path in sorted(p.rglob("*.py"))}
     return {name: imported_modules(name, path, set(paths)) for name, path in paths.items()}
 
 
 @functools.cache
-def source_graph(*extra: Path) -> dict[str, frozenset[str]]:
-    """:func:`import_graph` of the shipped sources (and ``extra`` roots), parsed once for every test."""
-    return {name: frozenset(imports) for name, imports in import_graph(*SOURCE_ROOTS, *extra).items()}
+def source_graph(*, with_checkout: bool = False) -> dict[str, frozenset[str]]:
+    """:func:`import_graph` of the shipped sources (and the checkout's packages), parsed once per test run."""
+    checkout = [REPO / name for name in CHECKOUT_PACKAGES] if with_checkout else []
+    return {
+        name: frozenset(imports) for name, imports in import_graph(*SOURCE_ROOTS, packages=checkout).items()
+    }
+
+
+def is_checkout_module(module: str) -> bool:
+    return any(under(module, package) for package in CHECKOUT_PACKAGES)
 
 
 def under(module: str, prefix: str) -> bool:
@@ -201,7 +213,10 @@ def test_the_public_tfbridge_api_stays_apart_from_its_serving_code() -> None:
 
 
 def test_the_provider_program_never_loads_the_cli_or_plan_summaries() -> None:
-    graph = source_graph(REPO / "devtools")
+    graph = source_graph(with_checkout=True)
+    assert "lium_provider.provider" in graph["devtools.reference_docs"], (
+        "the checkout's modules are not in the graph"
+    )
     loaded = reachable(graph, "lium_provider.__main__")
     assert {"lium_provider.provider", "lium_provider.resources.pod", "tfbridge.protocol.server"} <= loaded
     wrong = sorted(m for m in loaded if any(under(m, p) for p in NOT_IN_THE_PLUGIN))
@@ -209,15 +224,30 @@ def test_the_provider_program_never_loads_the_cli_or_plan_summaries() -> None:
 
 
 def test_shipped_sources_never_import_the_checkout_tools() -> None:
-    graph = source_graph()
-    checkout_only = ("devtools", "tests", "bench", "release")
+    graph = source_graph(with_checkout=True)
+    assert {"devtools.reference_docs", "tests.support.lium", "bench.pods", "release.layout"} <= set(graph)
     wrong = [
         f"{module} imports {imported}"
         for module, imports in sorted(graph.items())
+        if not is_checkout_module(module)
         for imported in sorted(imports)
-        if any(under(imported, tool) for tool in checkout_only)
+        if is_checkout_module(imported)
     ]
     assert not wrong, "\n".join(wrong)
+
+
+def test_an_import_of_a_checkout_package_is_seen(tmp_path: Path) -> None:
+    shipped = tmp_path / "shipped" / "lib"
+    tool = tmp_path / "devtools"
+    for directory in (shipped, tool):
+        directory.mkdir(parents=True)
+        (directory / "__init__.py").write_text("")
+    (shipped / "core.py").write_text("def f():\n    from devtools import helper\n")
+    (tool / "helper.py").write_text("import lib.core\n")
+
+    graph = import_graph(tmp_path / "shipped", packages=[tool])
+
+    assert graph["lib.core"] == {"devtools.helper"} and graph["devtools.helper"] == {"lib.core"}
 
 
 @pytest.mark.parametrize("package", sorted(FLAT_MODULES))

@@ -26,7 +26,7 @@ def _preload() -> None:
     import httpcore  # noqa: F401
     import paramiko  # noqa: F401
 
-    import lium_provider.api.offers
+    import lium_provider.domain.offers
     import lium_provider.provider  # noqa: F401
     import tfbridge.protocol.server  # noqa: F401
     from lium_provider.api.transport import tls_context

@@ -154,30 +154,36 @@ class Bounds:
         return " ".join(parts)
 
 
-_BOUND_FIELDS = {
-    annotated_types.Ge: ("ge", "ge"),
-    annotated_types.Gt: ("gt", "gt"),
-    annotated_types.Le: ("le", "le"),
-    annotated_types.Lt: ("lt", "lt"),
-    annotated_types.MinLen: ("min_length", "min_length"),
-    annotated_types.MaxLen: ("max_length", "max_length"),
+# Each annotated-types constraint pydantic records (``Field(ge=…)``, ``Interval``, ``Len``…: grouped ones
+# are unpacked first): the Bounds field (and the constraint's attribute) of that name, and which of two
+# declared values is the tighter.
+_BOUND_FIELDS: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
+    annotated_types.Ge: ("ge", max),
+    annotated_types.Gt: ("gt", max),
+    annotated_types.Le: ("le", min),
+    annotated_types.Lt: ("lt", min),
+    annotated_types.MinLen: ("min_length", max),
+    annotated_types.MaxLen: ("max_length", min),
 }
 
 
 def bounds_of(annotation: Any, metadata: typing.Iterable[object] = ()) -> Bounds:
     """The bounds declared on a field (its ``metadata``) and inside its annotation (``Annotated`` members,
-    through ``X | None``); a collection's item bounds as ``element``. ``Bounds()`` when it declares none."""
+    through ``X | None``); a collection's item bounds as ``element``. ``Bounds()`` when it declares none.
+    A bound declared twice (``Field(le=10)`` on an ``Annotated[int, Le(5)]``) keeps the tighter value."""
     found: dict[str, Any] = {}
     pending = list(metadata)
     while True:
-        for item in pending:
+        while pending:
+            item = pending.pop(0)
             if isinstance(item, FieldInfo):
                 pending.extend(item.metadata)
-                continue
-            fields = _BOUND_FIELDS.get(type(item))
-            if fields is not None:
-                found[fields[0]] = getattr(item, fields[1])
-        pending = []
+            elif isinstance(item, annotated_types.GroupedMetadata):
+                pending.extend(item)
+            elif (bound := _BOUND_FIELDS.get(type(item))) is not None:
+                name, tighter = bound
+                value = getattr(item, name)
+                found[name] = value if name not in found else tighter(found[name], value)
         if get_origin(annotation) is typing.Annotated:
             annotation, *extra = get_args(annotation)
             pending = list(extra)

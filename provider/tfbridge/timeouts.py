@@ -30,7 +30,9 @@ def parse_duration(text: str) -> float:
 
 def format_duration(seconds: float) -> str:
     """``seconds`` in the Go duration syntax :func:`parse_duration` reads: ``1800`` → ``"30m"``."""
-    if seconds < 1:
+    if seconds <= 0:
+        return "0s"
+    if seconds < 1 and round(seconds * 1000) < 1000:  # 0.9996 s rounds to 1000 ms: that is "1s"
         return f"{round(seconds * 1000)}ms"
     whole = round(seconds)
     hours, rest = divmod(whole, 3600)
@@ -61,7 +63,7 @@ class Timeouts(BaseModel):
         return value
 
 
-OPERATIONS = ("create", "read", "update", "delete")
+OPERATIONS = tuple(Timeouts.model_fields)
 """The operations a ``timeouts`` block budgets, each a field of :class:`Timeouts`."""
 
 TIMEOUTS_BLOCK = Block(description="Per-operation time budgets (Go duration syntax).")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
+import pytest
+
 from lium_emulator.faults import FaultKind, FaultPlan
 from tests.chaos.audit import (
     cross_stack_effects,
@@ -34,6 +36,8 @@ from tests.chaos.scenarios import (
     render,
 )
 from tests.support.proxy import Exchange
+
+pytestmark = pytest.mark.unit  # the generator and the audit alone: no terraform or emulator
 
 PEM = """-----BEGIN OPENSSH PRIVATE KEY-----
 b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW

@@ -10,6 +10,8 @@ import tests.conftest
 from tests.chaos import summary
 from tests.chaos.outcome import Outcome
 
+pytestmark = pytest.mark.unit  # the summary alone: no terraform or emulator
+
 
 def report(outcome: Outcome, when: str = "call") -> pytest.TestReport:
     return pytest.TestReport(

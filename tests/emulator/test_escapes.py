@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 import platform
+import pwd
 import secrets
 import shlex
 import signal
@@ -268,8 +269,9 @@ def test_other_pods_the_state_dir_and_host_homes_are_out_of_reach(pods: Pods) ->
         status, pod_view = run(pods, f"ls -A {shlex.quote(path)}" if os.path.isdir(path) else f"cat {path}")
         assert status != 0 or (pod_view.split() if os.path.isdir(path) else pod_view) != host_view, path
     assert "$" not in succeeds(pods, "cat /etc/shadow")  # no password hash of the host's
-    # The pod's /root is its own volume: the host user's keys are not there under any name.
-    host_ssh = Path.home() / ".ssh"
+    # The pod's /root is its own volume: the host user's keys are not there under any name. (The user's
+    # real home from the password database: the suite gives every test process a private HOME.)
+    host_ssh = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".ssh"
     for name in sorted(p.name for p in host_ssh.iterdir()) if host_ssh.is_dir() else []:
         if name != "authorized_keys":
             fails(pods, f"ls {shlex.quote(str(host_ssh / name))}")

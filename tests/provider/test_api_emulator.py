@@ -33,9 +33,9 @@ from lium_provider.api.errors import (
     LiumUncertainOutcome,
 )
 from lium_provider.api.models import RentRequest, TemplateSpec
-from lium_provider.api.offers import find_offers
 from lium_provider.api.rent import RentAttempt, rent_reconciled
 from lium_provider.domain.offer_filter import OfferFilter
+from lium_provider.domain.offers import find_offers
 from tests.support import http
 from tests.support.faults import put_fault_plan
 from tests.support.lium import FAST_TIMINGS, Account, new_account

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from lium_provider.api.offers import (
+from lium_provider.domain.offer_filter import OfferFilter
+from lium_provider.domain.offers import (
     Offer,
     known_gpu_names,
     matches,
     offers_from_nodes,
     select_offers,
 )
-from lium_provider.domain.offer_filter import OfferFilter
 
 
 def node(node_id: str, **fields: Any) -> dict[str, object]:

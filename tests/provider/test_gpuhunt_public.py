@@ -13,7 +13,7 @@ from typing import Any
 import gpuhunt.providers.lium as gpuhunt_lium
 import pytest
 
-from lium_provider.api.offers import offers_from_nodes
+from lium_provider.domain.offers import offers_from_nodes
 from tests.support import http
 from tests.support.terraform import REPO
 

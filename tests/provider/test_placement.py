@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from lium_emulator.catalogs.nodes import Node, generate_fleet
 from lium_emulator.views import feed_node
-from lium_provider.api.offers import Offer, select_offers
 from lium_provider.domain.offer_filter import OfferFilter
+from lium_provider.domain.offers import Offer, select_offers
 from lium_provider.domain.placement import Placement
 
 

@@ -39,6 +39,7 @@ def small_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmu
         yield running
 
 
+@pytest.mark.sandbox  # its own emulator, whose pods are sandboxes
 def test_concurrent_creates_rent_once_each_on_the_cheapest_free_gpus(
     small_fleet: RunningEmulator, make_terraform: Callable[..., Terraform], tmp_path: Path
 ) -> None:

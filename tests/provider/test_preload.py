@@ -24,7 +24,7 @@ with tempfile.TemporaryDirectory() as scratch:
 before = set(sys.modules)
 import httpx
 httpx.Client().close()  # what configure makes the API client with
-from lium_provider.api.offers import find_offers  # what a pod's plan and create search offers with
+from lium_provider.domain.offers import find_offers  # what a pod's plan and create search offers with
 from lium_provider.sshkeys import fetch_host_key, public_key_line
 public_key_line(private_key)
 fetch_host_key("127.0.0.1", 9, timeout=1.0)  # nothing listens there: only what trying costs

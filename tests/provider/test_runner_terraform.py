@@ -436,10 +436,12 @@ def test_destroy_without_refresh_proceeds_when_the_pods_sshd_is_down(
     assert_nothing_left(account)
 
 
+@pytest.mark.sandbox  # two emulators of its own, whose pods are sandboxes
 def test_destroy_proceeds_after_an_emulator_restart_recovered_the_pod(
     make_terraform: Callable[..., Terraform], tmp_path: Path
 ) -> None:
-    """The issue's first trigger: a restart brings RUNNING pods back as fresh sandboxes, new host keys."""
+    """The commonest way a pod's host key changes: a restart brings RUNNING pods back as fresh sandboxes,
+    with new host keys."""
     args = [*FAST_TIMINGS, "--state-dir", str(tmp_path / "emulator")]
     with launch(args) as first:
         account = new_account(first, tmp_path)

@@ -25,8 +25,8 @@ import pytest
 
 from lium_emulator.launcher import RunningEmulator
 from lium_provider.api.endpoints import feed_url_for
-from lium_provider.api.offers import Offer, find_offers
 from lium_provider.domain.offer_filter import OfferFilter
+from lium_provider.domain.offers import Offer, find_offers
 from lium_provider.provider import LiumProvider
 from tests.support.examples import adapt_example
 from tests.support.lium import PROVIDER_BLOCK, assert_nothing_left, new_account, ssh_keypair

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -57,18 +58,29 @@ def cache_lock() -> Iterator[Path]:
         yield CACHE / source_hash()
 
 
+# Builds of other sources kept besides the current one: a run of the suite on other sources in this
+# checkout (edits made while it runs) may still be using them.
+KEPT_BUILDS = 2
+
+
+def builds_to_prune(target: Path) -> list[Path]:
+    """The cached builds other than ``target``, except the :data:`KEPT_BUILDS` most recently used."""
+    others = [p for p in CACHE.iterdir() if p.is_dir() and p != target]
+    others.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    return others[KEPT_BUILDS:]
+
+
 @pytest.fixture(scope="session")
 def release_dist() -> Iterator[Path]:
     """``dist/`` of ``python -m release`` for the current sources, cached under build/release-cache.
 
     The build takes about half a minute; it runs once per source hash (under a lock, for parallel
-    workers), and older builds are removed.
+    workers), and all but the newest older builds are removed.
     """
     with cache_lock() as target:
         if not (target / "complete").exists():
-            for old in CACHE.iterdir():
-                if old.is_dir():
-                    shutil.rmtree(old)
+            for old in builds_to_prune(target):
+                shutil.rmtree(old, ignore_errors=True)
             subprocess.run(
                 [
                     sys.executable,
@@ -84,6 +96,7 @@ def release_dist() -> Iterator[Path]:
                 stdout=subprocess.DEVNULL,
             )
             (target / "complete").touch()
+        os.utime(target)  # used now: the newest builds are the ones kept
     yield target / "dist"
 
 

@@ -9,7 +9,8 @@ A test is in the ``unit`` tier unless it needs one of the heavier parts, each it
 - ``chaos``: the seeded fault-injection scenarios (``tests/chaos``).
 
 Markers come from the directory and the fixtures a test uses, or from the test itself
-(``pytestmark = pytest.mark.sandbox``). A test left in the unit tier that starts terraform, a sandbox
+(``pytestmark = pytest.mark.sandbox``); a module of ``tests/chaos`` or ``tests/release`` that needs none
+of it says ``pytestmark = pytest.mark.unit``. A test left in the unit tier that starts terraform, a sandbox
 tool or the emulator fails at once, naming the marker it needs, so the unit tier stays fast by
 construction rather than by review.
 """
@@ -17,6 +18,7 @@ construction rather than by review.
 from __future__ import annotations
 
 import contextlib
+import shlex
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,20 +38,26 @@ EMULATOR_COMMANDS = ("lium-emulator", "lium_emulator.cli")  # its `serve` starts
 
 
 def tier_needed(argv: list[str]) -> str | None:
-    """The tier a command line belongs to, or None when a unit test may run it."""
-    if not argv:
-        return None
-    program = Path(argv[0].split()[0]).name
-    module = argv[2] if argv[1:2] == ["-m"] and len(argv) > 2 else None
-    if program in GUARDED_PROGRAMS:
-        return GUARDED_PROGRAMS[program]
-    if module in GUARDED_MODULES:
-        return GUARDED_MODULES[module]
-    if (
-        (program in EMULATOR_COMMANDS or module in EMULATOR_COMMANDS)
-        and "serve" in argv
-        and "--help" not in argv
-    ):
+    """The tier a command line belongs to, or None when a unit test may run it.
+
+    Every word counts, also inside a shell string (``sh -c "terraform plan"``) and after interpreter
+    options (``python -I -m release``): a guarded program anywhere in the command needs its tier."""
+    words: list[str] = []
+    for arg in argv:
+        try:
+            words += shlex.split(arg)
+        except ValueError:  # an unbalanced quote: plain words are still words
+            words += arg.split()
+    names = {Path(part).name for word in words for part in word.split()}  # a -c script's words too
+    modules = {words[i + 1] for i, word in enumerate(words[:-1]) if word == "-m"}
+    for program, tier in GUARDED_PROGRAMS.items():
+        if program in names:
+            return tier
+    for module, tier in GUARDED_MODULES.items():
+        if module in modules:
+            return tier
+    emulator = names | modules
+    if any(c in emulator for c in EMULATOR_COMMANDS) and "serve" in words and "--help" not in words:
         return "sandbox"
     return None
 
@@ -62,7 +70,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     tests_dir = Path(str(config.rootpath)) / "tests"
     for item in items:
         parts = Path(str(item.path)).relative_to(tests_dir).parts
-        wanted = {DIRECTORY_TIERS[parts[0]]} if parts[0] in DIRECTORY_TIERS else set()
+        declared_unit = item.get_closest_marker("unit") is not None  # a pure module in a heavy directory
+        wanted = {DIRECTORY_TIERS[parts[0]]} if parts[0] in DIRECTORY_TIERS and not declared_unit else set()
         fixtures = getattr(item, "fixturenames", ())
         wanted |= {tier for name, tier in FIXTURE_TIERS.items() if name in fixtures}
         if any(name.endswith(EMULATOR_FIXTURE_SUFFIX) for name in fixtures):

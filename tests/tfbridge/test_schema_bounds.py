@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import annotated_types
 import pytest
 from pydantic import BaseModel, Field
 
@@ -66,3 +67,26 @@ def test_one_sided_ranges() -> None:
 def test_durations_print_as_they_are_parsed(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
     assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0.9996, "1s"), (3599.6, "1h"), (0, "0s"), (59.5, "1m")])
+def test_durations_round_to_what_reads_back_nearest(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
+    assert abs(parse_duration(text) - seconds) < 1
+
+
+class Grouped(BaseModel):
+    count: Annotated[int, annotated_types.Interval(ge=1, le=9)] = Field(default=1, le=5)
+    label: Annotated[str, annotated_types.Len(2, 8)] = "ab"
+    tags: list[Annotated[str, annotated_types.MaxLen(4)]] = Field(default_factory=list, max_length=3)
+
+
+def test_grouped_constraints_count_and_a_bound_declared_twice_keeps_the_tighter() -> None:
+    fields = Grouped.model_fields
+    assert bounds_of(fields["count"].annotation, fields["count"].metadata) == Bounds(ge=1, le=5)
+    assert bounds_of(fields["label"].annotation, fields["label"].metadata) == Bounds(
+        min_length=2, max_length=8
+    )
+    assert bounds_of(fields["tags"].annotation, fields["tags"].metadata) == Bounds(
+        max_length=3, element=Bounds(max_length=4)
+    )

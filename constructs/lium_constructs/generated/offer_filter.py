@@ -18,11 +18,11 @@ class OfferFilter:
 
     Attributes:
         gpu: GPU model, e.g. `"RTX 4090"`, `"H100"`, `"A100 80GB"`: compared whole after gpuhunt's normalisation (`RTX 3090` = `NVIDIA GeForce RTX 3090`; `A10` is not `A100`); a memory size also requires that much VRAM per GPU (±5 %). On `lium_pod`, computed: the GPU rented.
-        gpu_count: GPUs per pod.
-        max_price_per_hour: Most USD per hour for the whole pod.
+        gpu_count: GPUs per pod. Must be 1 to 64.
+        max_price_per_hour: Most USD per hour for the whole pod. Must be more than 0.
         regions: Regions (`us-ca`) or whole countries (`us`), case-insensitive.
-        min_memory_gib: Least RAM for the pod, GiB.
-        min_disk_gb: Least container disk, GB. No default floor.
+        min_memory_gib: Least RAM for the pod, GiB. Must be at least 0.
+        min_disk_gb: Least container disk, GB. No default floor. Must be at least 0.
         spot: `true` spot only, `false` secure only.
     """
 

@@ -65,12 +65,30 @@ def tls_context() -> ssl.SSLContext:
     """The TLS settings of every client this process makes, as httpx would make them (``SSL_CERT_FILE``
     or ``SSL_CERT_DIR`` when set, else certifi's bundle). Loading the CA bundle costs ~40 ms of CPU, and
     Terraform starts the provider several times per command: it is loaded once per process and
-    setting (once for all of a zygote's forks, which inherit it), not once per client."""
-    return _tls_context(os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None)
+    setting (once for all of a zygote's forks, which inherit it), not once per client. A setting is
+    keyed by the path it names from this process's working directory and that file's modification
+    time and size: a fork in another directory, or a bundle rewritten since, gets a context of its own."""
+    return _tls_context(_trust_setting("SSL_CERT_FILE"), _trust_setting("SSL_CERT_DIR"))
+
+
+TrustSetting = tuple[str, int, int] | None
+"""A trust variable's absolute path, modification time (ns) and size (``-1, -1`` when missing), or None."""
+
+
+def _trust_setting(variable: str) -> TrustSetting:
+    value = os.environ.get(variable)
+    if not value:
+        return None
+    path = os.path.abspath(value)
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return path, -1, -1  # httpx reports the missing file when it builds the context
+    return path, stat.st_mtime_ns, stat.st_size
 
 
 @functools.cache
-def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+def _tls_context(cert_file: TrustSetting, cert_dir: TrustSetting) -> ssl.SSLContext:
     return httpx.create_ssl_context(trust_env=True)  # reads the two variables the cache is keyed by
 
 

@@ -26,9 +26,9 @@ def launcher_command() -> list[str]:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from tfbridge.serving.install import DEFAULT_PLUGINS_DIR, REGISTRY_HOSTNAMES, write_launcher
+    from tfbridge.serving.install import REGISTRY_HOSTNAMES, default_plugins_dir, write_launcher
 
-    plugins_dir = Path(args.plugins_dir) if args.plugins_dir else DEFAULT_PLUGINS_DIR
+    plugins_dir = Path(args.plugins_dir) if args.plugins_dir else default_plugins_dir()
     for hostname in REGISTRY_HOSTNAMES:
         print(write_launcher(plugins_dir, PROVIDER_SOURCE, __version__, launcher_command(), hostname))
     print(

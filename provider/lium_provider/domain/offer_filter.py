@@ -14,7 +14,7 @@ plan summary builds one from a plan's values, and the constructs generator emits
   re-rents for the other fields only when it no longer satisfies them (:meth:`OfferFilter.unmet_by`).
 
 The rules compare a filter with the *facts* of a rental (:class:`RentalFacts`): an :class:`Offer
-<lium_provider.api.offers.Offer>` of the feed, or what a running pod is (:class:`PodFacts`). A fact that
+<lium_provider.domain.offers.Offer>` of the feed, or what a running pod is (:class:`PodFacts`). A fact that
 is not known (None) never fails a rule. gpuhunt (~100 ms to import) is loaded only by the GPU-name rule.
 """
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # gpuhunt costs ~100 ms to import: loaded at the first feed read, not at provider start
-    from lium_provider.api.offers import Offer
+    from lium_provider.domain.offers import Offer
 
 FEED_MAX_AGE_SECONDS = 30.0  # how long one read of the feed serves this process's plan checks and creates
 
@@ -75,7 +75,7 @@ class Placement:
             with self._lock:
                 if self._clock() - self._read_at < self._max_age:
                     return self._offers
-            from lium_provider.api.offers import offers_from_nodes
+            from lium_provider.domain.offers import offers_from_nodes
 
             started = self._clock()
             offers = offers_from_nodes(self._fetch_nodes())

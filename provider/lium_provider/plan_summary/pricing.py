@@ -12,8 +12,8 @@ from typing import Any
 
 from lium_provider.api.endpoints import DEFAULT_ENDPOINT, feed_url_for
 from lium_provider.api.errors import LiumError
-from lium_provider.api.offers import Offer, find_offers, matches
 from lium_provider.domain.offer_filter import OfferFilter
+from lium_provider.domain.offers import Offer, find_offers, matches
 from lium_provider.plan_summary.parsing import ResourceChange
 from lium_provider.plan_summary.values import SENSITIVE_TEXT, code
 

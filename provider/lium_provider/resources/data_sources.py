@@ -53,7 +53,7 @@ class OffersDataSource(DataSource[OffersModel]):
     description = OffersModel.__doc__ or ""
 
     def read(self, ctx: Context, config: OffersModel) -> OffersModel:
-        from lium_provider.api.offers import find_offers  # gpuhunt: loaded only when used
+        from lium_provider.domain.offers import find_offers  # gpuhunt: loaded only when used
 
         s = session(ctx)
         with api_errors("reading Lium offers"):

@@ -73,7 +73,7 @@ from tfbridge import (
 from tfbridge.schema import PlanRule
 
 if TYPE_CHECKING:  # gpuhunt costs ~100 ms to import: only plans and creates that search offers load it
-    from lium_provider.api.offers import Offer
+    from lium_provider.domain.offers import Offer
 
 _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
@@ -452,7 +452,7 @@ class PodResource(Resource[PodModel]):
         self._matching_offers(ctx, change.config)  # gpu_count: the default when unset, as planned
 
     def _matching_offers(self, ctx: Context, pod: PodModel) -> list[Offer]:
-        from lium_provider.api.offers import known_gpu_names, matches, select_offers
+        from lium_provider.domain.offers import known_gpu_names, matches, select_offers
 
         s = session(ctx)
         flt = OfferFilter.of(dict(pod)).with_defaults()
@@ -749,7 +749,7 @@ class PodResource(Resource[PodModel]):
 
         A rented whole node is no longer listed; its facts then stay unknown, and fail no filter rule.
         """
-        from lium_provider.api.offers import find_offers
+        from lium_provider.domain.offers import find_offers
 
         if not state.executor_id or not state.gpu_count:
             return state

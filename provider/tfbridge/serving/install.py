@@ -14,12 +14,16 @@ import platform
 import shlex
 from pathlib import Path
 
-DEFAULT_PLUGINS_DIR = Path.home() / ".terraform.d" / "plugins"
 # What every launcher runs: the standard-library-only script that hands a start to the warm zygote
 # (python -I -S LAUNCH_SCRIPT <program>).
 LAUNCH_SCRIPT = Path(__file__).resolve().with_name("launch.py")
 # What a provider source without a hostname means: to Terraform, and to OpenTofu.
 REGISTRY_HOSTNAMES = ("registry.terraform.io", "registry.opentofu.org")
+
+
+def default_plugins_dir() -> Path:
+    """Terraform's implied local mirror of the user running it, read when asked (HOME may change)."""
+    return Path.home() / ".terraform.d" / "plugins"
 
 
 def platform_dir() -> str:

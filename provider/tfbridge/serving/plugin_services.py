@@ -122,7 +122,10 @@ class Controller:
     def Shutdown(
         self, request: grpc_controller_pb2.Empty, context: grpc.ServicerContext
     ) -> grpc_controller_pb2.Empty:
-        self._lifecycle.request_shutdown()
+        # Once the answer is out: stopping the server first could send GOAWAY before it (a caller saw
+        # UNAVAILABLE under load). A callback also runs when the call ends without an answer.
+        if not context.add_callback(self._lifecycle.request_shutdown):
+            self._lifecycle.request_shutdown()  # the call has already ended
         return self._empty
 
 
