@@ -28,7 +28,7 @@ from lium_provider.resources.pod import PodResource
 from lium_provider.resources.runner import RunnerResource
 from lium_provider.resources.template import TemplateResource
 from lium_provider.resources.volume import VolumeResource
-from lium_provider.session import LiumSession, access_error, journal_dir
+from lium_provider.session import UNUSABLE_ANSWER, LiumSession, access_error, journal_dir
 from lium_provider.sshkeys import load_private_key
 from tfbridge import (
     Attribute,
@@ -136,11 +136,13 @@ class LiumProviderConfig(BaseModel):
         list[str] | None,
         Attribute(
             optional=True,
-            description="Stacks (each a `stack` value, or the tag that errors name) whose pods, templates "
-            "and volumes this stack takes over on purpose: when this stack's identity changed (its backend "
-            "was migrated, its directory moved), its state holds them under the old stack's tag, and the "
-            f"plan refuses them until they are named here. Default: env `{ADOPT_STACKS_ENV}` "
-            "(comma-separated), else none.",
+            description="Stacks (each a `stack` value, or the tag that errors name) whose objects this stack "
+            "takes over on purpose: when this stack's identity changed (its backend was migrated, its "
+            "directory moved), its state holds them under the old stack's tag, and the plan refuses them "
+            "until they are named here; the apply then records this stack's tag in the state (and in a "
+            "volume's description). A pod keeps its Lium name and a template its description (Lium cannot "
+            "rename a pod, and rewriting a template restarts its pods), so `lium-tf sweep --stack` finds "
+            f"those under the old stack. Default: env `{ADOPT_STACKS_ENV}` (comma-separated), else none.",
         ),
     ] = None
 
@@ -260,7 +262,7 @@ class LiumProvider(Provider[LiumProviderConfig]):
         if isinstance(error, LiumAuthError):
             return access_error(error).diagnostics()
         if isinstance(error, LiumProtocolError):
-            return [Diagnostic.error("Lium answered something unusable", str(error))]
+            return [Diagnostic.error(UNUSABLE_ANSWER, str(error))]
         if isinstance(error, LiumError):
             return [Diagnostic.error("A Lium API request failed", str(error))]
         return None

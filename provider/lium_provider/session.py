@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lium_provider.api.client import LiumClient
-from lium_provider.api.errors import LiumAuthError, LiumError
+from lium_provider.api.errors import LiumAuthError, LiumError, LiumProtocolError
 from lium_provider.api.models import DEAD_POD_STATES, Pod, User
 from lium_provider.api.pod_watch import PodWatcher
 from lium_provider.domain.journal import RentJournal
@@ -107,6 +107,10 @@ class LiumSession:
         return self.ssh_private_key
 
 
+UNUSABLE_ANSWER = "Lium answered something unusable"
+"""The title of every error about an answer that was not what the API promises (not JSON, wrong types)."""
+
+
 def access_error(exc: LiumError, endpoint: str | None = None) -> TFError:
     """The error for a request the API key or the endpoint made fail (its text names the argument).
 
@@ -117,6 +121,8 @@ def access_error(exc: LiumError, endpoint: str | None = None) -> TFError:
         title = "Lium rejected the API key" if exc.status != 403 else "The API key may not do this"
         return TFError(title, str(exc))
     where = f" ({endpoint})" if endpoint else ""
+    if isinstance(exc, LiumProtocolError):  # it was reached: what came back is the problem
+        return TFError(UNUSABLE_ANSWER, f"{exc}. Check that `endpoint`{where} is Lium's API.")
     return TFError(
         "Cannot reach the Lium API",
         f"{exc}. Check `endpoint`{where}; `request_timeout` and `connect_timeout` bound the wait.",

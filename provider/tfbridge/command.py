@@ -21,25 +21,39 @@ from pathlib import Path
 from tfbridge.serving.constants import TERRAFORM_PID_ENV
 
 DESTROY_COMMAND = "destroy"
-DESTROY_FLAGS = frozenset({"-destroy", "--destroy", "-destroy=true", "--destroy=true"})
+DESTROY_FLAG = "destroy"
+# What Go's flag package (strconv.ParseBool) reads as true in ``-destroy=<value>``.
+GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 # The subcommands whose TF_CLI_ARGS_<name> may add -destroy.
 _PLANNING_COMMANDS = ("plan", "apply")
 
 
 def destroy_requested(argv: list[str], environment: dict[str, str]) -> bool:
     """Whether a Terraform command line (without the program) and its environment ask for a destroy."""
-    words = [w for w in argv if w.startswith("-")]
     subcommand = next((w for w in argv if not w.startswith("-")), "")
     if subcommand == DESTROY_COMMAND:
         return True
     if subcommand not in _PLANNING_COMMANDS:
         return False
+    # Terraform puts TF_CLI_ARGS, then TF_CLI_ARGS_<command>, right after the subcommand.
+    words: list[str] = []
     for variable in ("TF_CLI_ARGS", f"TF_CLI_ARGS_{subcommand}"):
         try:
             words += shlex.split(environment.get(variable, ""))
         except ValueError:  # unbalanced quotes: Terraform itself refuses to run with them
             continue
-    return any(w in DESTROY_FLAGS for w in words)
+    words += argv[argv.index(subcommand) + 1 :]
+    settings = [setting for word in words if (setting := _destroy_setting(word)) is not None]
+    return bool(settings) and settings[-1]  # as in Go's flag package, the last one counts
+
+
+def _destroy_setting(word: str) -> bool | None:
+    """What one argument sets ``-destroy`` to (``-destroy``, ``--destroy=1``, ``-destroy=false``…), or
+    None when it is another argument."""
+    name, has_value, value = word.lstrip("-").partition("=")
+    if not word.startswith("-") or name != DESTROY_FLAG:
+        return None
+    return not has_value or value in GO_TRUE
 
 
 def _terraform_argv() -> list[str] | None:

@@ -17,7 +17,7 @@ import pytest
 from lium_emulator.launcher import RunningEmulator
 from lium_provider.api.client import LiumClient
 from lium_provider.domain.journal import RentJournal
-from lium_provider.session import LiumSession
+from lium_provider.session import UNUSABLE_ANSWER, LiumSession
 from tests.provider.test_bounds_terraform import closed_port
 from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.proxy import RecordingProxy
@@ -100,3 +100,26 @@ def test_a_failed_check_is_kept_so_later_creates_fail_at_once(tmp_path: Path) ->
     assert errors[0].summary == "Cannot reach the Lium API" and url in errors[0].detail, errors[0]
     assert errors[1] is errors[0] and errors[2] is errors[0]
     assert client.request_count == 1
+
+
+def test_an_unreadable_answer_is_titled_by_its_cause_not_as_unreachable(
+    account: Account, tmp_path: Path
+) -> None:
+    client = LiumClient(account.emulator.api_url, account.api_key, max_retries=0)
+    s = LiumSession(
+        client=client,
+        feed_url=f"{account.emulator.api_url}/public/v1/nodes",
+        ssh_private_key=None,
+        runner_download_url=None,
+        journal=RentJournal(tmp_path / "journal"),
+        stack_tag="aaaaaaaa",
+    )
+    garbage = {
+        "seed": 1,
+        "rules": [{"method": "GET", "path": "/users/me", "kind": "garbage", "body": "not_json"}],
+    }
+    with account.faults(garbage), pytest.raises(TFError) as raised:
+        s.verify_access()
+    client.close()
+    assert raised.value.summary == UNUSABLE_ANSWER, raised.value
+    assert "Cannot reach" not in raised.value.summary and "JSON" in raised.value.detail

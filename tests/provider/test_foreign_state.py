@@ -125,3 +125,104 @@ def test_a_damaged_pod_id_fails_the_plan_naming_it_and_is_forgotten_by_destroy(
     # The template's delete still settles the stack's pod that ran it, now recorded nowhere.
     assert tf.resources() == []
     assert_nothing_left(account)
+
+
+RUNNER = """
+resource "lium_runner" "r" {
+  pod_id       = lium_pod.p.id
+  ssh_host_key = lium_pod.p.ssh_host_key
+}
+"""
+EVERYTHING = (
+    PROVIDER_BLOCK
+    + 'variable "password" {\n  type      = string\n  sensitive = true\n  ephemeral = true\n}\n'
+    + 'resource "lium_docker_credential" "c" {\n  username            = "bot"\n'
+    + "  password_wo         = var.password\n  password_wo_version = 1\n}\n"
+    + 'resource "lium_volume" "v" {\n  name = "foreign-data"\n}\n'
+    + sleeping_template("foreign", extra="docker_credential_id = lium_docker_credential.c.id")
+    + pod_block("p0", extra="volume_id = lium_volume.v.id")
+    + RUNNER
+)
+
+
+def holdings(account: Account) -> dict[str, list[tuple[str, str]]]:
+    """What the account holds, by kind: ids with the status of each (pods) or ``""``."""
+    return {
+        kind: sorted((o["id"], o.get("status", "")) for o in objects)
+        for kind, objects in account.live().items()
+    }
+
+
+def without_stack_tags(tf: Terraform) -> None:
+    """The state as a provider from before the stack tag wrote it: no resource records its stack."""
+    state = tf.state_file()
+    for resource in state["resources"]:
+        for instance in resource["instances"]:
+            instance["attributes"].pop("stack_tag", None)
+    (tf.workdir / "terraform.tfstate").write_text(json.dumps(state))
+
+
+@pytest.mark.parametrize("refresh", ["-refresh=true", "-refresh=false"])
+def test_a_copied_state_that_records_no_stack_still_leaves_every_object_of_the_other_stack_alone(
+    make_terraform: Callable[..., Terraform], account: Account, refresh: str
+) -> None:
+    env = {**account.env, "TF_VAR_password": "registry-secret"}
+    owner = make_terraform(EVERYTHING, **env, LIUM_STACK="owner")
+    owner.init()
+    owner.apply()
+    kept = holdings(account)
+    copy = make_terraform(EVERYTHING, **env, LIUM_STACK="copier")
+    copy.init()
+    shutil.copy(owner.workdir / "terraform.tfstate", copy.workdir / "terraform.tfstate")
+    without_stack_tags(copy)
+    plan = copy.run("plan", "-input=false", "-no-color", check=False)
+    assert plan.returncode == 1 and "belongs to another stack" in flat(plan.stderr), plan.stdout
+    destroyed = copy.destroy(refresh)
+    assert "Left another stack's" in flat(destroyed.stdout + destroyed.stderr)
+    assert holdings(account) == kept, "the copy's destroy touched the owner's objects"
+    assert owner.plan_exitcode()[0] == 0, "the owner's runner or pod changed"
+    owner.destroy()
+    assert_nothing_left(account)
+
+
+def test_a_damaged_runner_pod_id_fails_the_plan_and_blocks_no_destroy(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    tf = make_terraform(STACK + RUNNER.replace("lium_pod.p.", "lium_pod.p."), **account.env)
+    tf.init()
+    tf.apply()
+    state = tf.state_file()
+    (runner,) = [r for r in state["resources"] if r["type"] == "lium_runner"]
+    runner["instances"][0]["attributes"]["pod_id"] = ""
+    (tf.workdir / "terraform.tfstate").write_text(json.dumps(state))
+    plan = tf.run("plan", "-input=false", "-no-color", check=False)
+    assert plan.returncode == 1, plan.stdout
+    message = flat(plan.stderr)
+    assert "lium_runner has no usable pod_id in the state" in message and "internal" not in message.lower()
+    destroyed = tf.destroy("-refresh=false")
+    assert "Forgot a lium_runner without a usable pod_id" in flat(destroyed.stdout + destroyed.stderr)
+    assert_nothing_left(account)
+
+
+def test_a_pod_whose_id_was_lost_is_deleted_by_its_lium_name(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    templates = make_terraform(PROVIDER_BLOCK + sleeping_template("foreign-lost"), **account.env)
+    templates.init()
+    templates.apply()
+    (template_id,) = state_ids(templates)[1]
+    pod_only = PROVIDER_BLOCK + pod_block("lost").replace("lium_template.t.id", f'"{template_id}"')
+    tf = make_terraform(pod_only, **account.env)
+    tf.init()
+    tf.apply()
+    state = tf.state_file()
+    (pod,) = [r for r in state["resources"] if r["type"] == "lium_pod"]
+    pod["instances"][0]["attributes"]["id"] = pod["instances"][0]["attributes"]["id"].upper()
+    (tf.workdir / "terraform.tfstate").write_text(json.dumps(state))
+    plan = tf.run("plan", "-input=false", "-no-color", check=False)
+    assert plan.returncode == 1 and "lium_pod has no usable id in the state" in flat(plan.stderr)
+    destroyed = tf.destroy()
+    assert "by its Lium name" in flat(destroyed.stdout + destroyed.stderr)
+    assert live_ids(account)[0] == [], "the pod whose id was lost is still running"
+    templates.destroy()
+    assert_nothing_left(account)

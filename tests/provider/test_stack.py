@@ -14,7 +14,7 @@ from lium_provider.domain.stack import (
     rent_digest,
     stack_identity,
     stack_tag,
-    tag_of,
+    tags_of,
 )
 
 SECRETS = ("s3cr3t-pass", "tok-123456", "AKIAEXAMPLE")
@@ -136,7 +136,9 @@ def test_an_explicit_stack_wins_over_the_environment_and_the_derived_identity(tm
 def test_the_tag_is_short_stable_and_recovers_from_a_lium_name() -> None:
     tag = stack_tag("stack:team-a")
     assert tag == stack_tag("stack:team-a") and len(tag) == 8 and tag != stack_tag("stack:team-b")
-    assert tag_of("team-a") == tag and tag_of(tag) == tag
+    assert tags_of("team-a") == {tag} and tag in tags_of(tag)
+    # A name shaped like a tag means both: the stack of that name, and the tag itself.
+    assert tags_of("training") == {stack_tag("stack:training"), "training"}
     digest = rent_digest("template-1", 1, None, None, None)
     assert len(digest) == 3 and digest != rent_digest("template-2", 1, None, None, None)
     assert parse_lium_pod_name(lium_pod_name("p0", tag, digest)) == ("p0", tag, digest)
@@ -148,3 +150,20 @@ def test_long_names_fit_lium_and_stay_distinct() -> None:
     a, b = lium_pod_name("n" * 60 + "a", tag, "xyz"), lium_pod_name("n" * 60 + "b", tag, "xyz")
     assert len(a) == len(b) == 63 and a != b
     assert parse_lium_pod_name(a) is not None and parse_lium_pod_name(a)[1:] == (tag, "xyz")  # type: ignore[index]
+
+
+def test_backend_settings_given_in_the_environment_name_the_state_too(tmp_path: Path) -> None:
+    root = workdir(tmp_path, "w", {"type": "pg", "config": {"conn_str": None, "schema_name": None}})
+
+    def identity(**env: str) -> str:
+        return stack_identity(environ=env, cwd=root)
+
+    first = identity(PG_CONN_STR="postgres://alice:s3cr3t-pass@db.example/dbx")
+    assert "dbx" in first and "s3cr3t-pass" not in first
+    assert identity(PG_CONN_STR="postgres://bob@db.example/dby") != first, "two databases, one stack"
+    assert identity(PG_CONN_STR="postgres://bob@db.example/dbx") == first, "the user is not the state"
+    assert identity(PG_CONN_STR="postgres://bob@db.example/dbx", PG_SCHEMA_NAME="team") != first
+    http = workdir(tmp_path, "h", {"type": "http", "config": {"address": None}})
+    assert stack_identity(environ={"TF_HTTP_ADDRESS": "https://a.example/s"}, cwd=http) != stack_identity(
+        environ={"TF_HTTP_ADDRESS": "https://b.example/s"}, cwd=http
+    )

@@ -180,3 +180,8 @@ class Runner(LiumResourceBase):
     def healthy(self) -> cdk.IResolvable:
         """The runner answered its healthcheck at the last refresh; `false` plans its replacement."""
         return self.get_boolean_attribute("healthy")
+
+    @property
+    def stack_tag(self) -> str:
+        """Tag of the stack this object belongs to (docs/reliability.md, "What counts as the same stack"): another stack's object in this state is refused at plan and left alone by destroy."""
+        return self.get_string_attribute("stack_tag")

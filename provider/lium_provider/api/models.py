@@ -37,12 +37,14 @@ DEAD_POD_STATES: frozenset[str] = frozenset(
 # How long a deleted pod may take to be gone before giving up: lium_pod's default delete timeout and
 # how long `lium-tf sweep` waits for the pods it deleted.
 POD_GONE_TIMEOUT = 900.0
-# Ids of pods, executors, templates, credentials and volumes are UUID strings (docs/lium-api.md#conventions).
-_LIUM_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# Ids of pods, executors, templates, credentials and volumes are UUID strings, written in lower case
+# (docs/lium-api.md#conventions).
+_LIUM_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def is_lium_id(value: str | None) -> bool:
-    """Whether ``value`` can be the id of a Lium object (a UUID): an empty or garbled one cannot."""
+    """Whether ``value`` can be the id of a Lium object, a UUID as Lium writes it: an empty, garbled or
+    re-cased one cannot (it would never equal the id Lium answers with)."""
     return bool(value) and _LIUM_ID.fullmatch(value or "") is not None
 
 

@@ -48,7 +48,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from lium_provider.api.errors import LiumError
     from lium_provider.cli.sweep import delete_leftovers, find_leftovers, find_stack_leftovers
     from lium_provider.domain.journal import RentJournal
-    from lium_provider.domain.stack import tag_of
+    from lium_provider.domain.stack import tags_of
     from lium_provider.session import journal_dir
 
     endpoint = os.environ.get("LIUM_API_URL") or DEFAULT_ENDPOINT
@@ -60,7 +60,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     try:
         with LiumClient(endpoint, api_key) as client:
             if args.stack:
-                leftovers = find_stack_leftovers(client, tag_of(args.stack), journal)
+                leftovers = find_stack_leftovers(client, tags_of(args.stack), journal)
             else:
                 leftovers = find_leftovers(client, args.name_prefix, journal)
             print(json.dumps(leftovers.as_dict(), indent=2))
@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--stack",
         help="exactly this stack's pods, templates, volumes, the credentials only its templates use, and its "
         "journalled rents (with --delete, volumes too): the provider's `stack` value (or LIUM_STACK) or its "
-        "8-character tag (a resource's `stack_tag`)",
+        "8-character tag (a resource's `stack_tag`; a name shaped like a tag means both)",
     )
     sweep.add_argument("--delete", action="store_true", help="delete what was found")
     sweep.add_argument(

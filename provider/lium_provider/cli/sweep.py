@@ -59,25 +59,27 @@ class Leftovers:
         }
 
 
-def has_tag(lium_name: str, tag: str) -> bool:
-    """Whether a Lium pod name was made for the stack with this tag."""
+def has_tag(lium_name: str, tags: frozenset[str]) -> bool:
+    """Whether a Lium pod name was made for a stack with one of these tags."""
     parsed = parse_lium_pod_name(lium_name)
-    return parsed is not None and parsed[1] == tag
+    return parsed is not None and parsed[1] in tags
 
 
-def find_stack_leftovers(client: LiumClient, tag: str, journal: RentJournal | None = None) -> Leftovers:
-    """Everything of the stack tagged ``tag`` (live pods, templates, volumes, the credentials only its
-    templates use, journalled rents); nothing of any other stack."""
+def find_stack_leftovers(
+    client: LiumClient, tags: frozenset[str], journal: RentJournal | None = None
+) -> Leftovers:
+    """Everything of the stack tagged with one of ``tags`` (live pods, templates, volumes, the
+    credentials only its templates use, journalled rents); nothing of any other stack."""
     me = client.me()
-    pods = [p for p in client.list_pods() if p.status != DELETED and has_tag(p.pod_name, tag)]
+    pods = [p for p in client.list_pods() if p.status != DELETED and has_tag(p.pod_name, tags)]
     own = [t for t in client.list_templates() if t.user_id == me.id]
-    templates = [t for t in own if tag_in(t.description) == tag]
+    templates = [t for t in own if tag_in(t.description) in tags]
     return Leftovers(
         pods=pods,
         templates=templates,
         credentials=_used_only_by(client, templates, own),
-        volumes=[v for v in client.list_volumes() if tag_in(v.description) == tag],
-        journal=[a for a in (journal.pending() if journal else []) if has_tag(a.pod_name, tag)],
+        volumes=[v for v in client.list_volumes() if tag_in(v.description) in tags],
+        journal=[a for a in (journal.pending() if journal else []) if has_tag(a.pod_name, tags)],
     )
 
 

@@ -13,7 +13,8 @@ machine's local state). The identity is:
   ``TF_DATA_DIR``, default ``.terraform``) and the workspace (``TF_WORKSPACE``, else
   ``<data dir>/environment``, absent = ``default``):
 
-  - a remote backend: its type and the fields that name the state (:data:`STATE_NAMING_FIELDS`), never
+  - a remote backend: its type and the fields that name the state (:data:`STATE_NAMING_FIELDS`, also
+    when given in the environment instead, :data:`BACKEND_ENVIRONMENT`, such as ``PG_CONN_STR``), never
     a password or token: a ``pg`` ``conn_str`` contributes its host, port and database only;
     a backend type not listed contributes its string fields whose names do not look secret;
   - local state (no backend cache, or ``local``): the resolved state path and the machine
@@ -55,6 +56,15 @@ STATE_NAMING_FIELDS: dict[str, tuple[str, ...]] = {
     "consul": ("address", "path"),
     "oss": ("bucket", "prefix", "key"),
     "cos": ("bucket", "prefix", "key"),
+}
+# Settings a backend also reads from the environment when its configuration leaves them out (each
+# backend's documentation; ``terraform init`` then caches null for them): they name the state just as
+# the configured value would.
+BACKEND_ENVIRONMENT: dict[str, dict[str, str]] = {
+    "pg": {"conn_str": "PG_CONN_STR", "schema_name": "PG_SCHEMA_NAME"},
+    "http": {"address": "TF_HTTP_ADDRESS"},
+    "consul": {"address": "CONSUL_HTTP_ADDR"},
+    "kubernetes": {"namespace": "KUBE_NAMESPACE"},
 }
 # A field of an unlisted backend whose name matches this is never part of the identity.
 _SECRET_LOOKING = re.compile(
@@ -161,19 +171,22 @@ def without_tag(description: str | None) -> str | None:
     return text or None
 
 
-def tag_of(stack_or_tag: str) -> str:
-    """A stack tag given either itself or the identity it hashes (``lium-tf sweep --stack``)."""
+def tags_of(stack_or_tag: str) -> frozenset[str]:
+    """The tags a stack given by name or by tag can have (``lium-tf sweep --stack``, ``adopt_stacks``):
+    the tag of the stack of that name, and the value itself when it is shaped like a tag (``training``
+    is both a possible stack name and a possible tag, so both are meant)."""
+    tags = {stack_tag(stack_identity(stack_or_tag))}
     if len(stack_or_tag) == TAG_LENGTH and all(c in _TAG_ALPHABET for c in stack_or_tag):
-        return stack_or_tag
-    return stack_tag(stack_identity(stack_or_tag))
+        tags.add(stack_or_tag)
+    return frozenset(tags)
 
 
 def adopted_tags(stacks: list[str] | None, *, environ: Mapping[str, str] | None = None) -> frozenset[str]:
     """The tags of the stacks this stack takes over: the provider's ``adopt_stacks``, else
-    ``LIUM_ADOPT_STACKS`` (comma-separated); each a stack value or a tag (:func:`tag_of`)."""
+    ``LIUM_ADOPT_STACKS`` (comma-separated); each a stack value or a tag (:func:`tags_of`)."""
     env = os.environ if environ is None else environ
     given = stacks if stacks is not None else env.get(ADOPT_STACKS_ENV, "").split(",")
-    return frozenset(tag_of(stack.strip()) for stack in given if stack.strip())
+    return frozenset(tag for stack in given if stack.strip() for tag in tags_of(stack.strip()))
 
 
 def _backend(data_dir: Path) -> tuple[str, dict[str, Any]] | None:
@@ -192,7 +205,16 @@ def _backend(data_dir: Path) -> tuple[str, dict[str, Any]] | None:
 
 
 def _naming_fields(kind: str, config: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
-    """What names the state in a remote backend's configuration; nothing secret."""
+    """What names the state in a remote backend's configuration (and the environment it falls back to,
+    :data:`BACKEND_ENVIRONMENT`); nothing secret."""
+    config = {
+        **config,
+        **{
+            name: env[variable]
+            for name, variable in BACKEND_ENVIRONMENT.get(kind, {}).items()
+            if config.get(name) in (None, "") and env.get(variable)
+        },
+    }
     if kind == "pg":
         return {
             "schema_name": config.get("schema_name") or "terraform_remote_state",

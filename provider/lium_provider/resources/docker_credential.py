@@ -11,6 +11,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from lium_provider.api.models import is_lium_id
+from lium_provider.domain.stack import tag_in
 from lium_provider.resources.common import (
     api_errors,
     check_access_on_create,
@@ -26,7 +27,7 @@ from lium_provider.resources.ownership import (
     refreshed_owner,
     warn_if_foreign,
 )
-from lium_provider.session import session
+from lium_provider.session import LiumSession, session
 from tfbridge import Attribute, Context, PlanChange, Resource, TFError, UseStateForUnknown
 
 
@@ -71,6 +72,21 @@ def _password(config: DockerCredentialModel) -> str:
     return config.password_wo
 
 
+def _tag_of_users(s: LiumSession, credential_id: str) -> str | None:
+    """Whose a credential is, for a state that does not say (Lium has no field for it): the tag of
+    another stack one of the account's templates using it carries, else this stack's if one of its
+    templates does; None when no tagged template uses it."""
+    with api_errors("listing the templates that use the Docker credential"):
+        me = s.verify_access().id
+        tags = {
+            tag_in(t.description)
+            for t in s.client.list_templates()
+            if t.user_id == me and t.docker_credential_id == credential_id
+        } - {None}
+    others = sorted(t for t in tags if t and t != s.stack_tag)
+    return others[0] if others else (s.stack_tag if tags else None)
+
+
 class DockerCredentialResource(Resource[DockerCredentialModel]):
     type_name = "lium_docker_credential"
     model = DockerCredentialModel
@@ -104,7 +120,9 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
             credential = session(ctx).client.get_docker_credential(state.id or "")
         if credential is None:
             return None
-        owner = refreshed_owner(ctx, state.stack_tag, imported=not state.username, in_lium=None)
+        s = session(ctx)
+        in_lium = None if state.stack_tag else _tag_of_users(s, state.id or "")
+        owner = refreshed_owner(ctx, state.stack_tag, imported=not state.username, in_lium=in_lium)
         refreshed = state.model_copy(
             update={
                 "username": credential.username or state.username,
@@ -130,9 +148,10 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
         return plan.model_copy(update={"id": prior.id, "password_wo": None})
 
     def delete(self, ctx: Context, state: DockerCredentialModel) -> None:
-        if left_alone_at_delete(ctx, self.type_name, state):
+        s = session(ctx)
+        if left_alone_at_delete(ctx, self.type_name, state, in_lium=lambda: _tag_of_users(s, state.id or "")):
             return
-        client = session(ctx).client
+        client = s.client
         credential_id = state.id or ""
         delete_reconciled(
             ctx,

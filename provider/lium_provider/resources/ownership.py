@@ -19,6 +19,7 @@ that is empty or not a Lium id (a hand-edited state) is refused at plan and trea
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Protocol
 
 from lium_provider.api.models import is_lium_id
@@ -69,7 +70,7 @@ def plan_ownership(ctx: Context, change: PlanChange[Any], type_name: str) -> Non
             change.set_planned("stack_tag", s.stack_tag)
         return
     if not is_lium_id(prior.id):
-        _refuse(
+        refuse_unless_destroying(
             TFError(
                 f"{type_name} has no usable id in the state",
                 f"The state holds the id {prior.id!r}, which names no Lium object (a hand-edited or "
@@ -85,7 +86,7 @@ def plan_ownership(ctx: Context, change: PlanChange[Any], type_name: str) -> Non
     if not owner or owner in s.adopt_tags:
         change.set_planned("stack_tag", s.stack_tag)
         return
-    _refuse(
+    refuse_unless_destroying(
         TFError(
             f"This {type_name} belongs to another stack",
             f"{prior.id} is stack {owner}'s, and this is stack {s.stack_tag}: the state was copied from "
@@ -98,7 +99,7 @@ def plan_ownership(ctx: Context, change: PlanChange[Any], type_name: str) -> Non
     )
 
 
-def _refuse(error: TFError) -> None:
+def refuse_unless_destroying(error: TFError) -> None:
     """Fail the plan with ``error``, except the plan a destroy refreshes with (Terraform aborts the
     destroy on its errors): the delete then leaves the object alone (:func:`left_alone_at_delete`)."""
     if not destroying():
@@ -127,31 +128,43 @@ def is_foreign(ctx: Context, state: Identified) -> bool:
     return bool(owner) and owner != s.stack_tag and owner not in s.adopt_tags
 
 
-def warn_if_foreign(ctx: Context, type_name: str, state: Identified) -> None:
-    """At refresh: a warning for another stack's object (the plan then refuses it)."""
-    if is_foreign(ctx, state):
+def warn_if_foreign(ctx: Context, type_name: str, state: Identified) -> bool:
+    """At refresh: a warning for another stack's object (the plan then refuses it); whether it is one."""
+    foreign = is_foreign(ctx, state)
+    if foreign:
         ctx.warn(
             f"This {type_name} belongs to another stack",
             f"{state.id} is stack {_owner(ctx, state)}'s, not this stack's ({session(ctx).stack_tag}): a plan "
             "refuses to change it, and a destroy leaves it alone and forgets it.",
             path=("stack_tag",),
         )
+    return foreign
 
 
-def left_alone_at_delete(ctx: Context, type_name: str, state: Identified) -> bool:
+def left_alone_at_delete(
+    ctx: Context, type_name: str, state: Identified, in_lium: Callable[[], str | None] | None = None
+) -> bool:
     """At delete: True (with a warning) when ``state`` must not be deleted in Lium: another stack's
-    object, or an id that names none. Terraform then forgets it; nothing blocks the destroy."""
+    object, or an id that names none. Terraform then forgets it; nothing blocks the destroy.
+
+    A state that records no stack (written before the tag, and not refreshed since: ``destroy
+    -refresh=false``) is judged by what Lium holds, ``in_lium()`` (the tag in a pod's name, a
+    template's or volume's description, the templates that use a credential); without it, by the state.
+    """
     if not is_lium_id(state.id):
         ctx.warn(
             f"Forgot a {type_name} without a usable id",
-            f"The state held the id {state.id!r}, which names no Lium object: nothing was deleted.",
+            f"The state held the id {state.id!r}, which names no Lium object: nothing was deleted by it. "
+            "`lium-tf sweep --stack <this stack>` lists what the stack still holds in Lium.",
         )
         return True
-    if is_foreign(ctx, state):
+    s = session(ctx)
+    owner = _owner(ctx, state) if getattr(state, "stack_tag", None) or in_lium is None else in_lium()
+    if owner and owner != s.stack_tag and owner not in s.adopt_tags:
         ctx.warn(
             f"Left another stack's {type_name} alone",
-            f"{state.id} is stack {_owner(ctx, state)}'s, not this stack's ({session(ctx).stack_tag}): it was "
-            "removed from this state and not deleted in Lium.",
+            f"{state.id} is stack {owner}'s, not this stack's ({s.stack_tag}): it was removed from this "
+            "state and not deleted in Lium.",
         )
         return True
     return False

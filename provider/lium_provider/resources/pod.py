@@ -22,6 +22,7 @@ from lium_provider.api.errors import LiumError, LiumUncertainOutcome, is_definit
 from lium_provider.api.models import (
     DEAD_POD_STATES,
     DELETED,
+    DELETING,
     POD_GONE_TIMEOUT,
     RUNNING,
     Pod,
@@ -733,9 +734,8 @@ class PodResource(Resource[PodModel]):
                 }
             )
             refreshed = self._with_listed_offer(ctx, s, refreshed)
-        in_name = parse_lium_pod_name(refreshed.lium_name or "")
         owner = refreshed_owner(
-            ctx, state.stack_tag, imported=not state.name, in_lium=in_name[1] if in_name else None
+            ctx, state.stack_tag, imported=not state.name, in_lium=_tag_in_name(refreshed.lium_name)
         )
         refreshed = refreshed.model_copy(update={"stack_tag": owner})
         warn_if_foreign(ctx, self.type_name, refreshed)
@@ -780,11 +780,37 @@ class PodResource(Resource[PodModel]):
         return state.model_copy(update={"ssh_host_key": key})
 
     def delete(self, ctx: Context, state: PodModel) -> None:
-        if left_alone_at_delete(ctx, self.type_name, state):
+        if not is_lium_id(state.id):
+            self._delete_by_lium_name(ctx, state)
+        if left_alone_at_delete(ctx, self.type_name, state, in_lium=lambda: _tag_in_name(state.lium_name)):
             return
         s = session(ctx)
         delete_pod_and_wait(ctx, s, state.id or "")
         s.journal.forget(state.lium_name or state.name)
+
+    def _delete_by_lium_name(self, ctx: Context, state: PodModel) -> None:
+        """A damaged id with this stack's Lium name beside it: the pod is found, and deleted, by the name
+        (a paid pod is not left running because its id was lost)."""
+        s = session(ctx)
+        if not is_this_stacks(s, state.lium_name or ""):
+            return
+        with api_errors("looking for the pod by its Lium name"):
+            found = [p for p in s.client.list_pods() if p.pod_name == state.lium_name]
+        for pod in found:
+            if pod.status not in (DELETING, DELETED):
+                ctx.warn(
+                    f"Deleted this stack's pod {pod.id} by its Lium name",
+                    f"The state's id was unusable; the pod named {state.lium_name} (this stack's) was found "
+                    "in Lium and deleted.",
+                )
+                delete_pod_and_wait(ctx, s, pod.id)
+        s.journal.forget(state.lium_name or state.name)
+
+
+def _tag_in_name(lium_name: str | None) -> str | None:
+    """The stack tag a pod's Lium name carries, or None for a name this provider did not make."""
+    parsed = parse_lium_pod_name(lium_name or "")
+    return parsed[1] if parsed else None
 
 
 def delete_pod_and_wait(ctx: Context, s: LiumSession, pod_id: str) -> None:
@@ -833,8 +859,7 @@ def _delete_abandoned(ctx: Context, s: LiumSession, pod_id: str, lium_name: str)
 
 def is_this_stacks(s: LiumSession, lium_name: str) -> bool:
     """Whether a Lium pod name carries this stack's tag (:func:`lium_provider.domain.stack.lium_pod_name`)."""
-    parsed = parse_lium_pod_name(lium_name)
-    return parsed is not None and parsed[1] == s.stack_tag
+    return _tag_in_name(lium_name) == s.stack_tag
 
 
 def settle_orphans(

@@ -19,9 +19,18 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from lium_provider.api.models import RUNNING, Pod
+from lium_provider.api.models import RUNNING, Pod, is_lium_id
+from lium_provider.domain.stack import parse_lium_pod_name
 from lium_provider.resources.common import api_errors, check_access_on_create
 from lium_provider.resources.inputs import check_openssh_public_key
+from lium_provider.resources.ownership import (
+    StackTag,
+    left_alone_at_delete,
+    plan_ownership,
+    refreshed_owner,
+    refuse_unless_destroying,
+    warn_if_foreign,
+)
 from lium_provider.runner import bootstrap
 from lium_provider.runner.pod_ssh import HostKeyMismatch, LoginRefused, PodSSH, PodUnreachable
 from lium_provider.runner.scripts import SSH_PORT
@@ -147,6 +156,7 @@ class RunnerModel(BaseModel):
             description="The runner answered its healthcheck at the last refresh; `false` plans its replacement.",
         ),
     ] = None
+    stack_tag: StackTag = None
     timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
 
     @field_validator("ssh_host_key")
@@ -179,6 +189,12 @@ class RunnerModel(BaseModel):
         if value is not None and (not value or any(not command.strip() for command in value)):
             raise ValueError("needs at least one command, and no empty ones")
         return value
+
+
+def _pod_tag(pod: Pod | None) -> str | None:
+    """The stack tag in the runner's pod's Lium name: whose runner a state that records none is."""
+    parsed = parse_lium_pod_name(pod.pod_name) if pod else None
+    return parsed[1] if parsed else None
 
 
 def _default_download_url(s: LiumSession) -> str:
@@ -249,8 +265,20 @@ class RunnerResource(Resource[RunnerModel]):
         return []
 
     def modify_plan(self, ctx: Context, change: PlanChange[RunnerModel]) -> None:
-        check_access_on_create(ctx, change)
         prior = change.prior
+        if prior is not None and not is_lium_id(prior.pod_id):
+            refuse_unless_destroying(
+                TFError(
+                    "lium_runner has no usable pod_id in the state",
+                    f"The state holds the pod id {prior.pod_id!r}, which names no Lium pod (a hand-edited or "
+                    "damaged state). Remove it with `terraform state rm`, then apply; `terraform destroy` "
+                    "forgets it without calling Lium.",
+                    path=("pod_id",),
+                )
+            )
+            return
+        plan_ownership(ctx, change, self.type_name)
+        check_access_on_create(ctx, change)
         if prior is None:
             if change.is_unknown("runner_download_url") and change.config_is_null("runner_download_url"):
                 if not change.config_is_null("runner_binary_path"):
@@ -382,14 +410,21 @@ class RunnerResource(Resource[RunnerModel]):
     # -- read / update / delete ------------------------------------------------------------------
 
     def read(self, ctx: Context, state: RunnerModel) -> RunnerModel | None:
+        if not is_lium_id(state.pod_id) or not is_lium_id(state.id):
+            return state  # names no pod: the plan refuses it, a destroy forgets it
         s = session(ctx)
         with api_errors("reading the pod", path=("pod_id",)):
             pod = s.client.get_pod(state.pod_id)
         if pod is None or pod.is_terminal:
             return None  # the pod is gone, and the runner with it
         refreshed = state.model_copy(
-            update={"runner_ssh_port": (pod.ports_mapping or {}).get(str(SSH_PORT), state.runner_ssh_port)}
+            update={
+                "runner_ssh_port": (pod.ports_mapping or {}).get(str(SSH_PORT), state.runner_ssh_port),
+                "stack_tag": refreshed_owner(ctx, state.stack_tag, imported=False, in_lium=_pod_tag(pod)),
+            }
         )
+        if warn_if_foreign(ctx, self.type_name, refreshed):
+            return refreshed  # another stack's runner: not even its health is checked
         private_key = s.require_ssh_key("lium_runner")
         address = pod.ssh_host_port() if pod.status == RUNNING else None
         if address is None:
@@ -441,6 +476,15 @@ class RunnerResource(Resource[RunnerModel]):
         another host key than the pinned one, nothing is sent to it: the delete succeeds with a warning,
         as the runner ends when its pod is deleted (the usual reason to delete a runner)."""
         s = session(ctx)
+        if not is_lium_id(state.pod_id):
+            ctx.warn(
+                "Forgot a lium_runner without a usable pod_id",
+                f"The state held the pod id {state.pod_id!r}, which names no Lium pod: nothing was sent to "
+                "any pod.",
+            )
+            return
+        if left_alone_at_delete(ctx, self.type_name, state, in_lium=lambda: self._pod_tag_in_lium(s, state)):
+            return
         private_key = s.require_ssh_key("lium_runner")
         with api_errors("reading the pod", path=("pod_id",)):
             pod = s.client.get_pod(state.pod_id)
@@ -469,6 +513,10 @@ class RunnerResource(Resource[RunnerModel]):
                 bootstrap.stop(ctx, ssh, state.id or state.pod_id)
             except PodUnreachable as exc:
                 self._left_running(ctx, pod.id, f"The SSH connection to {host}:{port} broke ({exc}).")
+
+    def _pod_tag_in_lium(self, s: LiumSession, state: RunnerModel) -> str | None:
+        with api_errors("reading the pod", path=("pod_id",)):
+            return _pod_tag(s.client.get_pod(state.pod_id))
 
     def _left_running(self, ctx: Context, pod_id: str, why: str) -> None:
         ctx.warn(

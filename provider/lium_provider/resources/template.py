@@ -136,6 +136,13 @@ class TemplateModel(BaseModel):
         return value
 
 
+def _tag_in_lium(s: LiumSession, template_id: str) -> str | None:
+    """The stack tag the template's description carries in Lium (None: none, or no such template)."""
+    with api_errors("reading the template"):
+        template = s.client.get_template(template_id)
+    return tag_in(template.description) if template else None
+
+
 def _spec(model: TemplateModel, tag: str) -> TemplateSpec:
     """The body Lium gets; its description carries the stack's ``tag``, so a fresh runner finds it."""
     return TemplateSpec(
@@ -274,9 +281,9 @@ class TemplateResource(Resource[TemplateModel]):
         return _state(template, plan, s.stack_tag)
 
     def delete(self, ctx: Context, state: TemplateModel) -> None:
-        if left_alone_at_delete(ctx, self.type_name, state):
-            return
         s = session(ctx)
+        if left_alone_at_delete(ctx, self.type_name, state, in_lium=lambda: _tag_in_lium(s, state.id or "")):
+            return
         template_id = state.id or ""
         settle_orphans(ctx, s, template_id=template_id)
         delete_reconciled(

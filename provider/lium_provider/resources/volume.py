@@ -134,10 +134,16 @@ class VolumeResource(Resource[VolumeModel]):
         return plan.model_copy(update={"id": prior.id})
 
     def delete(self, ctx: Context, state: VolumeModel) -> None:
-        if left_alone_at_delete(ctx, self.type_name, state):
-            return
         s = session(ctx)
         client = s.client
+
+        def tag_in_lium() -> str | None:
+            with api_errors("reading the volume"):
+                volume = client.get_volume(state.id or "")
+            return tag_in(volume.description) if volume else None
+
+        if left_alone_at_delete(ctx, self.type_name, state, in_lium=tag_in_lium):
+            return
         volume_id = state.id or ""
         # A pod an interrupted run rented with this volume, but never recorded, would hold it: it goes first.
         settle_orphans(ctx, s, volume_id=volume_id)
