@@ -43,7 +43,7 @@ class DockerCredential(LiumResourceBase):
 
         Args:
             username: Registry user name. Must not be empty.
-            password_wo: Registry password or token. Write-only: never stored in state or shown in plans. Required when creating, and whenever `password_wo_version` changes. Pass a reference (``SecretVariable.string_value``), never a literal.
+            password_wo: Registry password or token. Write-only: never stored in state or shown in plans. Required when creating, and whenever `password_wo_version` changes. Lium checks it only when a pod pulls the image: a wrong one fails that pod's create (Lium's reason `image_pull_failed`), after the rent; the failed pod is kept as tainted, and the next apply or destroy deletes it. Pass a reference (``SecretVariable.string_value``), never a literal.
             password_wo_version: Change this number to send a new `password_wo` (rotation).
 
         ``count``, ``depends_on``, ``for_each``, ``lifecycle`` and ``provider`` are Terraform's

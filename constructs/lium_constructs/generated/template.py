@@ -56,9 +56,9 @@ class Template(LiumResourceBase):
         Args:
             name: Template name. Must be 1 to 255 characters long.
             image: Full image reference, e.g. `python:3.11-slim` or `registry:5000/team/img:tag`; Lium splits it into image and tag.
-            entrypoint: Entrypoint, e.g. `/bin/sh` (default: the image's).
-            startup_commands: Arguments after the image, e.g. `-c 'exec sleep infinity'`.
-            environment: Extra environment variables.
+            entrypoint: Entrypoint, e.g. `/bin/sh` (default: the image's). Split into words as a shell would; one line, each word at most 131071 bytes.
+            startup_commands: Arguments after the image, e.g. `-c 'exec sleep infinity'`, split into words as a shell would (quotes closed; tabs and newlines allowed, no other control character); each word at most 131071 bytes, all of them 262144.
+            environment: Extra environment variables: names without `=`, values without NUL; each `NAME=value` at most 131071 bytes, all of them 1048576 (what one process start can carry, with room for the image's own).
             internal_ports: Container ports Lium maps to external ports; the default is SSH and the dstack runner's SSH.
             local_volume_path: Where the pod's local volume is mounted. Computed when unset.
             is_private: Visible only to this account. Computed when unset.
@@ -105,17 +105,17 @@ class Template(LiumResourceBase):
 
     @property
     def entrypoint(self) -> str:
-        """Entrypoint, e.g. `/bin/sh` (default: the image's)."""
+        """Entrypoint, e.g. `/bin/sh` (default: the image's). Split into words as a shell would; one line, each word at most 131071 bytes."""
         return self.get_string_attribute("entrypoint")
 
     @property
     def startup_commands(self) -> str:
-        """Arguments after the image, e.g. `-c 'exec sleep infinity'`."""
+        """Arguments after the image, e.g. `-c 'exec sleep infinity'`, split into words as a shell would (quotes closed; tabs and newlines allowed, no other control character); each word at most 131071 bytes, all of them 262144."""
         return self.get_string_attribute("startup_commands")
 
     @property
     def environment(self) -> Mapping[str, str]:
-        """Extra environment variables."""
+        """Extra environment variables: names without `=`, values without NUL; each `NAME=value` at most 131071 bytes, all of them 1048576 (what one process start can carry, with room for the image's own)."""
         return self.get_string_map_attribute("environment")
 
     @property

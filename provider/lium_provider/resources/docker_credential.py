@@ -50,7 +50,10 @@ class DockerCredentialModel(BaseModel):
             write_only=True,
             sensitive=True,
             description="Registry password or token. Write-only: never stored in state or shown in plans. "
-            "Required when creating, and whenever `password_wo_version` changes.",
+            "Required when creating, and whenever `password_wo_version` changes. Lium checks it only when a "
+            "pod pulls the image: a wrong one fails that pod's create (Lium's reason "
+            "`image_pull_failed`), after the rent; the failed pod is kept as tainted, and the next apply or "
+            "destroy deletes it.",
         ),
     ] = None
     password_wo_version: Annotated[

@@ -46,7 +46,7 @@ from lium_provider.domain.removal import (
 )
 from lium_provider.domain.stack import lium_pod_name, parse_lium_pod_name, rent_digest
 from lium_provider.resources.common import api_errors, check_access_on_create
-from lium_provider.resources.inputs import OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
+from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.resources.ownership import (
     StackTag,
     claim_create_name,
@@ -112,7 +112,7 @@ class PodModel(OfferFilter):
         PRINTABLE_NAME,
     ] = Field(min_length=1, max_length=63)
     template_id: Annotated[
-        str, Attribute(required=True, plan=_REPLACE, description="`lium_template` to run.")
+        str, Attribute(required=True, plan=_REPLACE, description="`lium_template` to run."), LIUM_ID
     ]
     executor_id: Annotated[
         str | None,
@@ -123,6 +123,7 @@ class PodModel(OfferFilter):
             description="Rent this executor (node). Conflicts with the offer filter; computed when the filter "
             "chose.",
         ),
+        LIUM_ID,
     ] = None
     ssh_public_key: Annotated[
         str | None,
@@ -138,6 +139,7 @@ class PodModel(OfferFilter):
     volume_id: Annotated[
         str | None,
         Attribute(optional=True, plan=_REPLACE, description="`lium_volume` to mount at /mnt (one)."),
+        LIUM_ID,
     ] = None
     status: Annotated[str | None, Attribute(computed=True, description="Lium status, e.g. `RUNNING`.")] = None
     region: Annotated[

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from lium_provider.api.models import RUNNING, Pod, is_lium_id
 from lium_provider.domain.stack import parse_lium_pod_name
 from lium_provider.resources.common import api_errors, check_access_on_create
-from lium_provider.resources.inputs import check_openssh_public_key
+from lium_provider.resources.inputs import LIUM_ID, check_openssh_public_key
 from lium_provider.resources.ownership import (
     StackTag,
     left_alone_at_delete,
@@ -75,6 +75,7 @@ class RunnerModel(BaseModel):
             plan=_REPLACE,
             description="`lium_pod` to run on. Its template must publish port 10022 (the default `internal_ports`).",
         ),
+        LIUM_ID,
     ] = Field(min_length=1)
     ssh_host_key: Annotated[
         str,

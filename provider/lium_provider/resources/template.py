@@ -17,7 +17,16 @@ from lium_provider.resources.common import (
     delete_reconciled,
     newest,
 )
-from lium_provider.resources.inputs import PRINTABLE_NAME
+from lium_provider.resources.inputs import (
+    COMMAND_LINE,
+    COMMAND_LINE_BYTES,
+    ENVIRONMENT,
+    ENVIRONMENT_BYTES,
+    EXEC_STRING_BYTES,
+    LIUM_ID,
+    PRINTABLE_NAME,
+    SCRIPT,
+)
 from lium_provider.resources.ownership import (
     StackTag,
     claim_create_name,
@@ -77,14 +86,33 @@ class TemplateModel(BaseModel):
         ),
     ]
     entrypoint: Annotated[
-        str | None, Attribute(optional=True, description="Entrypoint, e.g. `/bin/sh` (default: the image's).")
+        str | None,
+        Attribute(
+            optional=True,
+            description="Entrypoint, e.g. `/bin/sh` (default: the image's). Split into words as a shell "
+            f"would; one line, each word at most {EXEC_STRING_BYTES} bytes.",
+        ),
+        COMMAND_LINE,
     ] = None
     startup_commands: Annotated[
         str | None,
-        Attribute(optional=True, description="Arguments after the image, e.g. `-c 'exec sleep infinity'`."),
+        Attribute(
+            optional=True,
+            description="Arguments after the image, e.g. `-c 'exec sleep infinity'`, split into words as a "
+            "shell would (quotes closed; tabs and newlines allowed, no other control character); each word "
+            f"at most {EXEC_STRING_BYTES} bytes, all of them {COMMAND_LINE_BYTES}.",
+        ),
+        SCRIPT,
     ] = None
     environment: Annotated[
-        dict[str, str] | None, Attribute(optional=True, description="Extra environment variables.")
+        dict[str, str] | None,
+        Attribute(
+            optional=True,
+            description="Extra environment variables: names without `=`, values without NUL; each "
+            f"`NAME=value` at most {EXEC_STRING_BYTES} bytes, all of them {ENVIRONMENT_BYTES} (what one "
+            "process start can carry, with room for the image's own).",
+        ),
+        ENVIRONMENT,
     ] = None
     internal_ports: Annotated[
         list[int] | None,
@@ -112,6 +140,7 @@ class TemplateModel(BaseModel):
     docker_credential_id: Annotated[
         str | None,
         Attribute(optional=True, description="`lium_docker_credential` id for a private registry."),
+        LIUM_ID,
     ] = None
     stack_tag: StackTag = None
 
@@ -123,9 +152,13 @@ class TemplateModel(BaseModel):
     @field_validator("internal_ports")
     @classmethod
     def _ports(cls, value: list[int] | None) -> list[int] | None:
+        seen: set[int] = set()
         for port in value or []:
             if not 1 <= port <= 65535:
                 raise ValueError(f"{port} is not a TCP port (1-65535)")
+            if port in seen:
+                raise ValueError(f"port {port} is listed twice: each container port is mapped once")
+            seen.add(port)
         return value
 
     @field_validator("local_volume_path")
