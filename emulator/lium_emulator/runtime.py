@@ -1,6 +1,7 @@
 """Assembles one emulator: state, fault engine, sandboxes and pod lifecycle, from an ``EmulatorConfig``."""
 
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -20,6 +21,7 @@ from lium_emulator.records.idempotency import IdempotencyLedger
 from lium_emulator.records.state import EmulatorState
 from lium_emulator.records.store import Store
 from lium_emulator.sandbox.manager import SandboxManager
+from lium_emulator.sandbox.watchdog import Watchdog, hold_work_dir, reap_dead_instances
 
 STATE_FILE = "state.sqlite3"
 
@@ -38,6 +40,9 @@ class Runtime:
     work_dir: Path
     started_at: datetime
     stale_pods: list[str]
+    """Pods of dead emulators this start reaped: of this work directory's, and of any other registered."""
+    watchdog: Watchdog
+    work_dir_lock: int
     requests: "RequestCounter" = field(default_factory=lambda: RequestCounter())
 
     @property
@@ -48,10 +53,13 @@ class Runtime:
         return f"http://{host}:{self.port}"
 
     def close(self) -> None:
-        """Release the store; remove the scratch directory when there is no state directory."""
+        """After the pods are torn down: release the store and the watchdog; remove the scratch
+        directory when there is no state directory; let go of the work directory."""
         self.state.store.close()
+        self.watchdog.release()
         if self.config.state_dir is None:
             shutil.rmtree(self.work_dir, ignore_errors=True)
+        os.close(self.work_dir_lock)
 
 
 def load_fault_plan(path: Path | None) -> FaultPlan:
@@ -68,6 +76,7 @@ def build_runtime(config: EmulatorConfig, port: int) -> Runtime:
     """
     catalog = Catalog.load(config.nodes_file)
     plan = load_fault_plan(config.faults_file)
+    reaped = reap_dead_instances()  # what emulators that died on this host left, before anything of ours
     if config.state_dir is not None:
         work_dir = config.state_dir
         work_dir.mkdir(parents=True, exist_ok=True)
@@ -80,8 +89,10 @@ def build_runtime(config: EmulatorConfig, port: int) -> Runtime:
         state.ensure_account(api_key, config.balance_usd)
     for template in public_templates(image_catalog()):
         state.templates[template.id] = template
+    work_dir_lock = hold_work_dir(work_dir)
     sandbox_root = work_dir / "sandboxes"
-    stale_pods = SandboxManager.cleanup_stale(sandbox_root)
+    stale_pods = reaped + SandboxManager.cleanup_stale(sandbox_root)
+    watchdog = Watchdog.start(work_dir, temporary=config.state_dir is None)
     sandboxes = SandboxManager(sandbox_root, emulator_port=port)
     faults = FaultEngine(plan)
     return Runtime(
@@ -95,6 +106,8 @@ def build_runtime(config: EmulatorConfig, port: int) -> Runtime:
         work_dir=work_dir,
         started_at=datetime.now(UTC),
         stale_pods=stale_pods,
+        watchdog=watchdog,
+        work_dir_lock=work_dir_lock,
     )
 
 

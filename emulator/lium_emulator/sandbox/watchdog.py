@@ -1,0 +1,199 @@
+"""Pods die with the emulator however it dies, and a later start reaps what a dead one left behind.
+
+The emulator's pods run in sessions of their own (they must outlive the thread that started them), so
+nothing ends them when the emulator is SIGKILLed; without ``--state-dir`` no later start would even know
+where their files are. Two mechanisms close that:
+
+* **A watchdog** per emulator, a process in a session of its own, holds the read end of a pipe whose
+  write end only the emulator holds. However the emulator ends, the pipe closes; a clean shutdown first
+  writes :data:`RELEASED` (it has torn its pods down itself). Otherwise the watchdog waits for the
+  emulator to be gone and reaps: :meth:`SandboxManager.cleanup_stale` (pods' processes, cgroups and
+  directories), then the work directory when it was a temporary one.
+* **The instance registry** (:func:`instances_dir`, private to the user): each emulator registers its
+  work directory there. Should the watchdog die as well (its session killed, the host rebooted), the
+  next emulator start on the host reaps every registered instance whose process is gone
+  (:func:`reap_dead_instances`).
+
+A state directory is held under an exclusive ``flock`` by the emulator using it (:func:`hold_work_dir`):
+a watchdog reaps a state directory's sandboxes only while it holds that lock, so it never races the
+emulator that restarted on the same state directory (which cleans up itself when it gets the lock).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from lium_emulator.sandbox.manager import SandboxManager, process_is_running, process_start_ticks
+
+INSTANCES_ENV = "LIUM_EMULATOR_INSTANCES_DIR"
+RELEASED = b"R"  # emulator to watchdog: a clean shutdown, nothing is left to reap
+LOCK_FILE = "sandboxes.lock"
+# How long an emulator waits for the lock of its work directory (a dead predecessor's watchdog may be
+# reaping it), and how long a watchdog waits for its emulator to be gone after the pipe closed.
+LOCK_WAIT_SECONDS = 30.0
+EXIT_WAIT_SECONDS = 10.0
+_POLL_SECONDS = 0.05
+
+
+def instances_dir() -> Path:
+    """Where this user's emulators register (``LIUM_EMULATOR_INSTANCES_DIR``, else the temp dir)."""
+    configured = os.environ.get(INSTANCES_ENV)
+    return Path(configured) if configured else Path(tempfile.gettempdir()) / f"lium-emulator-{os.getuid()}"
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One emulator, as its registry file records it."""
+
+    pid: int
+    start: int
+    work_dir: Path
+    temporary: bool
+
+    @property
+    def sandbox_root(self) -> Path:
+        return self.work_dir / "sandboxes"
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "pid": self.pid,
+                "start": self.start,
+                "work_dir": str(self.work_dir),
+                "temporary": self.temporary,
+            }
+        )
+
+    @classmethod
+    def read(cls, path: Path) -> Registration | None:
+        try:
+            data = json.loads(path.read_text())
+            return cls(int(data["pid"]), int(data["start"]), Path(data["work_dir"]), bool(data["temporary"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+
+def hold_work_dir(work_dir: Path) -> int:
+    """Take the work directory's lock for this process's lifetime (it is released when the process
+    ends, however); waits while a dead predecessor's watchdog reaps it. Returns the descriptor."""
+    fd = os.open(work_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise OSError(f"{work_dir} is in use by another emulator") from None
+            time.sleep(_POLL_SECONDS)
+
+
+@dataclass
+class Watchdog:
+    """The running watchdog of this emulator (see the module docstring)."""
+
+    process: subprocess.Popen[bytes]
+    lifeline: int | None
+    registration: Path
+
+    @classmethod
+    def start(cls, work_dir: Path, *, temporary: bool) -> Watchdog:
+        directory = instances_dir()
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        pid = os.getpid()
+        me = Registration(pid, process_start_ticks(pid) or 0, work_dir.resolve(), temporary)
+        registration = directory / f"{me.pid}-{me.start}.json"
+        registration.write_text(me.to_json())
+        read_end, write_end = os.pipe()  # both ends not inheritable: only the watchdog gets its end
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "lium_emulator.sandbox.watchdog", str(registration)],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # a kill of the emulator's process group must not take it along
+            )
+        finally:
+            os.close(read_end)
+        return cls(process, write_end, registration)
+
+    def release(self) -> None:
+        """At a clean shutdown, after the pods are torn down: the watchdog unregisters and exits."""
+        if self.lifeline is None:
+            return
+        with contextlib.suppress(OSError):
+            os.write(self.lifeline, RELEASED)
+        os.close(self.lifeline)
+        self.lifeline = None
+        try:
+            self.process.wait(EXIT_WAIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def reap(registration_file: Path, record: Registration) -> list[str]:
+    """Everything the dead emulator ``record`` left: its pods (unless another emulator now holds its work
+    directory, which cleans up itself), a temporary work directory, its registration. Returns the ids
+    of the pods reaped."""
+    try:
+        lock: int | None = os.open(record.work_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        lock = None  # the work directory is gone: nobody can hold it
+    try:
+        if lock is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        reaped = SandboxManager.cleanup_stale(record.sandbox_root)
+        if record.temporary:
+            shutil.rmtree(record.work_dir, ignore_errors=True)
+    except BlockingIOError:
+        reaped = []  # another emulator runs on this work directory now
+    finally:
+        if lock is not None:
+            os.close(lock)
+        registration_file.unlink(missing_ok=True)
+    return reaped
+
+
+def reap_dead_instances() -> list[str]:
+    """Reap every registered emulator of this user whose process is gone; the ids of the pods reaped."""
+    reaped: list[str] = []
+    for path in sorted(instances_dir().glob("*.json")):
+        record = Registration.read(path)
+        if record is None:
+            path.unlink(missing_ok=True)
+        elif not process_is_running(record.pid, record.start):
+            reaped += reap(path, record)
+    return reaped
+
+
+def main(registration_file: str) -> int:
+    """The watchdog process: block until the emulator is gone, then reap (or, if released, just go)."""
+    path = Path(registration_file)
+    told = sys.stdin.buffer.read()  # returns when every write end is closed: the emulator has ended
+    record = Registration.read(path)
+    if record is None:
+        return 0
+    if told.startswith(RELEASED):
+        path.unlink(missing_ok=True)
+        return 0
+    deadline = time.monotonic() + EXIT_WAIT_SECONDS
+    while process_is_running(record.pid, record.start) and time.monotonic() < deadline:
+        time.sleep(_POLL_SECONDS)  # its last descriptors close just before it is gone
+    reap(path, record)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

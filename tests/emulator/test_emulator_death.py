@@ -1,0 +1,112 @@
+"""However the emulator dies, its pods die with it and nothing of them stays on the host.
+
+Killed alone (SIGKILL, no ``--state-dir``), its watchdog reaps the pods' processes, cgroups and the
+temporary work directory within seconds. Killed together with its watchdog, the next emulator start
+on the host reaps them. Each emulator here registers in a registry of the test's own, so no other
+test's emulator is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.sandbox.manager import process_is_running, processes_mentioning
+from lium_emulator.sandbox.watchdog import INSTANCES_ENV, Registration
+from tests.emulator.testkit import (
+    DEFAULT_KEY,
+    FAST_TIMINGS,
+    SshKey,
+    api_client,
+    create_template,
+    rent_body,
+    rent_pod,
+    resources,
+    splittable_node,
+    wait_ssh_ready,
+)
+
+pytestmark = pytest.mark.sandbox
+
+GONE_SECONDS = 20.0
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The environment of emulators that register in this test's own registry."""
+    directory = tmp_path / "instances"
+    yield {**os.environ, INSTANCES_ENV: str(directory)}
+
+
+def registration(env: dict[str, str]) -> tuple[Path, Registration]:
+    (path,) = Path(env[INSTANCES_ENV]).glob("*.json")
+    record = Registration.read(path)
+    assert record is not None
+    return path, record
+
+
+def running_pod(emulator: RunningEmulator, ssh_key: SshKey, record: Registration) -> dict[str, Any]:
+    """A RUNNING pod of ``emulator``, with its PID 1 and its cgroup directories on the host."""
+    with api_client(emulator, DEFAULT_KEY) as client:
+        template = create_template(client)
+        node = splittable_node(client, "RTX 4090")
+        pod_id = rent_pod(client, node["id"], rent_body(template["id"], ssh_key.public))
+        wait_ssh_ready(client, pod_id)
+    pids = json.loads((record.sandbox_root / "pods" / pod_id / "pids.json").read_text())
+    cgroups = [p for p in Path("/sys/fs/cgroup").rglob(f"{pod_id}-*") if p.is_dir()]
+    return {"id": pod_id, "pid1": (pids["pid1"], pids["pid1_start"]), "cgroups": cgroups}
+
+
+def wait_gone(what: str, still_there: Any) -> None:
+    deadline = time.monotonic() + GONE_SECONDS
+    while still_there():
+        assert time.monotonic() < deadline, f"{what} is still there {GONE_SECONDS:.0f} s after the kill"
+        time.sleep(0.1)
+
+
+def assert_nothing_left(pod: dict[str, Any], record: Registration) -> None:
+    wait_gone("the pod's PID 1", lambda: process_is_running(*pod["pid1"]))
+    wait_gone("the pod's cgroups", lambda: any(p.exists() for p in pod["cgroups"]))
+    wait_gone("the temporary work directory", record.work_dir.exists)
+    assert processes_mentioning(str(record.work_dir)) == []
+
+
+def test_a_killed_emulators_pods_die_with_it(registry: dict[str, str], ssh_key: SshKey) -> None:
+    emulator = launch(FAST_TIMINGS, env=registry)
+    try:
+        path, record = registration(registry)
+        assert record.temporary and record.pid == emulator.process.pid
+        pod = running_pod(emulator, ssh_key, record)
+    finally:
+        emulator.process.send_signal(signal.SIGKILL)
+        emulator.process.wait()
+    assert_nothing_left(pod, record)
+    wait_gone("the registration", path.exists)
+
+
+def test_the_next_start_reaps_what_a_killed_emulator_and_its_watchdog_left(
+    registry: dict[str, str], ssh_key: SshKey
+) -> None:
+    emulator = launch(FAST_TIMINGS, env=registry)
+    try:
+        path, record = registration(registry)
+        pod = running_pod(emulator, ssh_key, record)
+        (watchdog,) = processes_mentioning(str(path))  # the one process named after the registration
+    finally:
+        os.kill(watchdog[0], signal.SIGKILL)  # the watchdog first: it must not see the emulator go
+        emulator.process.send_signal(signal.SIGKILL)
+        emulator.process.wait()
+    assert process_is_running(*pod["pid1"]), "the pod died without anyone to kill it"
+    with launch(FAST_TIMINGS, env=registry) as second:
+        assert pod["id"] in resources(second)["stale_sandboxes_cleaned"]
+        assert_nothing_left(pod, record)
+        assert not path.exists()
+        assert second.stop() == 0
