@@ -65,7 +65,8 @@ def limits_summary(runtime: Runtime) -> str:
     parts = []
     for name, limit in runtime.sandboxes.limits_report().items():
         if limit["enforced"]:
-            parts.append(f"{name} enforced ({limit['how']})")
+            scaled = f"; {limit['scaled']}" if "scaled" in limit else ""
+            parts.append(f"{name} enforced ({limit['how']}{scaled})")
         else:
             parts.append(f"{name} NOT enforced ({limit['why_not']})")
     return "; ".join(parts)

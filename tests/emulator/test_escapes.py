@@ -318,7 +318,7 @@ def test_the_offers_limits_are_in_force_and_visible_in_the_pod(pods: Pods) -> No
     report = resources(pods.emulator)
     limits = report["pod_limits"]
     host_cgroups = Path("/proc/self/mountinfo").read_text()
-    for controller in ("memory", "cpu"):
+    for controller in ("memory", "cpu", "pids"):
         has_controller = any(
             line.split(" - ")[1].startswith("cgroup")
             and controller in line.split(" - ")[1].split()[-1].split(",")
@@ -339,14 +339,17 @@ def test_the_offers_limits_are_in_force_and_visible_in_the_pod(pods: Pods) -> No
             pods,
             "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes",
         )
-        assert int(memory) == row["memory_gib"] << 30
+        assert int(memory) == min(row["memory_gib"], limits["memory"]["at_most_gib"]) << 30
     if limits["cpu"]["enforced"]:
         cpu = succeeds(
             pods,
             "cat /sys/fs/cgroup/cpu.max 2>/dev/null || "
             "echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)",
         )
-        assert cpu.split() == [str(row["cpu_count"] * 100_000), "100000"]
+        assert cpu.split() == [str(min(row["cpu_count"], limits["cpu"]["at_most"]) * 100_000), "100000"]
+    if limits["pids"]["enforced"]:
+        pids = succeeds(pods, "cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max")
+        assert int(pids) == limits["pids"]["at_most"] > 0
     # A cgroup namespace: the pod sees its own group as the root, as in a container.
     assert all(line.endswith(":/") for line in succeeds(pods, "cat /proc/self/cgroup").splitlines())
 

@@ -12,7 +12,7 @@ import pytest
 
 from lium_emulator.catalogs.images import image_catalog, resolve_image
 from lium_emulator.sandbox import idmap, pod_init
-from lium_emulator.sandbox.cgroups import CgroupLimits
+from lium_emulator.sandbox.cgroups import PIDS_PER_POD, CgroupLimits
 from lium_emulator.sandbox.confinement import DENIED_SYSCALLS, KEPT_CAPABILITIES, seccomp_program
 from lium_emulator.sandbox.manager import (
     PodSpec,
@@ -201,8 +201,9 @@ def test_ownership_shifts_between_pod_ranges_keeping_inner_ids(tmp_path: Path) -
 def test_cgroup_limits_are_written_and_removed(tmp_path: Path) -> None:
     limits = CgroupLimits(str(tmp_path))
     report = limits.report()
-    assert set(report) == {"memory", "cpu", "disk"}
+    assert set(report) == {"memory", "cpu", "pids", "disk"}
     groups = limits.create("unit-limits", memory_gib=2, cpu_count=3)
+    cpus = min(3, limits.caps.cpu_count)  # an offer's CPUs are cut to the host's
     try:
 
         def read(directory: str, *names: str) -> str:
@@ -214,8 +215,11 @@ def test_cgroup_limits_are_written_and_removed(tmp_path: Path) -> None:
             if name in ("", "memory") and report["memory"]["enforced"]:
                 assert read(directory, "memory.max", "memory.limit_in_bytes") == str(2 << 30)
             if name in ("", "cpu") and report["cpu"]["enforced"]:
-                assert read(directory, "cpu.max", "cpu.cfs_quota_us").split()[0] == "300000"
-        assert bool(groups.mounts) == (report["memory"]["enforced"] or report["cpu"]["enforced"])
+                assert read(directory, "cpu.max", "cpu.cfs_quota_us").split()[0] == str(cpus * 100_000)
+            if name in ("", "pids") and report["pids"]["enforced"]:
+                assert read(directory, "pids.max") == str(PIDS_PER_POD)
+        enforced = [report[c]["enforced"] for c in ("memory", "cpu", "pids")]
+        assert bool(groups.mounts) == any(enforced)
         assert len(groups.procs_files) == len(groups.directories)
     finally:
         limits.remove("unit-limits")

@@ -1,13 +1,18 @@
-"""The offer's memory and CPU limits on pods, through the host's cgroups (v2 where it has the
-controller, v1 otherwise), and what the emulator can enforce on this host.
+"""The offer's memory and CPU limits on pods, and a process limit, through the host's cgroups (v2
+where it has the controller, v1 otherwise), and what the emulator can enforce on this host.
 
 Lium's pods get ``memory.max`` = the offer's memory and ``cpu.max`` = its CPUs (measured in real
 pods). Each pod here gets, per controller, a group ``lium-emulator/<pod>-<tag>`` (``tag`` tells
-emulators sharing a host apart): v2 ``memory.max`` and ``cpu.max``, or v1
-``memory.limit_in_bytes`` and ``cpu.cfs_quota_us``/``cpu.cfs_period_us``. The pod sees its own
-groups read-only at ``/sys/fs/cgroup`` (v2: the group itself; v1: ``memory/`` and ``cpu/``),
-inside a cgroup namespace rooted there. Where the host has no writable controller, the limit is
-not enforced and :meth:`CgroupLimits.report` says why.
+emulators sharing a host apart): v2 ``memory.max``, ``cpu.max`` and ``pids.max``, or v1
+``memory.limit_in_bytes``, ``cpu.cfs_quota_us``/``cpu.cfs_period_us`` and ``pids.max``. The pod sees
+its own groups read-only at ``/sys/fs/cgroup`` (v2: the group itself; v1: ``memory/``, ``cpu/`` and
+``pids/``), inside a cgroup namespace rooted there. Where the host has no writable controller, the
+limit is not enforced and :meth:`CgroupLimits.report` says why.
+
+The emulator runs on shared hosts that are much smaller than the nodes it emulates, so one pod must
+not be able to take the host: an offer's memory is scaled down to :data:`HOST_MEMORY_SHARE` of the
+host's, its CPUs to the host's, and every pod may run at most :data:`PIDS_PER_POD` processes (a fork
+bomb stops there). The report says so.
 """
 
 from __future__ import annotations
@@ -20,8 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GROUP = "lium-emulator"
-CONTROLLERS = ("memory", "cpu")
+CONTROLLERS = ("memory", "cpu", "pids")
 CPU_PERIOD_US = 100_000
+# At most this many processes (and threads) per pod: far above what a training job starts, far below
+# what would starve the host's pid space.
+PIDS_PER_POD = 4096
+# One pod gets at most this share of the host's memory, whatever its offer says.
+HOST_MEMORY_SHARE = 0.75
 _RMDIR_TIMEOUT_SECONDS = 5.0
 
 
@@ -59,6 +69,31 @@ def _mounts() -> list[tuple[Path, str, set[str]]]:
     return found
 
 
+def host_memory_gib() -> int:
+    """The host's memory in whole GiB (``MemTotal`` of ``/proc/meminfo``)."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) >> 20
+    raise OSError("/proc/meminfo has no MemTotal")
+
+
+def host_cpus() -> int:
+    """The CPUs this process may run on."""
+    return len(os.sched_getaffinity(0))
+
+
+@dataclass(frozen=True)
+class HostCaps:
+    """What one pod may get on this host, at most: the scaled ceilings of the offer's limits."""
+
+    memory_gib: int
+    cpu_count: int
+
+    @classmethod
+    def of_this_host(cls) -> HostCaps:
+        return cls(max(1, int(host_memory_gib() * HOST_MEMORY_SHARE)), host_cpus())
+
+
 def _find(controller: str) -> tuple[Hierarchy | None, str]:
     """The hierarchy to use for ``controller`` (v2 preferred), or None and the reason."""
     v1 = None
@@ -79,6 +114,7 @@ class CgroupLimits:
 
     def __init__(self, tag: str) -> None:
         self._tag = hashlib.sha256(tag.encode()).hexdigest()[:10]
+        self.caps = HostCaps.of_this_host()
         self._hierarchies: dict[str, Hierarchy] = {}
         self._missing: dict[str, str] = {}
         for controller in CONTROLLERS:
@@ -104,11 +140,21 @@ class CgroupLimits:
             else:
                 version = "v2" if hierarchy.v2 else "v1"
                 limits[controller] = {"enforced": True, "how": f"cgroup {version} {controller} controller"}
+        limits["memory"]["at_most_gib"] = self.caps.memory_gib
+        limits["memory"]["scaled"] = (
+            f"an offer's memory is cut to {self.caps.memory_gib} GiB, {HOST_MEMORY_SHARE:.0%} of this host's"
+        )
+        limits["cpu"]["at_most"] = self.caps.cpu_count
+        limits["cpu"]["scaled"] = f"an offer's CPUs are cut to this host's {self.caps.cpu_count}"
+        limits["pids"]["at_most"] = PIDS_PER_POD
         limits["disk"] = {"enforced": True, "how": "size of the tmpfs holding the pod's writable layers"}
         return limits
 
     def create(self, pod_id: str, memory_gib: int, cpu_count: int) -> PodCgroups:
-        """The pod's groups with its limits set (a limit of 0 is left unlimited)."""
+        """The pod's groups with its limits set, scaled to this host (:class:`HostCaps`; a limit of 0
+        means the host's ceiling), and the process limit."""
+        memory_gib = min(memory_gib, self.caps.memory_gib) if memory_gib > 0 else self.caps.memory_gib
+        cpu_count = min(cpu_count, self.caps.cpu_count) if cpu_count > 0 else self.caps.cpu_count
         directories: dict[Path, None] = {}
         mounts: dict[str, str] = {}
         for controller, hierarchy in self._hierarchies.items():
@@ -128,6 +174,8 @@ class CgroupLimits:
                 else:
                     (directory / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
                     (directory / "cpu.cfs_quota_us").write_text(str(quota))
+            elif controller == "pids":
+                (directory / "pids.max").write_text(str(PIDS_PER_POD))
         return PodCgroups(tuple(directories), mounts)
 
     def remove(self, pod_id: str) -> None:

@@ -13,8 +13,9 @@ WORKDIR, like ``docker run``. ``ssh_delay_seconds`` after the spec was made (at 
 mode, entered and confined like PID 1 (a fresh host key per pod; root logins with the spec's keys only). The template's
 internal ports are published on free host loopback ports, and ``127.0.0.1:<emulator_port>`` inside
 the pod reaches the emulator (see ``portforward.py``; :meth:`SandboxManager.comes_from_a_pod` tells
-those connections apart). ``memory_gib`` and ``cpu_count`` are cgroup limits where the host allows
-(:meth:`SandboxManager.limits_report`); the RAM-backed disk is capped at ``min(disk_quota_gb, 4)`` GiB.
+those connections apart). ``memory_gib`` and ``cpu_count`` are cgroup limits where the host allows,
+scaled down to what the host can give, with a process limit beside them (``cgroups.py``,
+:meth:`SandboxManager.limits_report`); the RAM-backed disk is capped at ``min(disk_quota_gb, 4)`` GiB.
 
 Root only: namespaces, mounts, idmapped layers and ``setns`` into a pod's network namespace need
 real root. Without it :meth:`SandboxManager.start` raises :class:`SandboxError` saying so. The pod

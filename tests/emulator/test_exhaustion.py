@@ -1,0 +1,75 @@
+"""One pod cannot exhaust the host: a fork bomb stops at the pod's process limit, an offer asking for
+more memory than the host has is cut to the host's share, and a disk filler fills only its own
+bounded tmpfs. Meanwhile another pod and the host keep working."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lium_emulator.sandbox.cgroups import HOST_MEMORY_SHARE, PIDS_PER_POD, host_memory_gib
+from tests.emulator.test_sandbox_support import make_client_key, manager_at, pod_spec, ssh
+from tests.emulator.test_sandbox_support import run as run_as_root
+
+pytestmark = pytest.mark.sandbox
+
+# Forks until refused, each child parked: counts what the pod could start. Bounded, so that a host
+# without a pids controller is not bombed for real.
+FORKS = PIDS_PER_POD + 500
+FORK_BOMB = f"""python3 - <<'EOF'
+import os, signal
+children, refused = [], 0
+for _ in range({FORKS}):
+    try:
+        pid = os.fork()
+    except OSError:
+        refused += 1
+        continue
+    if pid == 0:
+        os.closerange(0, 256)  # nothing of the session: the command ends when the parent does
+        signal.pause()
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.kill(pid, signal.SIGKILL)
+for pid in children:
+    os.waitpid(pid, 0)
+print("started", len(children), "refused", refused)
+EOF"""
+DISK_FILLER = "dd if=/dev/zero of=/fill bs=1M count=100000 2>&1; rm -f /fill"
+
+
+def test_a_fork_bomb_a_disk_filler_and_an_overallocation_leave_the_host_and_other_pods_working(
+    tmp_path: Path,
+) -> None:
+    key = make_client_key()
+    with manager_at(tmp_path / "root", 0) as manager:
+        limits = manager.limits_report()
+        greedy = dataclasses.replace(
+            pod_spec(tmp_path, "greedy", key), memory_gib=host_memory_gib() * 4, cpu_count=1, disk_quota_gb=1
+        )
+        bystander = pod_spec(tmp_path, "bystander", key)
+        greedy_ports = manager.start(greedy)
+        bystander_ports = manager.start(bystander)
+        with ssh(greedy_ports[22], key) as attacker, ssh(bystander_ports[22], key) as victim:
+            if limits["memory"]["enforced"]:
+                status, memory = run_as_root(
+                    attacker,
+                    "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes",
+                )
+                cap = int(host_memory_gib() * HOST_MEMORY_SHARE) << 30
+                assert status == 0 and int(memory) == cap == limits["memory"]["at_most_gib"] << 30, memory
+            status, output = run_as_root(attacker, FORK_BOMB, timeout=120)
+            assert status == 0, output
+            started = int(output.split()[1])
+            if limits["pids"]["enforced"]:
+                assert started < PIDS_PER_POD and "refused" in output, output
+            status, filled = run_as_root(attacker, DISK_FILLER, timeout=120)
+            assert "No space left on device" in filled, filled
+            # The host and the other pod still start processes and answer.
+            assert subprocess.run(["true"], check=False).returncode == 0
+            assert run_as_root(victim, "echo alive") == (0, "alive\n")
+            assert run_as_root(victim, "python3 -c 'import os; print(os.fork() >= 0)'")[0] == 0
