@@ -70,8 +70,13 @@ class PodLifecycle:
         return self._data_dir / "volumes" / volume_id
 
     def local_volume_dir(self, pod_id: str) -> Path:
-        """Host directory backing a pod's local volume (template ``volumes[0]``, else /root)."""
+        """Host directory of a pod's local volume (template ``volumes[0]``, else /root) as emulators
+        before the volume image kept it; a pod that has one keeps using it."""
         return self._data_dir / "pods" / pod_id / "local-volume"
+
+    def local_volume_image(self, pod_id: str) -> Path:
+        """The size-bounded image backing a pod's local volume (``sandbox/volume_image.py``)."""
+        return self._data_dir / "pods" / pod_id / "local-volume.img"
 
     def container_output(self, pod_id: str) -> Path:
         """The file the pod's container writes its output to (absent before it starts and after stop)."""
@@ -297,7 +302,8 @@ class PodLifecycle:
         sshd_after = running_in + (self._config.ssh_delay_seconds + late if late else 0.0)
         template = pod.template
         local_dir = self.local_volume_dir(pod.id)
-        local_dir.mkdir(parents=True, exist_ok=True)
+        # A pod kept from an emulator of before the image keeps its directory; every other one an image.
+        volume_file = None if local_dir.is_dir() else self.local_volume_image(pod.id)
         volume_dir = self.volume_dir(pod.volume_id) if pod.volume_id else None
         if volume_dir is not None:
             volume_dir.mkdir(parents=True, exist_ok=True)
@@ -317,6 +323,8 @@ class PodLifecycle:
             cpu_count=pod.cpu_count,
             memory_gib=pod.memory_gib,
             disk_quota_gb=pod.storage_quota_gb,
+            local_volume_image=volume_file,
+            local_volume_gb=pod.local_volume_gb,
         )
 
     def _mark_running(self, pod: Pod, ports: dict[int, int]) -> None:

@@ -1,16 +1,19 @@
 """One pod cannot exhaust the host: a fork bomb stops at the pod's process limit, an offer asking for
 more memory than the host has is cut to the host's share, and a disk filler fills only its own
-bounded tmpfs. Meanwhile another pod and the host keep working."""
+bounded tmpfs and its local volume's bounded image (whose size an offer of more disk than the host has
+is cut to the host's share of the free space). Meanwhile another pod and the host keep working."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from lium_emulator.sandbox.cgroups import HOST_MEMORY_SHARE, PIDS_PER_POD, host_memory_gib
+from lium_emulator.sandbox.volume_image import HOST_DISK_SHARE, size_gib
 from tests.emulator.test_sandbox_support import make_client_key, manager_at, pod_spec, ssh
 from tests.emulator.test_sandbox_support import run as run_as_root
 
@@ -39,7 +42,9 @@ for pid in children:
     os.waitpid(pid, 0)
 print("started", len(children), "refused", refused)
 EOF"""
-DISK_FILLER = "dd if=/dev/zero of=/fill bs=1M count=100000 2>&1; rm -f /fill"
+DISK_FILLER = (
+    "dd if=/dev/zero of={path}/fill bs=1M count=10000000 2>&1; df -B1 {path} | tail -1; rm -f {path}/fill"
+)
 
 
 def test_a_fork_bomb_a_disk_filler_and_an_overallocation_leave_the_host_and_other_pods_working(
@@ -48,8 +53,15 @@ def test_a_fork_bomb_a_disk_filler_and_an_overallocation_leave_the_host_and_othe
     key = make_client_key()
     with manager_at(tmp_path / "root", 0) as manager:
         limits = manager.limits_report()
+        stats = os.statvfs(tmp_path)
+        free = stats.f_bavail * stats.f_frsize
         greedy = dataclasses.replace(
-            pod_spec(tmp_path, "greedy", key), memory_gib=host_memory_gib() * 4, cpu_count=1, disk_quota_gb=1
+            pod_spec(tmp_path, "greedy", key),
+            memory_gib=host_memory_gib() * 4,
+            cpu_count=1,
+            disk_quota_gb=1,
+            local_volume_image=tmp_path / "greedy.img",
+            local_volume_gb=1,
         )
         bystander = pod_spec(tmp_path, "bystander", key)
         greedy_ports = manager.start(greedy)
@@ -67,8 +79,13 @@ def test_a_fork_bomb_a_disk_filler_and_an_overallocation_leave_the_host_and_othe
             started = int(output.split()[1])
             if limits["pids"]["enforced"]:
                 assert started < PIDS_PER_POD and "refused" in output, output
-            status, filled = run_as_root(attacker, DISK_FILLER, timeout=120)
+            status, filled = run_as_root(attacker, DISK_FILLER.format(path=""), timeout=120)
             assert "No space left on device" in filled, filled
+            # The local volume (/root) holds what its image holds, not the host's disk.
+            status, filled = run_as_root(attacker, DISK_FILLER.format(path="/root"), timeout=120)
+            assert "No space left on device" in filled and int(filled.split()[-5]) <= 1 << 30, filled
+            # An offer of more disk than the host has free is cut to its share.
+            assert size_gib((free >> 30) * 4, tmp_path) <= (free >> 30) * HOST_DISK_SHARE
             # The host and the other pod still start processes and answer.
             assert subprocess.run(["true"], check=False).returncode == 0
             assert run_as_root(victim, "echo alive") == (0, "alive\n")

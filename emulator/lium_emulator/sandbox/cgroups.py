@@ -147,7 +147,13 @@ class CgroupLimits:
         limits["cpu"]["at_most"] = self.caps.cpu_count
         limits["cpu"]["scaled"] = f"an offer's CPUs are cut to this host's {self.caps.cpu_count}"
         limits["pids"]["at_most"] = PIDS_PER_POD
-        limits["disk"] = {"enforced": True, "how": "size of the tmpfs holding the pod's writable layers"}
+        limits["disk"] = {
+            "enforced": True,
+            "how": "size of the tmpfs holding the pod's writable layers, and of the ext4 image holding "
+            "its local volume",
+            "scaled": "a local volume gets the offer's size, cut to a quarter of the disk space free "
+            "when it is made",
+        }
         return limits
 
     def create(self, pod_id: str, memory_gib: int, cpu_count: int) -> PodCgroups:

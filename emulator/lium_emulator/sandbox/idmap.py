@@ -7,9 +7,10 @@ holding an exclusive ``flock`` on ``SLOT_DIR/<slot>`` for the pod's life, so emu
 host never collide, and a crashed emulator's slots free themselves. The first slot tried is derived
 from the pod id, so a pod restarted on the same host usually gets its old range back.
 
-Directories a pod writes and the emulator keeps (its local volume, network volumes) hold files owned
-by the range of whichever pod last used them; :func:`shift_ownership` moves them into the next
-pod's range (same ids inside the pod) before it starts.
+Directories a pod writes and the emulator keeps (network volumes, and the local volume of a pod from
+before volume images) hold files owned by the range of whichever pod last used them;
+:func:`shift_ownership` moves them into the next pod's range (same ids inside the pod) before it
+starts. A local volume image needs no move: it is mounted idmapped (``volume_image.py``).
 """
 
 from __future__ import annotations

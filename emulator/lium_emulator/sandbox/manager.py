@@ -55,7 +55,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from lium_emulator.catalogs.images import ImageConfig
-from lium_emulator.sandbox import idmap, pod_init
+from lium_emulator.sandbox import idmap, pod_init, volume_image
 from lium_emulator.sandbox.cgroups import CgroupLimits, PodCgroups
 from lium_emulator.sandbox.confinement import KEPT_CAPABILITIES, SeccompUnavailable, seccomp_program
 from lium_emulator.sandbox.netns_socket import open_netns
@@ -114,6 +114,7 @@ class PodSpec:
     internal_ports: list[int]
     local_volume_path: str
     local_volume_dir: Path
+    """The host directory of the local volume, used when there is no ``local_volume_image``."""
     volume_dir: Path | None
     ssh_delay_seconds: float  # sshd starts this long after the spec was made (``made_at``)
     cpu_count: int
@@ -122,6 +123,10 @@ class PodSpec:
     # When the pod was asked for (monotonic): sshd keeps to the pod's schedule however long the
     # sandbox took to start or waited for a free start thread (50 starts at once take seconds).
     made_at: float = field(default_factory=time.monotonic)
+    local_volume_image: Path | None = None
+    """The local volume as a size-bounded image (``volume_image.py``), mounted instead of the directory;
+    made at the pod's first start, of ``local_volume_gb`` scaled to the host."""
+    local_volume_gb: int = 0
 
 
 class SandboxError(Exception):
@@ -419,8 +424,10 @@ def build_plan(
         "env": pod_environment(spec),
         "workdir": image.workdir or "/",
         "user": {"name": image.user, "uid": image.user_uid, "gid": image.user_gid},
-        "local_volume_source": str(spec.local_volume_dir.resolve()),
+        "local_volume_source": str((spec.local_volume_image or spec.local_volume_dir).resolve()),
         "local_volume_target": _volume_target(spec.local_volume_path),
+        "local_volume_image": spec.local_volume_image is not None,
+        "mount_program": _tool("mount"),
         "mnt_source": str(spec.volume_dir.resolve()) if spec.volume_dir is not None else None,
         "dirs": dirs,
         "files": files,
@@ -441,7 +448,7 @@ def _validate(spec: PodSpec) -> None:
         raise SandboxError(f"invalid pod id {spec.pod_id!r}")
     if not spec.hostname or len(spec.hostname.encode()) > 64 or "\n" in spec.hostname:
         raise SandboxError(f"invalid hostname {spec.hostname!r} (1 to 64 bytes)")
-    if not spec.local_volume_dir.is_dir():
+    if spec.local_volume_image is None and not spec.local_volume_dir.is_dir():
         raise SandboxError(f"the local volume directory {spec.local_volume_dir} does not exist")
     if spec.volume_dir is not None and not spec.volume_dir.is_dir():
         raise SandboxError(f"the volume directory {spec.volume_dir} does not exist")
@@ -614,6 +621,11 @@ class SandboxManager:
 
     def _launch(self, spec: PodSpec, unshare: str) -> _Pod:
         pod_dir = self._pods_dir / spec.pod_id
+        if spec.local_volume_image is not None:
+            try:
+                volume_image.ensure_image(spec.local_volume_image, spec.local_volume_gb)
+            except (OSError, subprocess.CalledProcessError) as e:
+                raise SandboxError(f"the pod's local volume could not be made: {e}") from e
         host_keys = _host_keys()
         private_etc = frozenset(host_private_paths(Path("/etc")))
         # May refuse the spec before anything is allocated.
@@ -628,7 +640,9 @@ class SandboxManager:
         except (idmap.IdRangeError, OSError) as e:
             raise SandboxError(f"pod sandbox could not be set up: {e}") from e
         try:
-            for directory in (spec.local_volume_dir, spec.volume_dir):
+            # An image stores the pod's own ids (mounted idmapped): only directories are re-owned.
+            local = spec.local_volume_dir if spec.local_volume_image is None else None
+            for directory in (local, spec.volume_dir):
                 if directory is not None:
                     idmap.shift_ownership(directory, ids.base)
             cgroups = self._cgroups.create(spec.pod_id, spec.memory_gib, spec.cpu_count)

@@ -44,8 +44,10 @@ class Plan(TypedDict):
     env: dict[str, str]
     workdir: str
     user: UserSpec
-    local_volume_source: str
+    local_volume_source: str  # a host directory, or the pod's volume image when local_volume_image
     local_volume_target: str
+    local_volume_image: bool
+    mount_program: str  # util-linux mount, which sets up the image's loop device
     mnt_source: str | None
     dirs: list[DirSpec]
     files: list[FileSpec]

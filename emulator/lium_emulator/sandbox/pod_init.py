@@ -149,17 +149,16 @@ def bind(source: str, target: str, *, read_only: bool = False) -> None:
         mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
 
 
-def idmapped_clone(source: str, userns: int, target: str) -> None:
-    """Attach a read-only copy of the host tree ``source`` at ``target``, ids shifted into ``userns``.
-
-    Host uid 0 appears as the pod's root through it; nothing can write to the host through it.
-    """
+def idmapped_clone(source: str, userns: int, target: str, *, read_only: bool = True) -> None:
+    """Attach a copy of the tree ``source`` at ``target``, ids shifted into ``userns``: stored uid 0
+    appears as the pod's root through it. Read-only unless asked (a host tree must never be written
+    through it; the pod's own volume image is written)."""
     tree = _libc.syscall(
         SYS_OPEN_TREE, AT_FDCWD, source.encode(), OPEN_TREE_CLONE | os.O_CLOEXEC | AT_RECURSIVE
     )
     _check(tree, "open_tree")
     try:
-        attr = _MountAttr(MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY, 0, 0, userns)
+        attr = _MountAttr(MOUNT_ATTR_IDMAP | (MOUNT_ATTR_RDONLY if read_only else 0), 0, 0, userns)
         _check(
             _libc.syscall(
                 SYS_MOUNT_SETATTR,
@@ -298,12 +297,32 @@ def build_root(plan: Plan, userns: int) -> None:
 
     target = root + plan["local_volume_target"]
     tree.makedirs(target, 0o755)
-    bind(plan["local_volume_source"], target)
-    if plan["local_volume_target"] == "/root":
-        os.chmod(target, 0o700)  # sshd's StrictModes refuses keys under a group/world-writable home
+    private_home = plan["local_volume_target"] == "/root"  # sshd's StrictModes: no group/world-writable home
+    if plan["local_volume_image"]:
+        mount_volume_image(plan, userns, target, 0o700 if private_home else 0o755)
+    else:
+        bind(plan["local_volume_source"], target)
+        if private_home:
+            os.chmod(target, 0o700)
     mnt_source = plan["mnt_source"]
     if mnt_source is not None:
         bind(mnt_source, f"{root}/mnt")
+
+
+def mount_volume_image(plan: Plan, userns: int, target: str, mode: int) -> None:
+    """The pod's local volume image (a bounded ext4, ``volume_image.py``) at ``target``: loop-mounted in
+    the pod's mount namespace (the loop device goes when the pod's last mount of it does), then
+    attached idmapped, so the ids it stores are the pod's own."""
+    staging = f"{plan['scratch']}/volume-image"
+    os.mkdir(staging, 0o700)
+    mount_program = plan["mount_program"]
+    argv = [mount_program, "-o", "loop,nosuid,nodev", plan["local_volume_source"], staging]
+    status = os.waitpid(os.posix_spawn(mount_program, argv, {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}), 0)[1]
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise OSError(f"mounting the local volume image failed ({argv})")
+    os.chmod(staging, mode)
+    idmapped_clone(staging, userns, target, read_only=False)
+    _check(_libc.umount2(staging.encode(), MNT_DETACH), "detach the volume image's staging mount")
 
 
 def layer(plan: Plan, userns: int, tree: Tree, name: str) -> None:
