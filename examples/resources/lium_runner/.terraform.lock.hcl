@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:BXluJBUtkcV9xLdZtHbBtpgFj+2p5CnPk1jx/aOGeTU=",
-    "zh:d905d131e08c8b9f6fd4776f659ffd24e40636bbc1cb4885a6a2ab4070a0c765",
+    "h1:df9x9DgL1x5CFDKKeXCI5Vx9F829I795Op7V6Y955Bo=",
+    "zh:aa905eb7b0384a5ac837b31851fb0ab870de56cd4cdb4feb43ba9927fb4d762a",
   ]
 }
