@@ -24,6 +24,7 @@ from tfbridge import TFError
 
 # A client on loopback fails a stalled attempt within its timeout; this is the scheduling slack allowed.
 SLACK_SECONDS = 2.0
+TEMPLATE_ID = "3f1c2b9e-8d4a-4e6f-9a1b-2c3d4e5f6a7b"  # any Lium id: these tests check other fields
 
 
 def keygen(directory: Path, key_type: str) -> str:
@@ -49,7 +50,9 @@ def security_key_line(ed25519_line: str) -> str:
 def test_openssh_public_keys_of_every_type_are_accepted(tmp_path: Path, key_type: str) -> None:
     line = keygen(tmp_path, key_type)
     assert check_openssh_public_key(line) == line
-    assert PodModel(name="p", template_id="t", ssh_public_key=line + "\n").ssh_public_key == line + "\n"
+    assert (
+        PodModel(name="p", template_id=TEMPLATE_ID, ssh_public_key=line + "\n").ssh_public_key == line + "\n"
+    )
 
 
 def test_a_security_key_public_key_is_accepted(tmp_path: Path) -> None:
@@ -70,7 +73,7 @@ def test_a_security_key_public_key_is_accepted(tmp_path: Path) -> None:
 )
 def test_anything_else_is_refused_naming_ssh_public_key(value: str) -> None:
     with pytest.raises(ValidationError) as caught:
-        PodModel(name="p", template_id="t", ssh_public_key=value)
+        PodModel(name="p", template_id=TEMPLATE_ID, ssh_public_key=value)
     (error,) = caught.value.errors()
     assert error["loc"] == ("ssh_public_key",) and "is not an OpenSSH public key" in error["msg"]
 
@@ -86,7 +89,7 @@ def test_control_characters_are_refused_in_names(character: str) -> None:
     with pytest.raises(ValueError, match=r"contains a control character .* at position 2"):
         refuse_control_characters(f"ab{character}cd")
     with pytest.raises(ValidationError) as caught:
-        PodModel(name=f"ab{character}", template_id="t")
+        PodModel(name=f"ab{character}", template_id=TEMPLATE_ID)
     assert caught.value.errors()[0]["loc"] == ("name",)
 
 

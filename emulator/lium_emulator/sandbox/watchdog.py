@@ -83,6 +83,13 @@ class Registration:
             return None
 
 
+def unregister(registration_file: Path) -> None:
+    """Remove a registration, and the registry with its last one (nothing of a run is left in TMPDIR)."""
+    registration_file.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # another emulator's registration is still there
+        registration_file.parent.rmdir()
+
+
 def hold_work_dir(work_dir: Path) -> int:
     """Take the work directory's lock for this process's lifetime (it is released when the process
     ends, however); waits while a dead predecessor's watchdog reaps it. Returns the descriptor."""
@@ -110,11 +117,17 @@ class Watchdog:
     @classmethod
     def start(cls, work_dir: Path, *, temporary: bool) -> Watchdog:
         directory = instances_dir()
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         pid = os.getpid()
         me = Registration(pid, process_start_ticks(pid) or 0, work_dir.resolve(), temporary)
         registration = directory / f"{me.pid}-{me.start}.json"
-        registration.write_text(me.to_json())
+        for attempt in range(3):  # another emulator's last unregister may remove the registry meanwhile
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            try:
+                registration.write_text(me.to_json())
+                break
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise
         read_end, write_end = os.pipe()  # both ends not inheritable: only the watchdog gets its end
         try:
             process = subprocess.Popen(
@@ -162,7 +175,7 @@ def reap(registration_file: Path, record: Registration) -> list[str]:
     finally:
         if lock is not None:
             os.close(lock)
-        registration_file.unlink(missing_ok=True)
+        unregister(registration_file)
     return reaped
 
 
@@ -172,7 +185,7 @@ def reap_dead_instances() -> list[str]:
     for path in sorted(instances_dir().glob("*.json")):
         record = Registration.read(path)
         if record is None:
-            path.unlink(missing_ok=True)
+            unregister(path)
         elif not process_is_running(record.pid, record.start):
             reaped += reap(path, record)
     return reaped
@@ -186,7 +199,7 @@ def main(registration_file: str) -> int:
     if record is None:
         return 0
     if told.startswith(RELEASED):
-        path.unlink(missing_ok=True)
+        unregister(path)
         return 0
     deadline = time.monotonic() + EXIT_WAIT_SECONDS
     while process_is_running(record.pid, record.start) and time.monotonic() < deadline:
