@@ -163,7 +163,12 @@ def _resources(args: argparse.Namespace) -> int:
         print(f"cannot reach the emulator: {type(error).__name__}", file=sys.stderr)
         return 1
     if response.status_code != 200:
-        print(f"the emulator answered HTTP {response.status_code}", file=sys.stderr)
+        try:
+            envelope = response.json()["error"]
+            said = f": {envelope['message']}. {envelope.get('hint', '')}".rstrip()
+        except (ValueError, KeyError, TypeError):
+            said = ""
+        print(f"the emulator answered HTTP {response.status_code}{said}", file=sys.stderr)
         return 1
     print(json.dumps(response.json(), indent=2))
     return 0

@@ -154,23 +154,22 @@ class Bounds:
         return " ".join(parts)
 
 
-# Each annotated-types constraint pydantic records (``Field(ge=…)``, ``Interval``, ``Len``…: grouped ones
-# are unpacked first): the Bounds field (and the constraint's attribute) of that name, and which of two
-# declared values is the tighter.
-_BOUND_FIELDS: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
-    annotated_types.Ge: ("ge", max),
-    annotated_types.Gt: ("gt", max),
-    annotated_types.Le: ("le", min),
-    annotated_types.Lt: ("lt", min),
-    annotated_types.MinLen: ("min_length", max),
-    annotated_types.MaxLen: ("max_length", min),
+# The annotated-types constraints pydantic records (``Field(ge=…)``, ``Interval``, ``Len``…: grouped ones
+# are unpacked first), each the Bounds field (and the constraint's attribute) of the same name.
+_BOUND_FIELDS: dict[type, str] = {
+    annotated_types.Ge: "ge",
+    annotated_types.Gt: "gt",
+    annotated_types.Le: "le",
+    annotated_types.Lt: "lt",
+    annotated_types.MinLen: "min_length",
+    annotated_types.MaxLen: "max_length",
 }
 
 
 def bounds_of(annotation: Any, metadata: typing.Iterable[object] = ()) -> Bounds:
     """The bounds declared on a field (its ``metadata``) and inside its annotation (``Annotated`` members,
     through ``X | None``); a collection's item bounds as ``element``. ``Bounds()`` when it declares none.
-    A bound declared twice (``Field(le=10)`` on an ``Annotated[int, Le(5)]``) keeps the tighter value."""
+    A bound declared twice counts as pydantic enforces it: the last one declared."""
     found: dict[str, Any] = {}
     pending = list(metadata)
     while True:
@@ -180,10 +179,8 @@ def bounds_of(annotation: Any, metadata: typing.Iterable[object] = ()) -> Bounds
                 pending.extend(item.metadata)
             elif isinstance(item, annotated_types.GroupedMetadata):
                 pending.extend(item)
-            elif (bound := _BOUND_FIELDS.get(type(item))) is not None:
-                name, tighter = bound
-                value = getattr(item, name)
-                found[name] = value if name not in found else tighter(found[name], value)
+            elif (name := _BOUND_FIELDS.get(type(item))) is not None:
+                found[name] = getattr(item, name)
         if get_origin(annotation) is typing.Annotated:
             annotation, *extra = get_args(annotation)
             pending = list(extra)
@@ -355,7 +352,26 @@ def _known_only(value: object, path: AttributePath, unknown_paths: set[Attribute
     return value
 
 
-def _message(error: Mapping[str, Any]) -> str:
+# pydantic's error types for a declared bound: said in the declaration's own words instead.
+_RANGE_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
+_LENGTH_ERRORS = frozenset({"string_too_short", "string_too_long", "too_short", "too_long"})
+
+
+def _message(model: type[BaseModel], error: Mapping[str, Any]) -> str:
+    """The problem in the words the docs use: a broken bound as the field declares it ("Must be 1 to
+    720 (got 900)."), a validator's own message, else pydantic's."""
+    loc, kind = error.get("loc", ()), error.get("type", "")
+    field = model.model_fields.get(loc[0]) if len(loc) == 1 and isinstance(loc[0], str) else None
+    if field is not None and kind in _RANGE_ERRORS | _LENGTH_ERRORS:
+        bounds = bounds_of(field.annotation, field.metadata)
+        given = error.get("input")
+        if kind in _RANGE_ERRORS and (text := bounds.range_text()):
+            return f"Must be {text} (got {given!r})."
+        unit = "characters" if isinstance(given, str) else "items"
+        if kind in _LENGTH_ERRORS and (text := bounds.length_text(unit)):
+            verb, tail = ("Must be", " long") if unit == "characters" else ("Must have", "")
+            size = len(given) if isinstance(given, str | list | dict | set | tuple) else "?"
+            return f"{verb} {text}{tail} (got {size})."
     msg = str(error.get("msg", "invalid value"))
     for prefix in ("Value error, ", "Assertion failed, "):
         msg = msg.removeprefix(prefix)
@@ -377,7 +393,9 @@ def validate(model: type[BaseModel], config: Mapping[str, object]) -> list[Diagn
             if any(path[: len(u)] == u for u in unknown_paths) or (not path and unknown_paths):
                 continue  # the value is not known yet: Terraform validates again once it is
             where = ".".join(str(p) for p in path) or model.__name__
-            diagnostics.append(Diagnostic.error(f"Invalid value for {where}", _message(error), path or None))
+            diagnostics.append(
+                Diagnostic.error(f"Invalid value for {where}", _message(model, error), path or None)
+            )
         return diagnostics
     return []
 

@@ -77,6 +77,8 @@ def test_resources_command_prints_the_inspection_json(emulator: RunningEmulator)
         text=True,
     )
     assert wrong.returncode == 1 and "HTTP 401" in wrong.stderr
+    assert "X-Emulator-Admin" in wrong.stderr and "admin key:" in wrong.stderr, wrong.stderr
+    assert "X-API-KEY" not in wrong.stderr, "the admin routes' hint names the API key header"
 
 
 def test_serve_refuses_a_bad_fault_plan_or_a_taken_port(tmp_path: Path, emulator: RunningEmulator) -> None:

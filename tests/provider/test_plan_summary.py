@@ -644,3 +644,16 @@ def test_real_plans_count_termination_hours_and_the_provider_default(
     assert passed.returncode == 0 and passed.stderr == "", passed.stderr
     assert f"${price_b * 10:.2f} (10 h)" in pod_rows(passed.stdout)["lium_pod.b"]["Until removal"]
     assert account.live()["pods"] == [], "plans rent nothing"
+
+
+def test_a_saved_plan_or_other_binary_input_is_refused_saying_what_to_pass(tmp_path: Path) -> None:
+    saved = tmp_path / "plan.bin"
+    saved.write_bytes(b"PK\x03\x04\x14\x00\x08\x00\xff\xfe")  # a saved plan is a zip archive
+    other = tmp_path / "blob"
+    other.write_bytes(b"\xff\xfe\x00binary")
+    command = [sys.executable, "-m", "lium_provider.cli", "plan-summary"]
+    for path, words in ((saved, "terraform show -json"), (other, "terraform show -json <plan file>")):
+        result = subprocess.run([*command, str(path)], capture_output=True, text=True, timeout=60)
+        assert result.returncode != 0 and words in result.stderr, result.stderr
+    saved_message = subprocess.run([*command, str(saved)], capture_output=True, text=True, timeout=60).stderr
+    assert "is a saved Terraform plan, not its JSON" in saved_message

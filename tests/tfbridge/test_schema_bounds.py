@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from tfbridge.protocol import cty
-from tfbridge.schema import Attribute, Bounds, block_schema, bounds_of
+from tfbridge.schema import Attribute, Bounds, block_schema, bounds_of, validate
 from tfbridge.timeouts import format_duration, parse_duration
 
 Hours = Annotated[int, Field(ge=1, le=720)]
@@ -81,12 +81,24 @@ class Grouped(BaseModel):
     tags: list[Annotated[str, annotated_types.MaxLen(4)]] = Field(default_factory=list, max_length=3)
 
 
-def test_grouped_constraints_count_and_a_bound_declared_twice_keeps_the_tighter() -> None:
+def test_grouped_constraints_count_and_a_bound_declared_twice_is_the_one_pydantic_enforces() -> None:
     fields = Grouped.model_fields
-    assert bounds_of(fields["count"].annotation, fields["count"].metadata) == Bounds(ge=1, le=5)
+    assert bounds_of(fields["count"].annotation, fields["count"].metadata) == Bounds(ge=1, le=9)
+    assert Grouped(count=9).count == 9 and validate(Grouped, {"count": 10}), "pydantic's bound is the last"
     assert bounds_of(fields["label"].annotation, fields["label"].metadata) == Bounds(
         min_length=2, max_length=8
     )
     assert bounds_of(fields["tags"].annotation, fields["tags"].metadata) == Bounds(
         max_length=3, element=Bounds(max_length=4)
     )
+
+
+def test_a_broken_bound_is_said_as_the_field_declares_it() -> None:
+    problems = {
+        d.path: d.detail for d in validate(Grouped, {"count": 10, "label": "x", "tags": list("abcd")})
+    }
+    assert problems == {
+        ("count",): "Must be 1 to 9 (got 10).",
+        ("label",): "Must be 2 to 8 characters long (got 1).",
+        ("tags",): "Must have at most 3 items (got 4).",
+    }

@@ -195,7 +195,8 @@ def test_invalid_config_names_the_attribute(make_terraform: Callable[..., Terraf
     assert result.returncode == 1
     output = result.stdout + result.stderr
     assert "Invalid value for name" in output
-    assert "Invalid value for size" in output and "less than or equal to 1000" in output
+    flat = " ".join(output.replace("│", " ").split())
+    assert "Invalid value for size" in flat and "Must be 1 to 1000 (got 5000)." in flat, output
     assert "Invalid value for timeouts.create" in output and "is not a duration" in output
     assert 'name = ""' in output, "the diagnostic must point at the configuration line"
 

@@ -5,6 +5,7 @@ from typing import Annotated, cast
 
 from fastapi import Depends, Request
 
+from lium_emulator.config import ADMIN_KEY_FILE
 from lium_emulator.errors import ApiError
 from lium_emulator.faults import FaultDecision
 from lium_emulator.records.entities import Account
@@ -55,7 +56,14 @@ def require_admin(request: Request, runtime: RuntimeDep) -> None:
         )
     given = request.headers.get("x-emulator-admin", "")
     if not hmac.compare_digest(given.encode(), runtime.config.admin_key.encode()):
-        raise ApiError(401, "invalid_admin_key", "Invalid or missing X-Emulator-Admin key")
+        raise ApiError(
+            401,
+            "invalid_admin_key",
+            "Invalid or missing X-Emulator-Admin key",
+            hint=f"Send the emulator's admin key in the X-Emulator-Admin header: the one given with "
+            f"--admin-key, else the `admin key:` line the emulator printed at start (also in "
+            f"<state dir>/{ADMIN_KEY_FILE} with --state-dir).",
+        )
 
 
 AdminDep = Depends(require_admin)

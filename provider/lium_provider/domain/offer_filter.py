@@ -34,6 +34,8 @@ from tfbridge.values import to_model
 MAX_GPUS_PER_NODE = 64
 GPU_MEMORY_TOLERANCE = 0.05  # gpuhunt corrects reported VRAM to the datasheet (H200: 140 -> 141 GiB)
 _MEMORY_IN_NAME = re.compile(r"(\d+)\s*GB", re.IGNORECASE)
+# NVIDIA's consumer families, which gpuhunt glues to the model number (``RTX4090``).
+_FAMILY_THEN_NUMBER = re.compile(r"^(RTX|GTX)(?=\d)")
 _NOT_BLANK = r"\S"
 
 
@@ -200,6 +202,12 @@ def same_gpu(wanted: str, gpu: str, gpu_memory_gib: float | None = None) -> bool
         return True
     gib = float(memory.group(1))
     return abs(gpu_memory_gib - gib) <= gib * GPU_MEMORY_TOLERANCE
+
+
+def display_gpu_name(name: str) -> str:
+    """A canonical GPU name as the docs write it: ``RTX4090`` → ``RTX 4090``
+    (``A100``, ``H100``, ``L40S`` stay as they are); it matches as the canonical name does."""
+    return _FAMILY_THEN_NUMBER.sub(r"\1 ", name)
 
 
 def same_gpu_name(a: str, b: str) -> bool:

@@ -109,6 +109,10 @@ class ResourceChange:
         return [k for k in keys if before.get(k) != after.get(k) or self.unknown(k)]
 
 
+# A saved plan (`terraform plan -out`) is a zip archive.
+SAVED_PLAN_MAGIC = b"PK\x03\x04"
+
+
 def read_source(source: str) -> str:
     """The text of ``source``: a file path, or ``-`` for standard input."""
     try:
@@ -116,7 +120,14 @@ def read_source(source: str) -> str:
             return sys.stdin.read()
         return Path(source).read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise PlanError(f"{_where(source)} is not UTF-8 text") from None
+        if source != "-" and Path(source).read_bytes()[:4] == SAVED_PLAN_MAGIC:
+            raise PlanError(
+                f"{_where(source)} is a saved Terraform plan, not its JSON: run "
+                f"`terraform show -json {source} > plan.json` and pass plan.json"
+            ) from None
+        raise PlanError(
+            f"{_where(source)} is not UTF-8 text: pass the JSON of `terraform show -json <plan file>`"
+        ) from None
     except OSError as exc:
         raise PlanError(f"cannot read {_where(source)}: {exc.strerror or type(exc).__name__}") from None
 

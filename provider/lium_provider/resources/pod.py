@@ -31,7 +31,7 @@ from lium_provider.api.models import (
     is_lium_id,
 )
 from lium_provider.api.rent import RentAttempt, find_rented_pod, rent_reconciled
-from lium_provider.domain.offer_filter import OfferFilter, PodFacts, same_gpu_name
+from lium_provider.domain.offer_filter import OfferFilter, PodFacts, display_gpu_name, same_gpu_name
 from lium_provider.domain.removal import (
     HOUR,
     SCHEDULE_TOLERANCE,
@@ -465,7 +465,7 @@ class PodResource(Resource[PodModel]):
         if flt.gpu and not any(
             matches(o, OfferFilter(gpu=flt.gpu, gpu_count=flt.gpu_count)) for o in everything
         ):
-            names = ", ".join(sorted(known_gpu_names(everything))) or "none"
+            names = ", ".join(sorted(display_gpu_name(n) for n in known_gpu_names(everything))) or "none"
             raise TFError(
                 f"Unknown or unavailable GPU {flt.gpu!r}",
                 f"No offer with {flt.gpu_count} GPU(s) of that model is listed now. GPUs on offer: {names}.",
