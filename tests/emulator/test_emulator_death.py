@@ -20,7 +20,7 @@ import pytest
 
 from lium_emulator.launcher import RunningEmulator, launch
 from lium_emulator.sandbox.manager import process_is_running, processes_mentioning
-from lium_emulator.sandbox.watchdog import INSTANCES_ENV, Registration
+from lium_emulator.sandbox.registry import INSTANCES_ENV, Registration
 from tests.emulator.testkit import (
     DEFAULT_KEY,
     FAST_TIMINGS,

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from lium_emulator.sandbox.cgroups import HOST_MEMORY_SHARE, PIDS_PER_POD, host_memory_gib
-from lium_emulator.sandbox.volume_image import HOST_DISK_SHARE, size_gib
-from tests.emulator.test_sandbox_support import make_client_key, manager_at, pod_spec, ssh
+from lium_emulator.sandbox.console import MAX_LOG_BYTES
+from lium_emulator.sandbox.volume_image import HOST_DISK_SHARE, MIN_MIB, size_mib
+from tests.emulator.test_sandbox_support import make_client_key, manager_at, pod_spec, poll, ssh
 from tests.emulator.test_sandbox_support import run as run_as_root
 
 pytestmark = pytest.mark.sandbox
@@ -85,8 +86,30 @@ def test_a_fork_bomb_a_disk_filler_and_an_overallocation_leave_the_host_and_othe
             status, filled = run_as_root(attacker, DISK_FILLER.format(path="/root"), timeout=120)
             assert "No space left on device" in filled and int(filled.split()[-5]) <= 1 << 30, filled
             # An offer of more disk than the host has free is cut to its share.
-            assert size_gib((free >> 30) * 4, tmp_path) <= (free >> 30) * HOST_DISK_SHARE
+            assert size_mib((free >> 30) * 4, tmp_path) <= (free >> 20) * HOST_DISK_SHARE
             # The host and the other pod still start processes and answer.
             assert subprocess.run(["true"], check=False).returncode == 0
             assert run_as_root(victim, "echo alive") == (0, "alive\n")
             assert run_as_root(victim, "python3 -c 'import os; print(os.fork() >= 0)'")[0] == 0
+
+
+def test_a_pod_that_prints_for_ever_keeps_only_the_newest_output_on_the_host(tmp_path: Path) -> None:
+    key = make_client_key()
+    chatty = "-c 'head -c 40000000 /dev/zero | tr \"\\000\" y; echo; echo done; exec sleep infinity'"
+    with manager_at(tmp_path / "root", 0) as manager:
+        manager.start(pod_spec(tmp_path, "chatty", key, startup_commands=chatty))
+        log = manager.console_log("chatty")
+        poll(lambda: log.read_bytes().endswith(b"done\n"), 60, "the pod's last line in its console log")
+        assert log.stat().st_size <= MAX_LOG_BYTES, log.stat().st_size
+        assert log.read_bytes()[: 1 << 10] == b"y" * (1 << 10), "the newest output was not the kept part"
+
+
+def test_a_volume_image_gets_a_share_of_the_disk_other_images_have_not_promised(tmp_path: Path) -> None:
+    stats = os.statvfs(tmp_path)
+    free = stats.f_bavail * stats.f_frsize
+    promised = tmp_path / "other-pod.img"  # a sparse image of another pod: it may still write all of it
+    promised.touch()
+    os.truncate(promised, free // 2)
+    assert size_mib(1 << 20, tmp_path, [promised]) <= ((free - free // 2) >> 20) * HOST_DISK_SHARE + 1
+    os.truncate(promised, free * 2)  # more promised than the disk has: the smallest volume still
+    assert size_mib(1 << 20, tmp_path, [promised]) == MIN_MIB

@@ -12,17 +12,22 @@ limit is not enforced and :meth:`CgroupLimits.report` says why.
 The emulator runs on shared hosts that are much smaller than the nodes it emulates, so one pod must
 not be able to take the host: an offer's memory is scaled down to :data:`HOST_MEMORY_SHARE` of the
 host's, its CPUs to the host's, and every pod may run at most :data:`PIDS_PER_POD` processes (a fork
-bomb stops there). The report says so.
+bomb stops there). The parent group every emulator's pods share holds the same memory ceiling for all
+of them together, and half the host's pid space: two pods cannot take the host between them either.
+The report says so.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+logger = logging.getLogger(__name__)
 
 GROUP = "lium-emulator"
 CONTROLLERS = ("memory", "cpu", "pids")
@@ -75,6 +80,11 @@ def host_memory_gib() -> int:
         if line.startswith("MemTotal:"):
             return int(line.split()[1]) >> 20
     raise OSError("/proc/meminfo has no MemTotal")
+
+
+def host_pid_max() -> int:
+    """How many pids the host has (``kernel.pid_max``)."""
+    return int(Path("/proc/sys/kernel/pid_max").read_text())
 
 
 def host_cpus() -> int:
@@ -142,7 +152,8 @@ class CgroupLimits:
                 limits[controller] = {"enforced": True, "how": f"cgroup {version} {controller} controller"}
         limits["memory"]["at_most_gib"] = self.caps.memory_gib
         limits["memory"]["scaled"] = (
-            f"an offer's memory is cut to {self.caps.memory_gib} GiB, {HOST_MEMORY_SHARE:.0%} of this host's"
+            f"an offer's memory is cut to {self.caps.memory_gib} GiB, {HOST_MEMORY_SHARE:.0%} of this host's, "
+            "and all pods together get no more"
         )
         limits["cpu"]["at_most"] = self.caps.cpu_count
         limits["cpu"]["scaled"] = f"an offer's CPUs are cut to this host's {self.caps.cpu_count}"
@@ -192,13 +203,29 @@ class CgroupLimits:
     def _name(self, pod_id: str) -> str:
         return f"{pod_id}-{self._tag}"
 
-    @staticmethod
-    def _prepare(hierarchy: Hierarchy, controller: str) -> None:
+    def _prepare(self, hierarchy: Hierarchy, controller: str) -> None:
         parent = hierarchy.mount_point / GROUP
         parent.mkdir(exist_ok=True)
         if hierarchy.v2:  # v2 groups get a controller only when every ancestor delegates it
             for directory in (hierarchy.mount_point, parent):
                 (directory / "cgroup.subtree_control").write_text(f"+{controller}")
+        ceiling = self._shared_ceiling(hierarchy, controller)
+        if ceiling is not None:
+            name, value = ceiling
+            try:
+                (parent / name).write_text(value)
+            except OSError as e:  # pods already above it: the next start, with fewer of them, sets it
+                logger.warning("cannot set %s of the emulators' cgroup: %s", name, e.strerror)
+
+    def _shared_ceiling(self, hierarchy: Hierarchy, controller: str) -> tuple[str, str] | None:
+        """The limit all pods of all emulators on the host share, as (file, value)."""
+        if controller == "memory":
+            return ("memory.max" if hierarchy.v2 else "memory.limit_in_bytes"), str(
+                self.caps.memory_gib << 30
+            )
+        if controller == "pids":
+            return "pids.max", str(max(PIDS_PER_POD, host_pid_max() // 2))
+        return None
 
     @staticmethod
     def _remove_dir(directory: Path) -> None:

@@ -58,6 +58,7 @@ from lium_emulator.catalogs.images import ImageConfig
 from lium_emulator.sandbox import idmap, pod_init, volume_image
 from lium_emulator.sandbox.cgroups import CgroupLimits, PodCgroups
 from lium_emulator.sandbox.confinement import KEPT_CAPABILITIES, SeccompUnavailable, seccomp_program
+from lium_emulator.sandbox.console import ConsoleLogs
 from lium_emulator.sandbox.netns_socket import open_netns
 from lium_emulator.sandbox.plan import PLAN_FILE, DirSpec, FileSpec, Plan
 from lium_emulator.sandbox.portforward import PortForwarder
@@ -474,6 +475,7 @@ class SandboxManager:
         self._emulator_port = emulator_port
         self._forwarder = PortForwarder()
         self._cgroups = CgroupLimits(str(self._root_dir))
+        self._logs = ConsoleLogs()
         self._lock = threading.Lock()
         self._pods: dict[str, _Pod] = {}
         self._starting: dict[str, threading.Event] = {}
@@ -623,8 +625,10 @@ class SandboxManager:
         pod_dir = self._pods_dir / spec.pod_id
         if spec.local_volume_image is not None:
             try:
-                volume_image.ensure_image(spec.local_volume_image, spec.local_volume_gb)
-            except (OSError, subprocess.CalledProcessError) as e:
+                volume_image.ensure_image(
+                    spec.local_volume_image, spec.local_volume_gb, volume_image.host_images()
+                )
+            except (OSError, ValueError, subprocess.CalledProcessError) as e:
                 raise SandboxError(f"the pod's local volume could not be made: {e}") from e
         host_keys = _host_keys()
         private_etc = frozenset(host_private_paths(Path("/etc")))
@@ -654,7 +658,8 @@ class SandboxManager:
             _write_private(pod_dir / PLAN_FILE, marshal.dumps(dict(plan)))
             os.mkfifo(pod_dir / "ready", 0o600)
             ready = os.open(pod_dir / "ready", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-            with open(pod_dir / CONSOLE_LOG, "ab") as console:
+            console = self._logs.pipe_to(pod_dir / CONSOLE_LOG)  # bounded: console.py
+            try:
                 process = subprocess.Popen(
                     [
                         unshare, "--pid", "--mount", "--uts", "--ipc", "--net", "--fork",
@@ -664,6 +669,8 @@ class SandboxManager:
                     stdin=subprocess.DEVNULL, stdout=console, stderr=console,
                     env=_CLEAN_ENV, start_new_session=True,
                 )  # fmt: skip
+            finally:
+                os.close(console)
             record.update(unshare_pid=process.pid, unshare_start=process_start_ticks(process.pid) or 0)
             _write_private(pod_dir / "pids.json", json.dumps(record).encode())
             pid1, netns = _await_ready(ready, process, record, pod_dir)
@@ -695,7 +702,8 @@ class SandboxManager:
             pod = self._pods.get(pod_id)
             if pod is None:
                 return
-            with open(pod.pod_dir / "sshd.log", "ab") as log:
+            log = self._logs.pipe_to(pod.pod_dir / "sshd.log")
+            try:
                 # In the pod's PID namespace (nsenter forks into it and waits), then entered and
                 # confined like PID 1. A child (-D), not a daemon: a daemonizing sshd exits 0 even
                 # when it cannot bind.
@@ -707,6 +715,8 @@ class SandboxManager:
                     ],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=_CLEAN_ENV, start_new_session=True,
                 )  # fmt: skip
+            finally:
+                os.close(log)
 
     def _teardown(self, pods: list[_Pod]) -> None:
         # Kill every pod first, then wait: tearing down many pods costs one wait, not one each.

@@ -9,6 +9,11 @@ Two directions, as a container runtime provides them:
   addresses of these relayed connections are kept while they are open, so the emulator can tell
   a pod's request from the host's (:meth:`PortForwarder.is_reverse_connection`).
 
+One pod may hold at most :data:`MAX_CONNECTIONS_PER_POD` relayed connections at once (both directions
+together); further ones are closed as they arrive. Each costs the emulator three descriptors, and
+without the cap one pod opening thousands of idle connections to the emulator would exhaust its open
+files and stop it serving every other pod.
+
 Relays are asyncio protocols with flow control (a full outgoing buffer pauses reading on the other
 side) and half-close, so bulk transfers and SSH both work without a coroutine per chunk. Everything
 belonging to one owner (a pod) is released together: listeners, live connections and connects in
@@ -31,6 +36,7 @@ from lium_emulator.sandbox.netns_socket import socket_in_netns
 _T = TypeVar("_T")
 _LOOPBACK = "127.0.0.1"
 _CALL_TIMEOUT_SECONDS = 30.0
+MAX_CONNECTIONS_PER_POD = 256
 
 Dial = Callable[[], Awaitable[socket.socket]]
 
@@ -43,6 +49,7 @@ class _Group:
     servers: list[asyncio.AbstractServer] = field(default_factory=list)
     relays: set[_RelayEnd] = field(default_factory=set)
     connecting: set[asyncio.Task[None]] = field(default_factory=set)
+    accepted: int = 0  # connections open now (their accepted ends), for MAX_CONNECTIONS_PER_POD
 
 
 class _RelayEnd(asyncio.Protocol):
@@ -136,10 +143,22 @@ class _InboundEnd(_RelayEnd):
         super().__init__(group)
         self._dial = dial
         self._track = track
+        self._counted = False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._counted:
+            self._counted = False
+            self.group.accepted -= 1
+        super().connection_lost(exc)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         assert self.transport is not None
+        if self.group.accepted >= MAX_CONNECTIONS_PER_POD:
+            self.transport.abort()  # over the pod's share: refused before anything is dialled
+            return
+        self.group.accepted += 1
+        self._counted = True
         self.transport.pause_reading()
         task = asyncio.get_running_loop().create_task(self._link())
         self.group.connecting.add(task)

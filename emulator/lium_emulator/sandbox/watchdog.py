@@ -23,19 +23,17 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from lium_emulator.sandbox.manager import SandboxManager, process_is_running, process_start_ticks
+from lium_emulator.sandbox.registry import Registration, instances_dir, registrations, unregister
 
-INSTANCES_ENV = "LIUM_EMULATOR_INSTANCES_DIR"
 RELEASED = b"R"  # emulator to watchdog: a clean shutdown, nothing is left to reap
 LOCK_FILE = "sandboxes.lock"
 # How long an emulator waits for the lock of its work directory (a dead predecessor's watchdog may be
@@ -45,65 +43,14 @@ EXIT_WAIT_SECONDS = 10.0
 _POLL_SECONDS = 0.05
 
 
-def instances_dir() -> Path:
-    """Where this user's emulators register (``LIUM_EMULATOR_INSTANCES_DIR``, else the temp dir)."""
-    configured = os.environ.get(INSTANCES_ENV)
-    return Path(configured) if configured else Path(tempfile.gettempdir()) / f"lium-emulator-{os.getuid()}"
-
-
-@dataclass(frozen=True)
-class Registration:
-    """One emulator, as its registry file records it."""
-
-    pid: int
-    start: int
-    work_dir: Path
-    temporary: bool
-
-    @property
-    def sandbox_root(self) -> Path:
-        return self.work_dir / "sandboxes"
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "pid": self.pid,
-                "start": self.start,
-                "work_dir": str(self.work_dir),
-                "temporary": self.temporary,
-            }
-        )
-
-    @classmethod
-    def read(cls, path: Path) -> Registration | None:
-        try:
-            data = json.loads(path.read_text())
-            return cls(int(data["pid"]), int(data["start"]), Path(data["work_dir"]), bool(data["temporary"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-
-
-def unregister(registration_file: Path) -> None:
-    """Remove a registration, and the registry with its last one (nothing of a run is left in TMPDIR)."""
-    registration_file.unlink(missing_ok=True)
-    with contextlib.suppress(OSError):  # another emulator's registration is still there
-        registration_file.parent.rmdir()
-
-
 def hold_work_dir(work_dir: Path) -> int:
     """Take the work directory's lock for this process's lifetime (it is released when the process
     ends, however); waits while a dead predecessor's watchdog reaps it. Returns the descriptor."""
     fd = os.open(work_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    deadline = time.monotonic() + LOCK_WAIT_SECONDS
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(fd)
-                raise OSError(f"{work_dir} is in use by another emulator") from None
-            time.sleep(_POLL_SECONDS)
+    if not _lock_within(fd, LOCK_WAIT_SECONDS):
+        os.close(fd)
+        raise OSError(f"{work_dir} is in use by another emulator")
+    return fd
 
 
 @dataclass
@@ -156,34 +103,48 @@ class Watchdog:
             self.process.wait()
 
 
-def reap(registration_file: Path, record: Registration) -> list[str]:
-    """Everything the dead emulator ``record`` left: its pods (unless another emulator now holds its work
-    directory, which cleans up itself), a temporary work directory, its registration. Returns the ids
-    of the pods reaped."""
+def reap(registration_file: Path, record: Registration, *, lock_wait: float = 0.0) -> list[str]:
+    """Everything the dead emulator ``record`` left: its pods, a temporary work directory, its
+    registration. Returns the ids of the pods reaped.
+
+    Only while holding its work directory's lock, waiting up to ``lock_wait`` seconds: a dying process
+    holds it until its last thread is gone (its main thread may already be a zombie), and an emulator
+    restarted on the same state directory holds it for good (and cleaned up at its own start). When the
+    lock cannot be had, nothing is touched and the registration stays, for a later start to retry.
+    """
     try:
         lock: int | None = os.open(record.work_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError:
         lock = None  # the work directory is gone: nobody can hold it
     try:
-        if lock is not None:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if lock is not None and not _lock_within(lock, lock_wait):
+            return []
         reaped = SandboxManager.cleanup_stale(record.sandbox_root)
         if record.temporary:
             shutil.rmtree(record.work_dir, ignore_errors=True)
-    except BlockingIOError:
-        reaped = []  # another emulator runs on this work directory now
+        unregister(registration_file)
+        return reaped
     finally:
         if lock is not None:
             os.close(lock)
-        unregister(registration_file)
-    return reaped
+
+
+def _lock_within(fd: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_POLL_SECONDS)
 
 
 def reap_dead_instances() -> list[str]:
     """Reap every registered emulator of this user whose process is gone; the ids of the pods reaped."""
     reaped: list[str] = []
-    for path in sorted(instances_dir().glob("*.json")):
-        record = Registration.read(path)
+    for path, record in registrations():
         if record is None:
             unregister(path)
         elif not process_is_running(record.pid, record.start):
@@ -201,10 +162,7 @@ def main(registration_file: str) -> int:
     if told.startswith(RELEASED):
         unregister(path)
         return 0
-    deadline = time.monotonic() + EXIT_WAIT_SECONDS
-    while process_is_running(record.pid, record.start) and time.monotonic() < deadline:
-        time.sleep(_POLL_SECONDS)  # its last descriptors close just before it is gone
-    reap(path, record)
+    reap(path, record, lock_wait=EXIT_WAIT_SECONDS)  # its lock goes with its last thread
     return 0
 
 
