@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 
 from lium_emulator.sandbox.cgroups import HOST_MEMORY_SHARE, PIDS_PER_POD, host_memory_gib
 from lium_emulator.sandbox.console import MAX_LOG_BYTES
+from lium_emulator.sandbox.portforward import MAX_CONNECTIONS_PER_POD
 from lium_emulator.sandbox.volume_image import HOST_DISK_SHARE, MIN_MIB, size_mib
 from tests.emulator.test_sandbox_support import make_client_key, manager_at, pod_spec, poll, ssh
 from tests.emulator.test_sandbox_support import run as run_as_root
@@ -113,3 +115,47 @@ def test_a_volume_image_gets_a_share_of_the_disk_other_images_have_not_promised(
     assert size_mib(1 << 20, tmp_path, [promised]) <= ((free - free // 2) >> 20) * HOST_DISK_SHARE + 1
     os.truncate(promised, free * 2)  # more promised than the disk has: the smallest volume still
     assert size_mib(1 << 20, tmp_path, [promised]) == MIN_MIB
+
+
+# A server in the pod that never accepts: the kernel completes the handshakes (up to its backlog), so
+# every relayed connection stays open and idle, as a hostile pod's would.
+HOLDER = (
+    "-c 'python3 -c \"import socket, time; s = socket.socket(); "
+    's.bind((socket.inet_ntoa(bytes([127, 0, 0, 1])), 8000)); s.listen(4096); time.sleep(10 ** 6)" '
+    "& exec sleep infinity'"
+)
+
+
+def is_open(sock: socket.socket) -> bool:
+    """Whether the relay keeps ``sock`` open: nothing to read yet, and no close or reset."""
+    sock.settimeout(0.2)
+    try:
+        return sock.recv(1) != b""
+    except TimeoutError:
+        return True
+    except ConnectionResetError:
+        return False
+
+
+def test_a_pods_connections_beyond_its_share_are_closed_and_other_pods_still_served(tmp_path: Path) -> None:
+    key = make_client_key()
+    spec = pod_spec(tmp_path, "crowded", key, internal_ports=[22, 8000], startup_commands=HOLDER)
+    with manager_at(tmp_path / "root", 0) as manager:
+        ports = manager.start(spec)
+        bystander = manager.start(pod_spec(tmp_path, "bystander", key))
+        with ssh(ports[22], key) as client:  # up, and its holder listening
+            poll(lambda: run_as_root(client, "ss -ltn | grep -c :8000")[1].strip() == "1", 10, "the holder")
+        held = [
+            socket.create_connection(("127.0.0.1", ports[8000]), timeout=10)
+            for _ in range(MAX_CONNECTIONS_PER_POD)
+        ]
+        try:
+            assert all(is_open(sock) for sock in held[-3:]), "a connection within the pod's share was closed"
+            with socket.create_connection(("127.0.0.1", ports[8000]), timeout=10) as extra:
+                assert not is_open(extra), "a connection over the pod's share was relayed"
+            # The crowded pod used up only its own share: another pod is served as before.
+            with ssh(bystander[22], key) as client:
+                assert run_as_root(client, "echo served") == (0, "served\n")
+        finally:
+            for sock in held:
+                sock.close()
