@@ -74,6 +74,10 @@ class PodLifecycle:
         before the volume image kept it; a pod that has one keeps using it."""
         return self._data_dir / "pods" / pod_id / "local-volume"
 
+    def host_keys_file(self, pod_id: str) -> Path:
+        """The pod's sshd host keys, kept with its other files (so a restart does not change them)."""
+        return self._data_dir / "pods" / pod_id / "host-keys.json"
+
     def local_volume_image(self, pod_id: str) -> Path:
         """The size-bounded image backing a pod's local volume (``sandbox/volume_image.py``)."""
         return self._data_dir / "pods" / pod_id / "local-volume.img"
@@ -292,7 +296,9 @@ class PodLifecycle:
                 )
         return image, ("", "")
 
-    def _spec(self, pod: Pod, image: ImageConfig, running_in: float) -> PodSpec:
+    def _spec(
+        self, pod: Pod, image: ImageConfig, running_in: float, ports: dict[int, int] | None = None
+    ) -> PodSpec:
         """The sandbox of ``pod``, which turns RUNNING ``running_in`` seconds after the sandbox starts.
 
         sshd starts when the pod turns RUNNING, so it answers by the time ``ssh_connect_cmd`` is
@@ -325,6 +331,8 @@ class PodLifecycle:
             disk_quota_gb=pod.storage_quota_gb,
             local_volume_image=volume_file,
             local_volume_gb=pod.local_volume_gb,
+            host_keys_file=self.host_keys_file(pod.id),
+            preferred_ports=dict(ports or {}),
         )
 
     def _mark_running(self, pod: Pod, ports: dict[int, int]) -> None:
@@ -474,13 +482,16 @@ class PodLifecycle:
     async def _restart(self, pod: Pod) -> None:
         """Bring a pod that was RUNNING before a restart back as a fresh sandbox (BROKEN if it cannot)."""
         try:
+            # Published again on the same host ports where they are free (keys are strings once stored).
+            previous = {int(k): int(v) for k, v in (pod.ports_mapping or {}).items()}
             pod.ports_mapping, pod.ssh_ready = None, False
             self._state.save(pod)
             image, failure = self._resolve(pod)
             detail = failure[1]
             if image is not None:
                 try:
-                    ports = await self._in_pool(self._sandboxes.start, self._spec(pod, image, 0.0))
+                    spec = self._spec(pod, image, 0.0, previous)
+                    ports = await self._in_pool(self._sandboxes.start, spec)
                 except Exception as error:
                     detail = _start_failure(pod, error)
                 else:

@@ -437,11 +437,12 @@ def test_destroy_without_refresh_proceeds_when_the_pods_sshd_is_down(
 
 
 @pytest.mark.sandbox  # two emulators of its own, whose pods are sandboxes
-def test_destroy_proceeds_after_an_emulator_restart_recovered_the_pod(
+def test_after_an_emulator_restart_a_pod_keeps_its_host_key_and_port_and_its_runner_comes_back(
     make_terraform: Callable[..., Terraform], tmp_path: Path
 ) -> None:
-    """The commonest way a pod's host key changes: a restart brings RUNNING pods back as fresh sandboxes,
-    with new host keys."""
+    """A restart is the emulator's own event, not one a Lium pod lives through: a RUNNING pod comes back
+    with its SSH host key and (free here) its SSH port, so its state stays true; only the runner, whose
+    process went with the old sandbox, is replaced by the next apply."""
     args = [*FAST_TIMINGS, "--state-dir", str(tmp_path / "emulator")]
     with launch(args) as first:
         account = new_account(first, tmp_path)
@@ -455,12 +456,14 @@ def test_destroy_proceeds_after_an_emulator_restart_recovered_the_pod(
         with api_client(second, account.api_key) as client:
             recovered = Pod.model_validate(wait_ssh_ready(client, pod["id"]))
         address = recovered.ssh_host_port()
-        assert address is not None
+        assert address is not None and address[1] == pod["ssh_port"], (address, pod["ssh_port"])
         offered = wait_until(lambda: fetch_host_key(*address, timeout=5.0), what="the recovered pod's sshd")
-        assert offered != pod["ssh_host_key"], "a recovered pod is a fresh sandbox with new host keys"
-        destroyed = tf.destroy()
-        output = warnings_of(destroyed)
-        assert f"The runner on pod {pod['id']} was not stopped" in output, output
-        assert fingerprint(pod["ssh_host_key"]) in output and fingerprint(offered) in output, output
+        assert offered == pod["ssh_host_key"], "the recovered pod offers another host key"
+        code, plan = tf.plan_exitcode()
+        assert code == 2 and "lium_runner.r must be replaced" in plan, plan
+        assert "Plan: 1 to add, 0 to change, 1 to destroy." in plan, "the pod itself changed"
+        tf.apply()
+        assert tf.plan_exitcode()[0] == 0
+        tf.destroy()
         assert tf.resources() == []
         assert_nothing_left(account)

@@ -128,6 +128,11 @@ class PodSpec:
     """The local volume as a size-bounded image (``volume_image.py``), mounted instead of the directory;
     made at the pod's first start, of ``local_volume_gb`` scaled to the host."""
     local_volume_gb: int = 0
+    host_keys_file: Path | None = None
+    """Where the pod's sshd host keys are kept (0600): a pod started again keeps its keys, as a Lium pod
+    does across its host's reboot. None: fresh keys each start."""
+    preferred_ports: dict[int, int] = field(default_factory=dict)
+    """Host ports to publish internal ports on again (after a restart), where they are free."""
 
 
 class SandboxError(Exception):
@@ -245,6 +250,19 @@ def _host_keys() -> dict[str, tuple[str, str]]:
         )
         for name, key in keys.items()
     }
+
+
+def pod_host_keys(keys_file: Path | None) -> dict[str, tuple[str, str]]:
+    """The pod's host keys from ``keys_file``, or fresh ones (written there, 0600, when given)."""
+    if keys_file is not None:
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            kept = json.loads(keys_file.read_text())
+            return {name: (private, public) for name, (private, public) in kept.items()}
+    keys = _host_keys()
+    if keys_file is not None:
+        keys_file.parent.mkdir(parents=True, exist_ok=True)
+        _write_private(keys_file, json.dumps(keys).encode())
+    return keys
 
 
 def pod_command(spec: PodSpec) -> list[str]:
@@ -630,7 +648,7 @@ class SandboxManager:
                 )
             except (OSError, ValueError, subprocess.CalledProcessError) as e:
                 raise SandboxError(f"the pod's local volume could not be made: {e}") from e
-        host_keys = _host_keys()
+        host_keys = pod_host_keys(spec.host_keys_file)
         private_etc = frozenset(host_private_paths(Path("/etc")))
         # May refuse the spec before anything is allocated.
         build_plan(spec, pod_dir, host_keys, private_etc=private_etc)
@@ -676,7 +694,9 @@ class SandboxManager:
             pid1, netns = _await_ready(ready, process, record, pod_dir)
             pod = _Pod(spec, pod_dir, process, pid1, record["pid1_start"], {}, ids)
             try:
-                pod.ports = self._forwarder.publish(spec.pod_id, netns, spec.internal_ports)
+                pod.ports = self._forwarder.publish(
+                    spec.pod_id, netns, spec.internal_ports, preferred=spec.preferred_ports
+                )
                 if self._emulator_port:
                     self._forwarder.reverse(spec.pod_id, netns, self._emulator_port)
             finally:

@@ -23,11 +23,12 @@ flight, so a stopped pod's ports are free again as soon as ``release`` returns.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import socket
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -210,6 +211,14 @@ def _listener(sock: socket.socket, port: int) -> socket.socket:
     return sock
 
 
+def _free_listener(port: int) -> socket.socket:
+    """A listener on host ``port`` when it is free, else on any free port."""
+    if port:
+        with contextlib.suppress(OSError):
+            return _listener(socket.socket(socket.AF_INET, socket.SOCK_STREAM), port)
+    return _listener(socket.socket(socket.AF_INET, socket.SOCK_STREAM), 0)
+
+
 class PortForwarder:
     """Published and reverse TCP ports of many owners, served by one lazily started thread."""
 
@@ -220,13 +229,16 @@ class PortForwarder:
         self._groups: dict[str, _Group] = {}  # touched on the loop thread only
         self._reverse_connections = _Addresses()
 
-    def publish(self, owner: str, netns_fd: int, internal_ports: Iterable[int]) -> dict[int, int]:
-        """Expose ``127.0.0.1:<internal>`` of the namespace on free host loopback ports: internal -> host."""
+    def publish(
+        self, owner: str, netns_fd: int, internal_ports: Iterable[int], *, preferred: Mapping[int, int] = {}
+    ) -> dict[int, int]:
+        """Expose ``127.0.0.1:<internal>`` of the namespace on host loopback ports: internal -> host; the
+        ``preferred`` host port of an internal port where it is free, else any free one."""
         ports = list(dict.fromkeys(internal_ports))
         listeners: list[socket.socket] = []
         try:
-            for _ in ports:
-                listeners.append(_listener(socket.socket(socket.AF_INET, socket.SOCK_STREAM), 0))
+            for port in ports:
+                listeners.append(_free_listener(preferred.get(port, 0)))
             mapping = {port: int(sock.getsockname()[1]) for port, sock in zip(ports, listeners, strict=True)}
             fd = os.dup(netns_fd)
         except BaseException:
