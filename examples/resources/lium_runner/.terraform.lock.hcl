@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:df9x9DgL1x5CFDKKeXCI5Vx9F829I795Op7V6Y955Bo=",
-    "zh:aa905eb7b0384a5ac837b31851fb0ab870de56cd4cdb4feb43ba9927fb4d762a",
+    "h1:fs1RxqzO8nZvKaP6exUUwiAg/hoseshcz/tkKLPHRBA=",
+    "zh:0a1b6acd8daa950e0982dd1a798c90daf8f2d045256157cbd585b76173007420",
   ]
 }
