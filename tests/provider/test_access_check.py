@@ -80,17 +80,22 @@ def test_only_the_plans_of_creates_check_the_key_and_deletes_list_no_more_than_t
     assert account.live()["pods"] == []
 
 
+def session_of(client: LiumClient, journal_dir: Path) -> LiumSession:
+    """A configured provider's session around ``client``, as resources see it."""
+    return LiumSession(
+        client=client,
+        feed_url=f"{client.base_url}/public/v1/nodes",
+        ssh_private_key=None,
+        runner_download_url=None,
+        journal=RentJournal(journal_dir / "journal"),
+        stack_tag="aaaaaaaa",
+    )
+
+
 def test_a_failed_check_is_kept_so_later_creates_fail_at_once(tmp_path: Path) -> None:
     with closed_port() as url:
         client = LiumClient(url, "tf-key", connect_timeout=1.0, timeout=2.0, max_retries=0)
-        s = LiumSession(
-            client=client,
-            feed_url=f"{url}/public/v1/nodes",
-            ssh_private_key=None,
-            runner_download_url=None,
-            journal=RentJournal(tmp_path / "journal"),
-            stack_tag="aaaaaaaa",
-        )
+        s = session_of(client, tmp_path)
         errors = []
         for _ in range(3):
             with pytest.raises(TFError) as raised:
@@ -106,14 +111,7 @@ def test_an_unreadable_answer_is_titled_by_its_cause_not_as_unreachable(
     account: Account, tmp_path: Path
 ) -> None:
     client = LiumClient(account.emulator.api_url, account.api_key, max_retries=0)
-    s = LiumSession(
-        client=client,
-        feed_url=f"{account.emulator.api_url}/public/v1/nodes",
-        ssh_private_key=None,
-        runner_download_url=None,
-        journal=RentJournal(tmp_path / "journal"),
-        stack_tag="aaaaaaaa",
-    )
+    s = session_of(client, tmp_path)
     garbage = {
         "seed": 1,
         "rules": [{"method": "GET", "path": "/users/me", "kind": "garbage", "body": "not_json"}],
