@@ -812,7 +812,8 @@ def _await_ready(
                     pid1 = int(line.split()[1])
                     record.update(pid1=pid1, pid1_start=process_start_ticks(pid1) or 0)
                     _write_private(pod_dir / "pids.json", json.dumps(record).encode())
-                    netns = open_netns(pid1)
+                    with contextlib.suppress(OSError):  # PID 1 already gone: its ERR line says why
+                        netns = open_netns(pid1)
         errors = [line[4:] for line in lines if line.startswith("ERR ")]
         if errors:
             raise SandboxError(f"pod failed to start: {errors[-1]}")
