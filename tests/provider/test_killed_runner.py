@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.chaos.audit import duplicate_rentals
-from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
+from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template, state_id
 from tests.support.postgres import PostgresServer, running_postgres
 from tests.support.procs import kill_provider, kill_provider_and_server, providers_in, wait_for
 from tests.support.terraform import Terraform, kill_group, reaped
@@ -61,13 +61,6 @@ def fresh_runner(
 
 def running(account: Account) -> list[dict[str, Any]]:
     return [p for p in account.report()["pods"] if p["status"] == "RUNNING"]
-
-
-def state_id(tf: Terraform, type_name: str) -> str:
-    resources = tf.show_json().get("values", {}).get("root_module", {}).get("resources", [])
-    (found,) = [r for r in resources if r["type"] == type_name]
-    value: str = found["values"]["id"]
-    return value
 
 
 # What dies, and how the provider was started. "machine": the provider's server and launcher and

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from lium_provider.domain.stack import stack_tag
-from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
+from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template, state_id
 from tests.support.procs import kill_provider, wait_for
 from tests.support.terraform import Terraform, reaped
 
@@ -42,15 +42,6 @@ def pods(account: Account) -> list[dict[str, Any]]:
 
 def live_pods(account: Account) -> list[dict[str, Any]]:
     return [p for p in pods(account) if p["status"] not in ("DELETING", "DELETED")]
-
-
-def state_id(tf: Terraform, type_name: str) -> str:
-    """The id of the stack's one ``type_name`` in its current state (of the selected workspace, local
-    or pg)."""
-    resources = tf.show_json().get("values", {}).get("root_module", {}).get("resources", [])
-    (found,) = [r for r in resources if r["type"] == type_name]
-    value: str = found["values"]["id"]
-    return value
 
 
 def pod_id(tf: Terraform) -> str:

@@ -165,6 +165,15 @@ def instances(tf: Terraform, type_name: str) -> list[dict[str, Any]]:
     return [i["attributes"] for r in tf.resources() if r["type"] == type_name for i in r["instances"]]
 
 
+def state_id(tf: Terraform, type_name: str) -> str:
+    """The id of the stack's one ``type_name`` in its current state (of the selected workspace, local
+    or pg)."""
+    resources = tf.show_json().get("values", {}).get("root_module", {}).get("resources", [])
+    (found,) = [r for r in resources if r["type"] == type_name]
+    value: str = found["values"]["id"]
+    return value
+
+
 def ssh_run(account: Account, pod: dict[str, Any], command: str) -> str:
     """Run a command on the pod as root, checking the host key against the pinned one."""
     key = paramiko.Ed25519Key.from_private_key(io.StringIO(account.key_file.read_text()))

@@ -28,7 +28,7 @@ from lium_provider.api.models import (
 )
 from lium_provider.api.rent import RentAttempt, find_rented_pod
 from lium_provider.domain.journal import RentJournal
-from lium_provider.domain.stack import parse_lium_pod_name, tag_in
+from lium_provider.domain.stack import tag_in, tag_in_pod_name
 
 POLL_SECONDS = 2.0
 
@@ -61,8 +61,7 @@ class Leftovers:
 
 def has_tag(lium_name: str, tags: frozenset[str]) -> bool:
     """Whether a Lium pod name was made for a stack with one of these tags."""
-    parsed = parse_lium_pod_name(lium_name)
-    return parsed is not None and parsed[1] in tags
+    return tag_in_pod_name(lium_name) in tags
 
 
 def find_stack_leftovers(

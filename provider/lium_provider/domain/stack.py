@@ -144,6 +144,12 @@ def parse_lium_pod_name(lium_name: str) -> tuple[str, str, str] | None:
     return match["base"], match["tag"], match["digest"]
 
 
+def tag_in_pod_name(lium_name: str | None) -> str | None:
+    """The stack tag a pod's Lium name carries, or None for a name :func:`lium_pod_name` did not make."""
+    parsed = parse_lium_pod_name(lium_name or "")
+    return parsed[1] if parsed else None
+
+
 def is_named(lium_name: str, name: str, tag: str) -> bool:
     """Whether a pod Lium calls ``lium_name`` is the one called ``name``: that very name, or this
     stack's (``tag``) pod whose ``name`` attribute it is."""

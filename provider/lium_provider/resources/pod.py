@@ -44,7 +44,7 @@ from lium_provider.domain.removal import (
     set_removal,
     started_at,
 )
-from lium_provider.domain.stack import lium_pod_name, parse_lium_pod_name, rent_digest
+from lium_provider.domain.stack import lium_pod_name, parse_lium_pod_name, rent_digest, tag_in_pod_name
 from lium_provider.resources.common import api_errors, check_access_on_create
 from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.resources.ownership import (
@@ -737,7 +737,7 @@ class PodResource(Resource[PodModel]):
             )
             refreshed = self._with_listed_offer(ctx, s, refreshed)
         owner = refreshed_owner(
-            ctx, state.stack_tag, imported=not state.name, in_lium=_tag_in_name(refreshed.lium_name)
+            ctx, state.stack_tag, imported=not state.name, in_lium=tag_in_pod_name(refreshed.lium_name)
         )
         refreshed = refreshed.model_copy(update={"stack_tag": owner})
         warn_if_foreign(ctx, self.type_name, refreshed)
@@ -784,7 +784,7 @@ class PodResource(Resource[PodModel]):
     def delete(self, ctx: Context, state: PodModel) -> None:
         if not is_lium_id(state.id):
             self._delete_by_lium_name(ctx, state)
-        if left_alone_at_delete(ctx, self.type_name, state, in_lium=lambda: _tag_in_name(state.lium_name)):
+        if left_alone_at_delete(ctx, self.type_name, state, in_lium=lambda: tag_in_pod_name(state.lium_name)):
             return
         s = session(ctx)
         delete_pod_and_wait(ctx, s, state.id or "")
@@ -807,12 +807,6 @@ class PodResource(Resource[PodModel]):
                 )
                 delete_pod_and_wait(ctx, s, pod.id)
         s.journal.forget(state.lium_name or state.name)
-
-
-def _tag_in_name(lium_name: str | None) -> str | None:
-    """The stack tag a pod's Lium name carries, or None for a name this provider did not make."""
-    parsed = parse_lium_pod_name(lium_name or "")
-    return parsed[1] if parsed else None
 
 
 def delete_pod_and_wait(ctx: Context, s: LiumSession, pod_id: str) -> None:
@@ -861,7 +855,7 @@ def _delete_abandoned(ctx: Context, s: LiumSession, pod_id: str, lium_name: str)
 
 def is_this_stacks(s: LiumSession, lium_name: str) -> bool:
     """Whether a Lium pod name carries this stack's tag (:func:`lium_provider.domain.stack.lium_pod_name`)."""
-    return _tag_in_name(lium_name) == s.stack_tag
+    return tag_in_pod_name(lium_name) == s.stack_tag
 
 
 def settle_orphans(

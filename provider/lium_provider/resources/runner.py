@@ -20,7 +20,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lium_provider.api.models import RUNNING, Pod, is_lium_id
-from lium_provider.domain.stack import parse_lium_pod_name
+from lium_provider.domain.stack import tag_in_pod_name
 from lium_provider.resources.common import api_errors, check_access_on_create
 from lium_provider.resources.inputs import LIUM_ID, check_openssh_public_key
 from lium_provider.resources.ownership import (
@@ -190,12 +190,6 @@ class RunnerModel(BaseModel):
         if value is not None and (not value or any(not command.strip() for command in value)):
             raise ValueError("needs at least one command, and no empty ones")
         return value
-
-
-def _pod_tag(pod: Pod | None) -> str | None:
-    """The stack tag in the runner's pod's Lium name: whose runner a state that records none is."""
-    parsed = parse_lium_pod_name(pod.pod_name) if pod else None
-    return parsed[1] if parsed else None
 
 
 def _default_download_url(s: LiumSession) -> str:
@@ -421,7 +415,9 @@ class RunnerResource(Resource[RunnerModel]):
         refreshed = state.model_copy(
             update={
                 "runner_ssh_port": (pod.ports_mapping or {}).get(str(SSH_PORT), state.runner_ssh_port),
-                "stack_tag": refreshed_owner(ctx, state.stack_tag, imported=False, in_lium=_pod_tag(pod)),
+                "stack_tag": refreshed_owner(
+                    ctx, state.stack_tag, imported=False, in_lium=tag_in_pod_name(pod.pod_name)
+                ),
             }
         )
         if warn_if_foreign(ctx, self.type_name, refreshed):
@@ -517,7 +513,8 @@ class RunnerResource(Resource[RunnerModel]):
 
     def _pod_tag_in_lium(self, s: LiumSession, state: RunnerModel) -> str | None:
         with api_errors("reading the pod", path=("pod_id",)):
-            return _pod_tag(s.client.get_pod(state.pod_id))
+            pod = s.client.get_pod(state.pod_id)
+        return tag_in_pod_name(pod.pod_name) if pod else None
 
     def _left_running(self, ctx: Context, pod_id: str, why: str) -> None:
         ctx.warn(
