@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:fs1RxqzO8nZvKaP6exUUwiAg/hoseshcz/tkKLPHRBA=",
-    "zh:0a1b6acd8daa950e0982dd1a798c90daf8f2d045256157cbd585b76173007420",
+    "h1:yduM+1h8BdSt7LeKDsr4uiAsvesSdOr6imMwSGV9kVM=",
+    "zh:0201a81c9da99a7b5281c1e1434062d8093ca6095f2a97a410c2f7bad0dd4a99",
   ]
 }
