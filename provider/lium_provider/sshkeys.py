@@ -48,6 +48,11 @@ def public_key_line(private_key: str) -> str:
     return f"{key.get_name()} {key.get_base64()}"
 
 
+def same_public_key(a: str, b: str) -> bool:
+    """True when two OpenSSH public key lines hold the same key (type and key; comments aside)."""
+    return a.split()[:2] == b.split()[:2]
+
+
 def fetch_host_key(host: str, port: int, timeout: float = 10.0) -> str | None:
     """The server's host key as ``<type> <base64>``, or None if nothing answers SSH there yet.
 

@@ -12,7 +12,8 @@ generate it with, so its output is what Registry readers (and tools that lint Re
   ``- `name` (String, Sensitive) description`` in name order, and every nested block or object-typed
   attribute under its own ``<a id="nestedblock--path"></a>`` / ``### Nested Schema for `path```;
 - ``## Import`` from ``import-by-string-id.tf`` (an ``import`` block, Terraform 1.5+) and ``import.sh``
-  (the ``terraform import`` command) in the resource's example directory.
+  (the ``terraform import`` command) in the resource's example directory, with the write-only arguments
+  named (Terraform never stores them, so no import can) and what ``import.md`` there says.
 
 Two facts tfplugindocs cannot know are added to the description: an attribute's default value and whether
 changing it replaces the resource. Hand-written pages (``docs/guides/``) are not touched.
@@ -238,11 +239,19 @@ def _example(path: Path, language: str = "terraform") -> list[str]:
     return [f"```{language}", path.read_text().strip(), "```", ""]
 
 
-def _import_section(folder: Path) -> list[str]:
-    block, command = folder / "import-by-string-id.tf", folder / "import.sh"
+def _import_section(folder: Path, schema: BlockSchema) -> list[str]:
+    block, command, notes = folder / "import-by-string-id.tf", folder / "import.sh", folder / "import.md"
     if not (block.exists() or command.exists()):
         return []
     lines = ["## Import", "", "Import is supported using the following syntax:", ""]
+    write_only = [f"`{name}`" for name, attr in schema.attributes.items() if attr.spec.write_only]
+    if write_only:
+        lines += [
+            f"Write-only arguments are never imported (nor stored in state): {', '.join(write_only)}.",
+            "",
+        ]
+    if notes.exists():
+        lines += [notes.read_text().strip(), ""]
     if block.exists():
         lines += [
             "In Terraform v1.5.0 and later, the [`import` block](https://developer.hashicorp.com/terraform/"
@@ -284,7 +293,7 @@ def render(
         lines += ["## Example Usage", "", *_example(folder / f"{kind}.tf")]
     lines += schema_markdown(schema.block, notes)
     if folder is not None and kind == "resource":
-        lines += _import_section(folder)
+        lines += _import_section(folder, schema.block)
     return "\n".join(lines).rstrip() + "\n"
 
 

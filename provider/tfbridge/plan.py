@@ -36,7 +36,7 @@ class PlanChange(Generic[M]):
     :attr:`config`, :attr:`prior` and :attr:`planned` are models with Terraform defaults applied; a
     value Terraform knows only after apply reads as ``None`` there, so ask :meth:`is_unknown` (planned)
     or :meth:`config_is_unknown` before treating ``None`` as null. Change the plan only through
-    :meth:`set_planned`, :meth:`set_unknown` and :meth:`require_replace`: they keep the model and the
+    :meth:`set_planned`, :meth:`set_unknown`, :meth:`require_replace` and :meth:`keep_in_place`: they keep the model and the
     value sent back to Terraform in step. Models are built on first use, so a resource that looks at
     nothing costs nothing.
     """
@@ -124,6 +124,12 @@ class PlanChange(Generic[M]):
         check_attribute(self._type, attribute)
         if (attribute,) not in self._requires_replace:
             self._requires_replace.append((attribute,))
+
+    def keep_in_place(self, attribute: str) -> None:
+        """Take ``attribute``'s change in place after all: the resource knows its declared replacement
+        rule does not hold for this object (an imported object's value its read could not return)."""
+        check_attribute(self._type, attribute)
+        self._requires_replace[:] = [p for p in self._requires_replace if p != (attribute,)]
 
     def _set(self, attribute: str, terraform: object, python: object) -> None:
         self._planned_value[attribute] = terraform

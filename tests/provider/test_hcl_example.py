@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,6 +34,7 @@ def test_hcl_example_applies_and_destroys(
     (tf.workdir / "main.tf").unlink()
     copy_example(EXAMPLE, tf.workdir)
     tf.init()
+    estimate = summary_price_of_the_quickstart_pod(tf)
     tf.apply()
 
     outputs = {name: o["value"] for name, o in json.loads(tf.run("output", "-json").stdout).items()}
@@ -41,9 +44,40 @@ def test_hcl_example_applies_and_destroys(
     assert outputs["ssh"] == f"ssh root@{pod['ssh_host']} -p {pod['ssh_port']}"
     assert outputs["runner_port"] == pod["ports"]["10022"] == runner["runner_ssh_port"]
     assert outputs["price_per_hour"] == pod["price_per_hour"] > 0
+    # The pod names no GPU: the summary's estimate was the cheapest offer, which is what create rented.
+    assert estimate == pytest.approx(pod["price_per_hour"])
     assert runner["healthy"] is True and outputs["smoke_test"].splitlines()[-2:] == ["no-gpu", "42"]
     assert tf.plan_exitcode()[0] == 0
 
     tf.destroy()
     assert_nothing_left(account)
     assert tf.resources() == []
+
+
+def summary_price_of_the_quickstart_pod(tf: Terraform) -> float:
+    """Plan the example, check the PR summary prices its GPU-less pod as an estimate the policies judge."""
+    tf.run("plan", "-input=false", "-no-color", "-out=plan.bin")
+    (tf.workdir / "plan.json").write_text(tf.run("show", "-json", "plan.bin").stdout)
+    summary = [sys.executable, "-m", "lium_provider.cli", "plan-summary", str(tf.workdir / "plan.json")]
+    env = {"PATH": "/usr/bin:/bin", "LIUM_API_URL": tf.env["LIUM_API_URL"]}
+
+    def run(*flags: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*summary, *flags], capture_output=True, text=True, env=env, timeout=120)
+
+    within = run("--max-hourly-total", "1000", "--format", "json")
+    assert within.returncode == 0, within.stderr
+    (pod,) = json.loads(within.stdout)["stacks"][0]["pods"]
+    assert pod["price_estimate"] is True and pod["worst_case_price_basis"] == "dearest_offer"
+    assert pod["worst_case_price_per_hour"] >= pod["price_per_hour_after"] > 0
+    markdown = run().stdout
+    assert "(some prices are estimates)" in markdown and "(estimate)" in markdown
+    assert "?" not in markdown.split("| Pod |", 1)[1].splitlines()[2]
+
+    over = run("--max-hourly-total", "0.01")
+    assert over.returncode == 3
+    assert "policy violated: max-hourly-total: the pods cost $" in over.stderr
+    strict = run("--max-hourly-total", "1000", "--strict-prices")
+    assert strict.returncode == 3
+    assert "`lium_pod.quickstart`: the price is an estimate" in strict.stderr
+    price: float = pod["price_per_hour_after"]
+    return price

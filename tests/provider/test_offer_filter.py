@@ -21,10 +21,10 @@ from lium_provider.resources.pod import (
     FILTER_PLAN_RULES,
     PodModel,
     PodResource,
-    RentedOffer,
     pod_facts,
     refilter_replacements,
 )
+from lium_provider.resources.pod_private import PodPrivate
 from tfbridge.schema import block_schema
 
 POD_4090 = PodFacts(
@@ -181,13 +181,11 @@ def test_a_pod_is_re_rented_only_for_changed_fields_it_no_longer_satisfies(
 
 
 def test_pod_facts_come_from_state_and_the_rented_offer() -> None:
-    rented = RentedOffer(
-        gpu_model="RTX 4090", gpu_memory_gib=24.0, memory_gib=62.0, disk_gb=680.0, spot=False
-    )
+    rented = PodPrivate(gpu_model="RTX 4090", gpu_memory_gib=24.0, memory_gib=62.0, disk_gb=680.0, spot=False)
     private = rented.to_private()
     state = PodModel.model_construct(gpu="RTX 4090", gpu_count=1, price_per_hour=0.39, region="us-tx")
-    facts = pod_facts(state, RentedOffer.from_private(private))
+    facts = pod_facts(state, PodPrivate.from_private(private))
     assert facts == dataclasses.replace(POD_4090, gpu="RTX 4090")
     # An imported pod (no private state) or an unreadable one: only what its state says is known.
     for private in (b"", b"not json", b'{"memory_gib": "lots"}'):
-        assert pod_facts(state, RentedOffer.from_private(private)).memory_gib is None
+        assert pod_facts(state, PodPrivate.from_private(private)).memory_gib is None

@@ -489,7 +489,11 @@ def test_several_plans_give_one_table_per_stack(tmp_path: Path, emulator: Runnin
     document = json.loads(run_summary(first, second, "--format", "json", env=env).stdout)
     jsonschema.validate(document, SCHEMA)
     assert [s["name"] for s in document["stacks"]] == [first, second]
-    assert document["cost"]["hourly_after"] == {"usd": pytest.approx(0.5 + price), "unknown_pods": 0}
+    assert document["cost"]["hourly_after"] == {
+        "usd": pytest.approx(0.5 + price),
+        "unknown_pods": 0,
+        "estimated_pods": 0,
+    }
     assert document["cost"]["worst_case_spend"]["usd"] == pytest.approx(12 + 10 * price)
     assert document["stacks"][1]["changes"] == [
         {
@@ -657,3 +661,44 @@ def test_a_saved_plan_or_other_binary_input_is_refused_saying_what_to_pass(tmp_p
         assert result.returncode != 0 and words in result.stderr, result.stderr
     saved_message = subprocess.run([*command, str(saved)], capture_output=True, text=True, timeout=60).stderr
     assert "is a saved Terraform plan, not its JSON" in saved_message
+
+
+def test_a_pod_without_gpu_is_an_estimate_bounded_by_its_max_price(
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
+    """A new pod whose GPU is chosen at apply: the cheapest matching offer now, worst case its price cap."""
+    nodes = feed_nodes(emulator)
+    one_gpu = [
+        round(n["price_per_gpu_hour"], 6)
+        for n in nodes
+        if n["min_rentable_gpu_count"] <= 1 <= n["available_gpu_count"]
+    ]
+    cap = sorted(one_gpu)[len(one_gpu) // 2]
+    after = {"name": "any", "gpu_count": 1, "max_price_per_hour": cap, "termination_hours": 10}
+    entry = pod_entry("lium_pod.any", ["create"], None, after)
+    entry["change"]["after_unknown"] = {"gpu": True, "executor_id": True}
+    uncapped = dict(after, max_price_per_hour=None)
+    second = pod_entry("lium_pod.free", ["create"], None, uncapped)
+    second["change"]["after_unknown"] = {"gpu": True, "executor_id": True}
+    path = write_plan(tmp_path, "plan.json", entry, second)
+    env = {"LIUM_API_URL": emulator.api_url}
+
+    result = run_summary(path, "--format", "json", "--max-spend", "100000", env=env)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, SCHEMA)
+    pods = {p["address"]: p for p in document["stacks"][0]["pods"]}
+    capped, free = pods["lium_pod.any"], pods["lium_pod.free"]
+    assert capped["price_per_hour_after"] == pytest.approx(min(one_gpu))
+    assert (capped["price_estimate"], capped["worst_case_price_basis"]) == (True, "max_price_per_hour")
+    assert capped["worst_case_price_per_hour"] == pytest.approx(cap)
+    assert capped["worst_case_spend_usd"] == pytest.approx(cap * 10)
+    assert free["worst_case_price_basis"] == "dearest_offer"
+    assert free["worst_case_price_per_hour"] == pytest.approx(max(one_gpu))
+    assert document["cost"]["hourly_after"]["estimated_pods"] == 2
+    assert document["cost"]["exact"] is False
+
+    strict = run_summary(path, "--max-spend", "100000", "--strict-prices", env=env)
+    assert strict.returncode == 3
+    assert len(violations(strict)) == 2
+    assert all("--strict-prices refuses estimates" in line for line in violations(strict))

@@ -26,6 +26,8 @@ pytestmark = pytest.mark.terraform
 TEMPLATE = sleeping_template("tf-template", image="%s", extra="%s")
 # Filled in as ``POD % (name, extra_line)``.
 POD = pod_block("%s", extra="%s")
+# A one-GPU RTX 4090 node of the packaged catalog (listed while no pod rents it).
+LISTED_RTX_4090_EXECUTOR = "b46e889b-7a41-5bdd-a827-3dcbf1926d07"
 
 
 def test_pod_with_template_lifecycle(stack: Callable[[str], Terraform], account: Account) -> None:
@@ -198,14 +200,32 @@ def test_raising_the_price_limit_of_a_running_pod_plans_without_a_crash(
     assert_nothing_left(account)
 
 
+def test_a_gpu_beside_executor_id_may_name_that_executors_gpu(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    extra = f'executor_id = "{LISTED_RTX_4090_EXECUTOR}"\n  gpu = "NVIDIA GeForce RTX 4090"'
+    tf = make_terraform(
+        PROVIDER_BLOCK + TEMPLATE % ("python:3.11-slim", "") + POD % ("pinned", extra), **account.env
+    )
+    tf.init()
+    code, output = tf.plan_exitcode()
+    assert code == 2, output  # changes to make, no error
+
+
 @pytest.mark.parametrize(
     ("body", "attribute", "message"),
     [
         (
             TEMPLATE % ("python:3.11-slim", "")
-            + POD % ("both", 'executor_id = "3f1c2b9e-8d4a-4e6f-9a1b-2c3d4e5f6a7b"\n  gpu = "RTX 4090"'),
+            + POD % ("both", 'executor_id = "3f1c2b9e-8d4a-4e6f-9a1b-2c3d4e5f6a7b"\n  regions = ["us"]'),
             "executor_id",
             "Choose either executor_id or an offer filter",
+        ),
+        (
+            TEMPLATE % ("python:3.11-slim", "")
+            + POD % ("other-gpu", f'executor_id = "{LISTED_RTX_4090_EXECUTOR}"\n  gpu = "H100"'),
+            "gpu",
+            f"Executor {LISTED_RTX_4090_EXECUTOR} has no 'H100' GPU",
         ),
         (
             TEMPLATE % ("python:3.11-slim", "") + POD % ("zero", "gpu_count = 0"),
@@ -224,7 +244,14 @@ def test_raising_the_price_limit_of_a_running_pod_plans_without_a_crash(
             "Attribute redefined",
         ),
     ],
-    ids=["both-placements", "gpu-count-0", "unknown-gpu", "bad-image", "two-volumes"],
+    ids=[
+        "both-placements",
+        "gpu-of-another-executor",
+        "gpu-count-0",
+        "unknown-gpu",
+        "bad-image",
+        "two-volumes",
+    ],
 )
 def test_invalid_configs_fail_at_plan_naming_the_attribute(
     make_terraform: Callable[..., Terraform], account: Account, body: str, attribute: str, message: str

@@ -27,12 +27,12 @@ from lium_emulator.launcher import RunningEmulator
 from lium_provider.api.endpoints import feed_url_for
 from lium_provider.domain.offer_filter import OfferFilter
 from lium_provider.domain.offers import Offer, find_offers
-from lium_provider.provider import LiumProvider
+from tests.support.arguments import RESOURCES, arguments_of
 from tests.support.examples import adapt_example
 from tests.support.lium import PROVIDER_BLOCK, assert_nothing_left, new_account, ssh_keypair
 from tests.support.plans import saved_plan
 from tests.support.terraform import Terraform
-from tfbridge import Context, RequiresReplace, RequiresReplaceIf, Resource, TFError
+from tfbridge import Context, RequiresReplace, RequiresReplaceIf, TFError
 from tfbridge.cancel import CancelToken
 from tfbridge.logs import Logger
 
@@ -40,7 +40,6 @@ pytestmark = pytest.mark.terraform
 
 Action = Literal["keep", "update", "replace"]  # lium_provider.plan_summary's verbs ("keep" is "no-op")
 Outcome = Action | Literal["no offer"]
-RESOURCES: dict[str, type[Resource[Any]]] = {r.type_name: r for r in LiumProvider.resources}
 REGISTRY_PASSWORD = "matrix-registry-secret"
 NO_OFFER: Outcome = "no offer"
 NO_OFFER_ERROR = "No Lium offer matches the pod's filter"  # the error of a filter nothing satisfies
@@ -332,12 +331,6 @@ def declared_action(type_name: str, attribute: str) -> Action:
     if attr.spec.write_only:
         return "keep"  # Terraform never compares write-only values: only a *_wo_version change sends one
     return "replace" if attr.requires_replace else "update"
-
-
-def arguments_of(type_name: str) -> set[str]:
-    """What a configuration can set: required and optional attributes, and nested blocks."""
-    block = RESOURCES[type_name].schema().block
-    return {n for n, a in block.attributes.items() if a.spec.required or a.spec.optional} | set(block.blocks)
 
 
 def expected_outcome(step: Step) -> Outcome:

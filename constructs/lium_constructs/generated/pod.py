@@ -106,7 +106,7 @@ class Pod(LiumResourceBase):
             min_memory_gib: Least RAM for the pod, GiB. Must be at least 0.
             min_disk_gb: Least container disk, GB. No default floor. Must be at least 0.
             spot: `true` spot only, `false` secure only.
-            executor_id: Rent this executor (node). Conflicts with the offer filter; computed when the filter chose.
+            executor_id: Rent this executor (node). Conflicts with the offer filter, except `gpu`, which may name the executor's GPU; computed when the filter chose.
             ssh_public_key: Public key authorised for root SSH, one OpenSSH line (ed25519, ecdsa or rsa). Default: derived from the provider's private key.
             volume_id: `lium_volume` to mount at /mnt (one).
             termination_hours: Lium removes the pod this many hours after it started. Default: the provider's `default_termination_hours`, else none (the pod runs until deleted). Changing it moves the removal in place; removing it cancels the removal. Must be 1 to 720.
@@ -193,7 +193,7 @@ class Pod(LiumResourceBase):
 
     @property
     def executor_id(self) -> str:
-        """Rent this executor (node). Conflicts with the offer filter; computed when the filter chose."""
+        """Rent this executor (node). Conflicts with the offer filter, except `gpu`, which may name the executor's GPU; computed when the filter chose."""
         return self.get_string_attribute("executor_id")
 
     @property

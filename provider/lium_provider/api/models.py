@@ -113,6 +113,8 @@ class Pod(_Response):
     # RUNNING, or from POST /pods/{id}/schedule-removal. termination_hours stays the rent's value.
     removal_scheduled_at: UtcDatetime | None = None
     termination_hours: int | None = None
+    # The public keys authorised for root, one OpenSSH line each (docs/lium-api.md#pod-row).
+    ssh_keys: tuple[str, ...] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -132,6 +134,15 @@ class Pod(_Response):
     def _hours_or_none(cls, value: Any) -> int | None:
         # Informational (the schedule itself is removal_scheduled_at): an odd value must not break the row.
         return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+    @field_validator("ssh_keys", mode="before")
+    @classmethod
+    def _key_lines(cls, value: Any) -> tuple[str, ...]:
+        # Lines, or objects holding one (the account's key rows say ``public_key``): anything else is
+        # left out rather than making the row unreadable.
+        items = value if isinstance(value, list) else []
+        lines = (item.get("public_key") if isinstance(item, dict) else item for item in items)
+        return tuple(line.strip() for line in lines if isinstance(line, str) and line.strip())
 
     @field_validator("estimated_ready_seconds", mode="before")
     @classmethod

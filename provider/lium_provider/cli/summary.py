@@ -44,6 +44,7 @@ def policies_from(args: argparse.Namespace) -> Policies:
         max_hourly_total=args.max_hourly_total,
         max_spend=args.max_spend,
         require_termination_hours=args.require_termination_hours,
+        strict_prices=args.strict_prices,
     )
 
 
@@ -112,6 +113,12 @@ def add_summary_options(parser: argparse.ArgumentParser) -> None:
         metavar="USD",
         help="most the pods may cost until Lium removes them (price times termination_hours; a pod without "
         "termination_hours is unbounded and violates it)",
+    )
+    policies.add_argument(
+        "--strict-prices",
+        action="store_true",
+        help="the --max-* policies refuse an estimated price (a pod whose gpu or other filter field is "
+        "chosen at apply) instead of checking the estimate",
     )
     policies.add_argument(
         "--require-termination-hours",

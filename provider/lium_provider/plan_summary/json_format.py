@@ -23,7 +23,7 @@ SCHEMA_PATH = Path(__file__).with_name("plan-summary.schema.json")
 
 
 def _total(amount: Total) -> dict[str, Any]:
-    return {"usd": amount.per_hour, "unknown_pods": amount.unknown}
+    return {"usd": amount.per_hour, "unknown_pods": amount.unknown, "estimated_pods": amount.estimated}
 
 
 def _cost(cost: Cost) -> dict[str, Any]:
@@ -56,6 +56,9 @@ def _pod(pod: PodCost, spend: PodSpend | None) -> dict[str, Any]:
         "price_per_hour_before": pod.price_before if pod.existed_before else None,
         "price_per_hour_after": pod.price_after if pod.exists_after else None,
         "price_basis_markdown": pod.basis,
+        "price_estimate": pod.estimate,
+        "worst_case_price_per_hour": pod.price_worst if pod.exists_after else None,
+        "worst_case_price_basis": pod.worst_basis.value if pod.worst_basis else None,
         "termination_hours": spend.termination_hours if spend else None,
         "lifetime": spend.bound.value if spend else None,
         "worst_case_spend_usd": spend.usd if spend else None,

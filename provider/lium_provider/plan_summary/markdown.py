@@ -43,7 +43,8 @@ def signed_usd(amount: float) -> str:
 
 def total_text(amount: Total) -> str:
     prefix = "at least " if amount.unknown else ""
-    return f"{prefix}{usd(amount.per_hour)}/h · {prefix}{usd(amount.per_month)}/month"
+    text = f"{prefix}{usd(amount.per_hour)}/h · {prefix}{usd(amount.per_month)}/month"
+    return text + (" (estimate)" if amount.estimated else "")
 
 
 def spend_text(spend: Spend) -> str:
@@ -92,7 +93,11 @@ def _cost_lines(cost: Cost, spends: Sequence[PodSpend], *, headline: bool = True
         relative = "new" if percent is None else f"{percent:+.1f}%"
         if not cost.change_per_hour and percent is None:
             relative = "no GPU cost"
-        inexact = "" if cost.exact else " (some prices not known yet)"
+        inexact = ""
+        if cost.before.unknown or cost.after.unknown:
+            inexact = " (some prices not known yet)"
+        elif cost.after.estimated:
+            inexact = " (some prices are estimates)"
         lines.append(
             f"**Change: {signed_usd(cost.change_per_hour)}/h ({relative}) · "
             f"{signed_usd(cost.change_per_hour * HOURS_PER_MONTH)}/month**{inexact}"
@@ -172,6 +177,8 @@ def _render_pods(stack: StackReport) -> list[str]:
     for pod in stack.pods:
         shown = pod.price_after if pod.exists_after else pod.price_before
         price = "?" if shown is None else usd(shown)
+        if pod.estimate and pod.exists_after:
+            price += " (estimate)"
         if not pod.exists_after:
             price = f"~~{price}~~"
         basis = pod.basis

@@ -2,7 +2,9 @@
 
 Each policy judges a whole :class:`~lium_provider.plan_summary.report.Report` (every stack of a pull
 request) and names, in each violation, the resources that cause it. A price that is not known cannot be
-shown to be within a bound, so a pod of unknown price violates every bound on money.
+shown to be within a bound, so a pod of unknown price violates every bound on money. An estimated price
+(a filter field chosen at apply) is judged like a known one: the hourly bounds take the estimate, the
+spend bound the estimate's worst case; ``strict_prices`` makes every bound on money refuse estimates too.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class Policies:
     max_hourly_total: float | None = None
     max_spend: float | None = None
     require_termination_hours: bool = False
+    strict_prices: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,12 +59,24 @@ def _spends(report: Report) -> list[tuple[StackReport, PodSpend]]:
     return [(s, x) for s in report.stacks for x in s.spends]
 
 
-def _unpriced(report: Report, name: _Namer, policy: str) -> list[str]:
-    return [
-        f"{policy}: {name(s, p.change.address)}: price not known now ({p.basis}), so it cannot be checked"
-        for s, p in _pods(report)
-        if p.exists_after and p.price_after is None
-    ]
+def _unpriced(report: Report, name: _Namer, policy: str, strict: bool) -> list[str]:
+    """A line for each pod after apply whose price cannot be checked (an estimate too, when ``strict``)."""
+    lines = []
+    for s, p in _pods(report):
+        if not p.exists_after:
+            continue
+        if p.price_after is None:
+            lines.append(
+                f"{policy}: {name(s, p.change.address)}: price not known now ({p.basis}), so it cannot be checked"
+            )
+        elif strict and p.estimate:
+            lines.append(f"{policy}: {name(s, p.change.address)}: {ESTIMATE_REFUSED}")
+    return lines
+
+
+ESTIMATE_REFUSED = (
+    "the price is an estimate (a filter field is chosen at apply), and --strict-prices refuses estimates"
+)
 
 
 def hourly_delta(pod: PodCost) -> float | None:
@@ -73,9 +88,9 @@ def hourly_delta(pod: PodCost) -> float | None:
     return after - before
 
 
-def _max_hourly_increase(report: Report, limit: float, name: _Namer) -> list[str]:
+def _max_hourly_increase(report: Report, limit: float, name: _Namer, strict: bool) -> list[str]:
     policy = "max-hourly-increase"
-    violations = _unpriced(report, name, policy)
+    violations = _unpriced(report, name, policy, strict)
     change = report.cost.change_per_hour
     if change > limit:
         adders = [
@@ -89,9 +104,9 @@ def _max_hourly_increase(report: Report, limit: float, name: _Namer) -> list[str
     return violations
 
 
-def _max_hourly_total(report: Report, limit: float, name: _Namer) -> list[str]:
+def _max_hourly_total(report: Report, limit: float, name: _Namer, strict: bool) -> list[str]:
     policy = "max-hourly-total"
-    violations = _unpriced(report, name, policy)
+    violations = _unpriced(report, name, policy, strict)
     after = report.cost.after.per_hour
     if after > limit:
         pods = [
@@ -105,7 +120,7 @@ def _max_hourly_total(report: Report, limit: float, name: _Namer) -> list[str]:
     return violations
 
 
-def _max_spend(report: Report, limit: float, name: _Namer) -> list[str]:
+def _max_spend(report: Report, limit: float, name: _Namer, strict: bool) -> list[str]:
     policy = "max-spend"
     violations: list[str] = []
     for stack, spend in _spends(report):
@@ -118,6 +133,8 @@ def _max_spend(report: Report, limit: float, name: _Namer) -> list[str]:
             )
         elif spend.usd is None:
             violations.append(f"{policy}: {where}: price not known now, so it cannot be checked")
+        elif strict and spend.pod.estimate:
+            violations.append(f"{policy}: {where}: {ESTIMATE_REFUSED}")
     spend_total = report.cost.spend
     if spend_total.usd > limit:
         pods = [
@@ -143,13 +160,13 @@ def _require_termination_hours(report: Report, name: _Namer) -> list[str]:
 def check(report: Report, policies: Policies) -> list[PolicyResult]:
     """The verdict of every policy asked for in ``policies``, in command-line order."""
     name = _Namer(report)
-    limits: list[tuple[str, float | None, Callable[[Report, float, _Namer], list[str]]]] = [
+    limits: list[tuple[str, float | None, Callable[[Report, float, _Namer, bool], list[str]]]] = [
         ("max-hourly-increase", policies.max_hourly_increase, _max_hourly_increase),
         ("max-hourly-total", policies.max_hourly_total, _max_hourly_total),
         ("max-spend", policies.max_spend, _max_spend),
     ]
     results = [
-        PolicyResult(policy, limit, tuple(judge(report, limit, name)))
+        PolicyResult(policy, limit, tuple(judge(report, limit, name, policies.strict_prices)))
         for policy, limit, judge in limits
         if limit is not None
     ]

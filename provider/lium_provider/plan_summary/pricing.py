@@ -2,12 +2,18 @@
 
 A pod that will be rented is priced at the chosen executor's offer, or the cheapest offer matching the
 pod's filter, found in the public nodes feed exactly as ``lium_pod`` chooses at apply time.
+
+A filter field the plan does not know yet (``gpu`` is computed: a pod that names none shows it as known
+after apply) makes the price an *estimate*: the cheapest offer matching the fields that are known, which
+is what create rents when the field is simply unset. Its worst case is the pod's ``max_price_per_hour``
+when set, else the dearest offer matching those fields now.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from lium_provider.api.endpoints import DEFAULT_ENDPOINT, feed_url_for
@@ -15,7 +21,7 @@ from lium_provider.api.errors import LiumError
 from lium_provider.domain.offer_filter import OfferFilter
 from lium_provider.domain.offers import Offer, find_offers, matches
 from lium_provider.plan_summary.parsing import ResourceChange
-from lium_provider.plan_summary.values import SENSITIVE_TEXT, code
+from lium_provider.plan_summary.values import SENSITIVE_TEXT, code, usd
 
 
 def resolve_feed_url(flag: str | None, environ: Mapping[str, str]) -> str:
@@ -59,7 +65,8 @@ class PodCost:
     """One ``lium_pod`` instance in the summary: what runs after the plan and what it costs per hour.
 
     ``gpu``, ``gpu_count`` and ``name`` are display text; ``basis`` is Markdown saying where the price
-    comes from. ``price_after`` is None when the price is not known now.
+    comes from. ``price_after`` is None when the price is not known now. An ``estimate`` also has a
+    ``worst_price`` (what the pod can cost per hour at most) and ``worst_basis`` saying where it comes from.
     """
 
     change: ResourceChange
@@ -67,6 +74,14 @@ class PodCost:
     gpu_count: str
     price_after: float | None
     basis: str
+    estimate: bool = False
+    worst_price: float | None = None
+    worst_basis: WorstBasis | None = None
+
+    @property
+    def price_worst(self) -> float | None:
+        """The most this pod can cost per hour after the plan: an estimate's worst case, else its price."""
+        return self.worst_price if self.estimate else self.price_after
 
     @property
     def name(self) -> str:
@@ -83,6 +98,13 @@ class PodCost:
     @property
     def existed_before(self) -> bool:
         return self.change.before is not None
+
+
+class WorstBasis(StrEnum):
+    """Where an estimate's worst-case price comes from (the JSON document's ``worst_case_price_basis``)."""
+
+    MAX_PRICE = "max_price_per_hour"
+    DEAREST_OFFER = "dearest_offer"
 
 
 def known_price(change: ResourceChange) -> float | None:
@@ -130,12 +152,14 @@ def _price_on_executor(change: ResourceChange, book: OfferBook, count: int, exec
 def _price_by_filter(change: ResourceChange, book: OfferBook, count: int) -> PodCost:
     gpu = change.text("after", "gpu")
     values: dict[str, Any] = {"gpu_count": count}
+    unknown: list[str] = []
     for attribute in OfferFilter.search_fields():
-        if change.unknown(attribute):
-            return PodCost(change, gpu, str(count), None, f"filter {code(attribute)} known after apply")
         if change.sensitive("after", attribute):
             return PodCost(change, gpu, str(count), None, f"filter {code(attribute)} is sensitive")
-        values[attribute] = change.value("after", attribute)
+        if change.unknown(attribute):
+            unknown.append(attribute)  # matches every offer now: the price becomes an estimate
+        else:
+            values[attribute] = change.value("after", attribute)
     try:
         flt = OfferFilter.of(values)
     except ValueError:
@@ -152,4 +176,16 @@ def _price_by_filter(change: ResourceChange, book: OfferBook, count: int) -> Pod
         f"cheapest of {len(matching)} matching offer{plural} now "
         f"(executor {code(cheapest.executor_id)}, {code(cheapest.region)})"
     )
-    return PodCost(change, cheapest.gpu_model, str(count), cheapest.price_per_hour, basis)
+    if not unknown:
+        return PodCost(change, cheapest.gpu_model, str(count), cheapest.price_per_hour, basis)
+    if flt.max_price_per_hour is not None:
+        worst, worst_basis = flt.max_price_per_hour, WorstBasis.MAX_PRICE
+        worst_text = f"`max_price_per_hour` {usd(worst)}/h"
+    else:
+        worst, worst_basis = matching[-1].price_per_hour, WorstBasis.DEAREST_OFFER
+        worst_text = f"dearest matching offer now {usd(worst)}/h"
+    chosen = ", ".join(code(a) for a in unknown)
+    basis = f"estimate: {basis}; {chosen} chosen at apply; worst case {worst_text}"
+    return PodCost(
+        change, cheapest.gpu_model, str(count), cheapest.price_per_hour, basis, True, worst, worst_basis
+    )

@@ -25,19 +25,21 @@ COUNTED_ACTIONS = ("create", "update", "replace", "destroy", "forget")
 
 @dataclass(frozen=True)
 class Total:
-    """A sum of pod prices per hour; ``unknown`` pods were left out because their price is not known yet."""
+    """A sum of pod prices per hour; ``unknown`` pods were left out because their price is not known yet,
+    ``estimated`` pods are counted at an estimate (:class:`~lium_provider.plan_summary.pricing.PodCost`)."""
 
     per_hour: float
     unknown: int
+    estimated: int = 0
 
     @property
     def per_month(self) -> float:
         return self.per_hour * HOURS_PER_MONTH
 
 
-def total(prices: Sequence[float | None]) -> Total:
-    """The :class:`Total` of ``prices`` (None: not known)."""
-    return Total(sum(p for p in prices if p is not None), sum(1 for p in prices if p is None))
+def total(prices: Sequence[float | None], estimated: int = 0) -> Total:
+    """The :class:`Total` of ``prices`` (None: not known), ``estimated`` of them estimates."""
+    return Total(sum(p for p in prices if p is not None), sum(1 for p in prices if p is None), estimated)
 
 
 class Bound(Enum):
@@ -58,10 +60,11 @@ class PodSpend:
 
     @property
     def usd(self) -> float | None:
-        """Price times termination hours; None when unbounded or when either factor is not known."""
-        if self.termination_hours is None or self.pod.price_after is None:
+        """The worst price times termination hours; None when unbounded or when either is not known."""
+        price = self.pod.price_worst
+        if self.termination_hours is None or price is None:
             return None
-        return self.pod.price_after * self.termination_hours
+        return price * self.termination_hours
 
 
 def termination_hours(change: ResourceChange) -> tuple[Bound, float | None]:
@@ -113,8 +116,8 @@ class Cost:
 
     @property
     def exact(self) -> bool:
-        """False when a price is not known, so the hourly numbers are lower bounds."""
-        return not (self.before.unknown or self.after.unknown)
+        """False when a price is not known (the hourly numbers are lower bounds) or is an estimate."""
+        return not (self.before.unknown or self.after.unknown or self.after.estimated)
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,10 @@ def cost_of(pods: Sequence[PodCost], spends: Sequence[PodSpend]) -> Cost:
     """The :class:`Cost` of ``pods`` (any stacks) whose worst cases are ``spends``."""
     return Cost(
         before=total([p.price_before for p in pods if p.existed_before]),
-        after=total([p.price_after for p in pods if p.exists_after]),
+        after=total(
+            [p.price_after for p in pods if p.exists_after],
+            sum(1 for p in pods if p.exists_after and p.estimate),
+        ),
         spend=spend_of(spends),
     )
 

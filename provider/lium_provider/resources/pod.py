@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from lium_provider.api.errors import LiumError, LiumUncertainOutcome, is_definitive
 from lium_provider.api.models import (
@@ -31,7 +31,13 @@ from lium_provider.api.models import (
     is_lium_id,
 )
 from lium_provider.api.rent import RentAttempt, find_rented_pod, rent_reconciled
-from lium_provider.domain.offer_filter import OfferFilter, PodFacts, display_gpu_name, same_gpu_name
+from lium_provider.domain.offer_filter import (
+    OfferFilter,
+    PodFacts,
+    display_gpu_name,
+    same_gpu,
+    same_gpu_name,
+)
 from lium_provider.domain.removal import (
     HOUR,
     SCHEDULE_TOLERANCE,
@@ -44,7 +50,7 @@ from lium_provider.domain.removal import (
     set_removal,
     started_at,
 )
-from lium_provider.domain.stack import lium_pod_name, parse_lium_pod_name, rent_digest, tag_in_pod_name
+from lium_provider.domain.stack import lium_pod_name, rent_digest, tag_in_pod_name
 from lium_provider.resources.common import api_errors, check_access_on_create
 from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.resources.ownership import (
@@ -55,6 +61,8 @@ from lium_provider.resources.ownership import (
     refreshed_owner,
     warn_if_foreign,
 )
+from lium_provider.resources.pod_import import imported_fields, plan_first_apply
+from lium_provider.resources.pod_private import PodPrivate
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, fingerprint, public_key_line
 from tfbridge import (
@@ -120,8 +128,8 @@ class PodModel(OfferFilter):
             optional=True,
             computed=True,
             plan=(*_REPLACE, *_KEEP),
-            description="Rent this executor (node). Conflicts with the offer filter; computed when the filter "
-            "chose.",
+            description="Rent this executor (node). Conflicts with the offer filter, except `gpu`, which may "
+            "name the executor's GPU; computed when the filter chose.",
         ),
         LIUM_ID,
     ] = None
@@ -200,42 +208,6 @@ class PodModel(OfferFilter):
     timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
 
 
-class RentedOffer(BaseModel):
-    """What the offer a pod rented said about it, kept in the pod's private state (never shown).
-
-    The pod's state and Lium's pod rows carry its GPU count, price and region but not its RAM, disk,
-    VRAM or tier; these are what the offer-filter rules need when a filter changes on a running pod.
-    Recorded at create from the offer rented; at import from the executor's offer in the feed, if listed.
-    """
-
-    gpu_model: str | None = None
-    gpu_memory_gib: float | None = None
-    memory_gib: float | None = None
-    disk_gb: float | None = None
-    spot: bool | None = None
-
-    @classmethod
-    def of(cls, offer: Offer) -> RentedOffer:
-        return cls(
-            gpu_model=offer.gpu_model,
-            gpu_memory_gib=offer.gpu_memory_gib,
-            memory_gib=offer.memory_gib,
-            disk_gb=offer.disk_gb,
-            spot=offer.spot,
-        )
-
-    def to_private(self) -> bytes:
-        return self.model_dump_json(exclude_none=True).encode()
-
-    @classmethod
-    def from_private(cls, private: bytes) -> RentedOffer:
-        """The record in ``private``; empty (every fact unknown) for an imported or older pod."""
-        try:
-            return cls.model_validate_json(private) if private else cls()
-        except ValueError:
-            return cls()
-
-
 def _rent_digest(pod: PodModel, configured: PodModel) -> str:
     """The rent digest of a pod's Lium name (:func:`lium_provider.domain.stack.rent_digest`)."""
     return rent_digest(
@@ -243,7 +215,7 @@ def _rent_digest(pod: PodModel, configured: PodModel) -> str:
     )
 
 
-def pod_facts(state: PodModel, rented: RentedOffer) -> PodFacts:
+def pod_facts(state: PodModel, rented: PodPrivate) -> PodFacts:
     """What a running pod is: count, price and region from its state, the rest from the offer it rented."""
     return PodFacts(
         gpu=rented.gpu_model or state.gpu,
@@ -279,7 +251,7 @@ def _apply_pod(state: PodModel, pod: Pod) -> PodModel:
     )
 
 
-def _plan_filter_change(change: PlanChange[PodModel], prior: PodModel, rented: RentedOffer) -> None:
+def _plan_filter_change(change: PlanChange[PodModel], prior: PodModel, rented: PodPrivate) -> None:
     """A running pod's offer filter: keep a respelled ``gpu``; re-rent for what the pod no longer meets."""
     if _same_gpu_respelled(change.planned.gpu, prior.gpu):
         change.set_planned("gpu", prior.gpu)  # Terraform takes the prior value as equal to the configured one
@@ -402,7 +374,8 @@ class PodResource(Resource[PodModel]):
     def validate_config(self, config: ConfigView[PodModel]) -> list[Diagnostic]:
         if config.is_null("executor_id"):
             return []
-        chosen = [name for name in OfferFilter.search_fields() if not config.is_null(name)]
+        # `gpu` may name the executor's GPU (as `-generate-config-out` writes it): checked at plan.
+        chosen = [n for n in OfferFilter.search_fields() if n != "gpu" and not config.is_null(n)]
         if not chosen:
             return []
         return [
@@ -426,9 +399,18 @@ class PodResource(Resource[PodModel]):
         if prior.status in DEAD_POD_STATES:
             change.set_unknown("status")
             change.require_replace("status")
-        _plan_filter_change(change, prior, RentedOffer.from_private(ctx.private))
+        self._check_executor_gpu(ctx, change)
+        record = PodPrivate.from_private(ctx.private)
+        if record.imported:
+            plan_first_apply(ctx, change, prior, lambda: self._authorised_keys(ctx, prior))
+        _plan_filter_change(change, prior, record)
         if not change.requires_replace:
             _plan_removal(change, prior)
+
+    def _authorised_keys(self, ctx: Context, prior: PodModel) -> tuple[str, ...]:
+        with api_errors("reading the pod's authorised keys"):
+            pod = session(ctx).watcher.current(ctx, prior.id or "")
+        return pod.ssh_keys if pod is not None else ()
 
     def _plan_lium_name(self, ctx: Context, change: PlanChange[PodModel]) -> None:
         """A create's Lium name, known at plan time when what it hashes is known; a second create of one
@@ -447,12 +429,37 @@ class PodResource(Resource[PodModel]):
         change.set_planned("lium_name", lium_pod_name(name, session(ctx).stack_tag, digest))
 
     def _check_offers_exist(self, ctx: Context, change: PlanChange[PodModel]) -> None:
-        """Creating by filter: check now that something matches, so `plan` fails, not a later `apply`."""
-        if not change.config_is_null("executor_id") or change.is_unknown("gpu_count"):
+        """Creating by filter: check now that something matches, so `plan` fails, not a later `apply`;
+        on a chosen executor, that a `gpu` set beside it names the executor's GPU."""
+        if change.is_unknown("gpu_count"):
+            return
+        if not change.config_is_null("executor_id"):
+            self._check_executor_gpu(ctx, change)
             return
         if any(change.config_is_unknown(n) for n in OfferFilter.search_fields()):
             return
         self._matching_offers(ctx, change.config)  # gpu_count: the default when unset, as planned
+
+    def _check_executor_gpu(self, ctx: Context, change: PlanChange[PodModel]) -> None:
+        """A `gpu` beside `executor_id` must name that executor's GPU: the running pod's, else its offer's
+        (an executor whose GPUs are all rented is not listed, and is not checked until the rent)."""
+        config = change.config
+        if config.gpu is None or config.executor_id is None or change.config_is_unknown("gpu"):
+            return
+        prior = change.prior
+        if prior is not None and prior.executor_id == config.executor_id and prior.gpu:
+            gpus = [(prior.gpu, PodPrivate.from_private(ctx.private).gpu_memory_gib)]
+        else:
+            with api_errors("searching Lium offers"):
+                offers = session(ctx).placement.offers()
+            gpus = [(o.gpu_model, o.gpu_memory_gib) for o in offers if o.executor_id == config.executor_id]
+        if gpus and not any(same_gpu(config.gpu, gpu, memory) for gpu, memory in gpus):
+            raise TFError(
+                f"Executor {config.executor_id} has no {config.gpu!r} GPU",
+                f"Its GPUs are {gpus[0][0]}. Beside `executor_id`, `gpu` may only name the executor's own "
+                "GPU; leave it unset or choose another executor.",
+                path=("gpu",),
+            )
 
     def _matching_offers(self, ctx: Context, pod: PodModel) -> list[Offer]:
         from lium_provider.domain.offers import known_gpu_names, matches, select_offers
@@ -490,9 +497,9 @@ class PodResource(Resource[PodModel]):
         state = plan.model_copy(
             update={"ssh_public_key": public_key, "timeouts": plan.timeouts, "lium_name": lium_name}
         )
-        candidates: Iterable[tuple[str, PodModel, RentedOffer]]
+        candidates: Iterable[tuple[str, PodModel, PodPrivate]]
         if plan.executor_id:
-            candidates = [(plan.executor_id, state, RentedOffer())]
+            candidates = [(plan.executor_id, state, PodPrivate())]
         else:
             candidates = (  # each claimed in turn, so concurrent creates spread (lium_provider.domain.placement)
                 (
@@ -504,7 +511,7 @@ class PodResource(Resource[PodModel]):
                             "price_per_hour": o.price_per_hour,
                         }
                     ),
-                    RentedOffer.of(o),
+                    PodPrivate.of(o),
                 )
                 for o in s.placement.spread(self._matching_offers(ctx, plan))
             )
@@ -601,7 +608,7 @@ class PodResource(Resource[PodModel]):
             delete_pod_and_wait(ctx, s, pod.id)
             return None
         ctx.log.info("adopting a pod an interrupted run of this stack rented", pod=pod.id)
-        ctx.private = RentedOffer().to_private()  # its offer's facts are unknown here
+        ctx.private = PodPrivate().to_private()  # its offer's facts are unknown here
         return pod.id, state.model_copy(
             update={"id": pod.id, "executor_id": pod.executor_id, "status": "PENDING"}
         )
@@ -611,7 +618,7 @@ class PodResource(Resource[PodModel]):
         ctx: Context,
         s: LiumSession,
         state: PodModel,
-        candidates: Iterable[tuple[str, PodModel, RentedOffer]],
+        candidates: Iterable[tuple[str, PodModel, PodPrivate]],
         public_key: str,
     ) -> tuple[str, PodModel]:
         """Rent the first candidate with capacity; its offer's facts go into the private state."""
@@ -702,11 +709,14 @@ class PodResource(Resource[PodModel]):
         state = prior.model_copy(
             update={
                 **{name: getattr(plan, name) for name in OfferFilter.fields()},
+                "name": plan.name,  # differs only after an import (resources/pod_import.py)
+                "ssh_public_key": plan.ssh_public_key,
                 "timeouts": plan.timeouts,
                 "termination_hours": plan.termination_hours,
                 "stack_tag": plan.stack_tag,
             }
         )
+        ctx.private = PodPrivate.from_private(ctx.private).model_copy(update={"imported": None}).to_private()
         wanted = parse_time(plan.removal_scheduled_at)
         if plan.removal_scheduled_at != prior.removal_scheduled_at:
             with api_errors("scheduling the pod's removal" if wanted else "cancelling the pod's removal"):
@@ -723,19 +733,11 @@ class PodResource(Resource[PodModel]):
             return None
         refreshed = _with_schedule(_apply_pod(state, pod), pod)
         if not refreshed.name:  # just imported
-            parsed = parse_lium_pod_name(pod.pod_name)
-            refreshed = refreshed.model_copy(
-                update={
-                    "name": parsed[0] if parsed else pod.pod_name,
-                    "lium_name": pod.pod_name,
-                    "template_id": pod.template_id,
-                    "gpu_count": pod.gpu_count,
-                    "gpu": pod.gpu_name,
-                    "volume_id": pod.volume_id,
-                    "termination_hours": imported_schedule(pod)[1],
-                }
-            )
+            refreshed = refreshed.model_copy(update=imported_fields(pod))
             refreshed = self._with_listed_offer(ctx, s, refreshed)
+            ctx.private = (
+                PodPrivate.from_private(ctx.private).model_copy(update={"imported": True}).to_private()
+            )
         owner = refreshed_owner(
             ctx, state.stack_tag, imported=not state.name, in_lium=tag_in_pod_name(refreshed.lium_name)
         )
@@ -762,7 +764,7 @@ class PodResource(Resource[PodModel]):
         offer = next((o for o in offers if o.executor_id == state.executor_id), None)
         if offer is None:
             return state
-        ctx.private = RentedOffer.of(offer).to_private()
+        ctx.private = PodPrivate.of(offer).to_private()  # the imported flag is set after this
         return state.model_copy(update={"region": offer.region})
 
     def _pin_on_first_read(self, ctx: Context, state: PodModel) -> PodModel:

@@ -1,0 +1,69 @@
+"""An imported ``lium_pod``: what its first read fills in, and what its first plan takes in place.
+
+``terraform import`` gives a pod's id alone. Its first read fills in what Lium's pod row says: the name
+(from its Lium name), template, GPU, count, volume, the removal schedule as ``termination_hours`` and,
+when the row lists exactly one authorised key, ``ssh_public_key``. What no row says (how the pod was
+placed: the offer filter's bounds; Terraform's timeouts) the configuration supplies, in place; the offer
+rules judge those bounds as for any running pod.
+
+Two arguments whose change re-rents a pod Terraform created are taken in place by the first plan after
+an import, as ``ImportStateVerify`` expects of the configuration the pod was made with: ``name`` (Lium
+cannot rename a pod, so an imported pod keeps its Lium name whatever the code calls it) and an
+``ssh_public_key`` the pod's row lists. A key the pod lacks re-rents it, with a warning saying why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from lium_provider.api.models import Pod
+from lium_provider.domain.removal import imported_schedule
+from lium_provider.domain.stack import parse_lium_pod_name
+from lium_provider.sshkeys import fingerprint, same_public_key
+from tfbridge import Context, PlanChange
+
+if TYPE_CHECKING:
+    from lium_provider.resources.pod import PodModel
+
+
+def imported_fields(pod: Pod) -> dict[str, object]:
+    """The state fields an imported pod's first read takes from its Lium row."""
+    parsed = parse_lium_pod_name(pod.pod_name)
+    return {
+        "name": parsed[0] if parsed else pod.pod_name,
+        "lium_name": pod.pod_name,
+        "template_id": pod.template_id,
+        "gpu_count": pod.gpu_count,
+        "gpu": pod.gpu_name,
+        "volume_id": pod.volume_id,
+        "termination_hours": imported_schedule(pod)[1],
+        "ssh_public_key": pod.ssh_keys[0] if len(pod.ssh_keys) == 1 else None,
+    }
+
+
+def plan_first_apply(
+    ctx: Context, change: PlanChange[PodModel], prior: PodModel, pod_keys: Callable[[], tuple[str, ...]]
+) -> None:
+    """Take in place a ``name`` and an authorised ``ssh_public_key`` the import could not know.
+
+    ``pod_keys`` reads the keys the pod's Lium row lists; it is called only when a key is configured that
+    the state does not hold.
+    """
+    if change.planned.name != prior.name:
+        change.keep_in_place("name")
+    key = change.config.ssh_public_key
+    if key is None or change.config_is_unknown("ssh_public_key") or key == prior.ssh_public_key:
+        return
+    listed = pod_keys()
+    if any(same_public_key(key, line) for line in listed):
+        change.keep_in_place("ssh_public_key")
+        return
+    authorised = ", ".join(fingerprint(line) for line in listed) or "none"
+    ctx.warn(
+        "The imported pod does not authorise this ssh_public_key",
+        f"Pod {prior.id} authorises {authorised}; the configured key is {fingerprint(key)}. Lium cannot "
+        "add a key to a running pod, so the plan replaces it (a new pod, billed anew). To keep the pod, set "
+        "`ssh_public_key` to a key it lists, or leave it unset.",
+        path=("ssh_public_key",),
+    )
