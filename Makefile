@@ -37,6 +37,12 @@ check-terraform:
 # download from different places (PyPI, npm, Debian), so they run side by side.
 setup: check-terraform
 	@$(MAKE) --no-print-directory -j3 --output-sync=target $(VENV)/.installed node_modules/.installed system-packages
+	@$(MAKE) --no-print-directory .terraformrc
+
+# This checkout's own provider, in a mirror inside it, and the Terraform CLI configuration that names it
+# (export TF_CLI_CONFIG_FILE=$$PWD/.terraformrc): two checkouts on one machine never swap launchers.
+.terraformrc: $(VENV)/.installed
+	$(VENV)/bin/lium-tf install --plugins-dir $(CURDIR)/.terraform.d/plugins --cli-config $@ >/dev/null
 
 # uv installs the lock's exact pins (and the checkout, editable) about ten times faster than pip; pip
 # installs uv itself, at this pin.

@@ -41,6 +41,9 @@ PROGRESS = re.compile(
     r"|(Apply|Destroy) complete!"
 )
 TRANSCRIPT_TAIL = 60  # lines of cdktf's output shown when it fails
+# What Terraform prints when a deploy or destroy really ran: a CDK CLI that could not ask for approval
+# (no terminal, no --auto-approve) stops with exit status 0 having done nothing, so the demo checks.
+FINISHED = {"deploy": "Apply complete!", "destroy": "Destroy complete!"}
 # What the demo runs on the pod, through the SSH command the stack printed.
 POD_COMMAND = 'echo "$(hostname): $(uname -sr), $(nproc) CPUs, $(python3 --version)"; df -h /root | tail -1'
 
@@ -137,6 +140,10 @@ def _environment(target: Target, tmp: Path) -> dict[str, str]:
     return env
 
 
+class CdkDidNothing(Exception):
+    """A CDK CLI run that exited 0 without applying or destroying anything."""
+
+
 def _cdktf(app_dir: Path, env: dict[str, str], *args: str) -> None:
     """Run cdktf, showing only its progress lines (:data:`PROGRESS`); all of its output when it fails.
 
@@ -160,8 +167,11 @@ def _cdktf(app_dir: Path, env: dict[str, str], *args: str) -> None:
             transcript.append(line)
             if PROGRESS.search(line):
                 print("    " + line.strip(), flush=True)
-    if process.returncode != 0:
+    finished = FINISHED[args[0]]
+    if process.returncode != 0 or not any(finished in line for line in transcript):
         print("".join(transcript[-TRANSCRIPT_TAIL:]), end="", flush=True)
+        if process.returncode == 0:
+            raise CdkDidNothing(f"cdktf {args[0]} exited 0 but never printed {finished!r}: it did nothing")
         raise subprocess.CalledProcessError(process.returncode, command)
 
 
@@ -301,6 +311,9 @@ def main() -> int:
                 f"\nThe demo failed: {shlex.join(map(str, exc.cmd[:2]))} exited {exc.returncode}",
                 file=sys.stderr,
             )
+            return 1
+        except CdkDidNothing as exc:
+            print(f"\nThe demo failed: {exc}", file=sys.stderr)
             return 1
 
 

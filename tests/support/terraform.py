@@ -14,7 +14,7 @@ from typing import Any
 
 from lium_provider import PROVIDER_SOURCE, __version__
 from lium_provider.cli import launcher_command
-from tfbridge.serving.install import write_launcher
+from tfbridge.serving.install import cli_configuration, write_launcher
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,9 +31,7 @@ def install_test_providers(plugins_dir: Path) -> None:
 
 
 def write_cli_config(path: Path, plugins_dir: Path) -> Path:
-    path.write_text(
-        f'provider_installation {{\n  filesystem_mirror {{\n    path = "{plugins_dir}"\n  }}\n}}\n'
-    )
+    path.write_text(cli_configuration(plugins_dir, PROVIDER_SOURCE.split("/")[0]))
     return path
 
 

@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:yduM+1h8BdSt7LeKDsr4uiAsvesSdOr6imMwSGV9kVM=",
-    "zh:0201a81c9da99a7b5281c1e1434062d8093ca6095f2a97a410c2f7bad0dd4a99",
+    "h1:EmM+c5fgKpztJNkZ9fbRZbkGQm5x3YsDcPEfxSnePSA=",
+    "zh:b0c17ae537e53ce5b308de167bb4da74f8e9bdda34b5f3d9efe3e080ecd931c7",
   ]
 }

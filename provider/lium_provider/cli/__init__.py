@@ -26,11 +26,22 @@ def launcher_command() -> list[str]:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from tfbridge.serving.install import REGISTRY_HOSTNAMES, default_plugins_dir, write_launcher
+    from tfbridge.serving.install import (
+        REGISTRY_HOSTNAMES,
+        cli_configuration,
+        default_plugins_dir,
+        write_launcher,
+    )
 
-    plugins_dir = Path(args.plugins_dir) if args.plugins_dir else default_plugins_dir()
+    plugins_dir = (Path(args.plugins_dir) if args.plugins_dir else default_plugins_dir()).absolute()
     for hostname in REGISTRY_HOSTNAMES:
         print(write_launcher(plugins_dir, PROVIDER_SOURCE, __version__, launcher_command(), hostname))
+    if args.cli_config:
+        config = Path(args.cli_config)
+        config.write_text(cli_configuration(plugins_dir, PROVIDER_SOURCE.split("/")[0]))
+        print(
+            f"wrote {config}: set TF_CLI_CONFIG_FILE={config.absolute()} to use this mirror", file=sys.stderr
+        )
     print(
         f"installed {PROVIDER_SOURCE} {__version__} for Terraform or OpenTofu 1.11+: "
         "`terraform init` (or `tofu init`) finds it there with no registry",
@@ -88,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
         "configuration change.",
     )
     install.add_argument("--plugins-dir", help="mirror directory (default: ~/.terraform.d/plugins)")
+    install.add_argument(
+        "--cli-config",
+        metavar="FILE",
+        help="also write a Terraform CLI configuration that takes lium-stacks providers from --plugins-dir "
+        "only (name it with TF_CLI_CONFIG_FILE): one mirror per checkout or environment",
+    )
     install.set_defaults(handler=cmd_install)
 
     sweep = commands.add_parser(

@@ -62,3 +62,23 @@ def write_launcher(
         tmp.chmod(0o755)
         os.replace(tmp, path)
     return path
+
+
+def cli_configuration(plugins_dir: Path, namespace: str) -> str:
+    """A Terraform CLI configuration that takes ``namespace``'s providers from ``plugins_dir`` only and
+    every other provider from its registry: what ``TF_CLI_CONFIG_FILE`` names for one checkout's own
+    mirror, so two checkouts on one machine never use each other's launcher."""
+    patterns = ", ".join(f'"{hostname}/{namespace}/*"' for hostname in REGISTRY_HOSTNAMES)
+    return (
+        "provider_installation {\n"
+        f"  filesystem_mirror {{\n    path    = {_hcl_string(str(plugins_dir))}\n"
+        f"    include = [{patterns}]\n  }}\n"
+        f"  direct {{\n    exclude = [{patterns}]\n  }}\n"
+        "}\n"
+    )
+
+
+def _hcl_string(text: str) -> str:
+    return (
+        '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("${", "$${").replace("%{", "%%{") + '"'
+    )

@@ -70,8 +70,35 @@ ZYGOTE_ENVIRONMENT = (
 )
 
 
+def build_identity() -> str:
+    """What tells this provider build from another, so every copy of one build shares one zygote.
+
+    Terraform gives each working directory a copy of the provider (``.terraform/providers/...``), so a
+    path names a copy, not a build. Installed from a wheel (the release bundle, a pip install), the
+    build is its distributions: the name and version of each beside it in site-packages, and the RECORD
+    (every file's hash) of the one holding this script. From a checkout there is no RECORD: the
+    interpreter and this script's path say which checkout. The zygote still watches its own copy's
+    sources and goes when they change or vanish, and the launcher then starts cold.
+    """
+    here = os.path.abspath(__file__)
+    site = os.path.dirname(os.path.dirname(os.path.dirname(here)))
+    try:
+        distributions = sorted(name for name in os.listdir(site) if name.endswith(".dist-info"))
+    except OSError:
+        distributions = []
+    for name in distributions:
+        try:
+            with open(os.path.join(site, name, "RECORD"), "rb") as record:
+                files = record.read()
+        except OSError:
+            continue
+        if b"tfbridge/serving/launch.py," in files:
+            return "\0".join((sys.version, *distributions, sha256(files).hexdigest()))
+    return "\0".join((sys.executable, here))
+
+
 def socket_path(program: str) -> str:
-    """One zygote per user, interpreter and provider program, in a private directory."""
+    """One zygote per user, provider build (:func:`build_identity`) and program, in a private directory."""
     base = os.environ.get("TFBRIDGE_ZYGOTE_DIR") or os.path.join(
         os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp", f"tfbridge-{os.getuid()}"
     )
@@ -79,7 +106,7 @@ def socket_path(program: str) -> str:
     info = os.stat(base)
     if info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise PermissionError(f"{base} must be a private directory of this user")
-    key = sha256("\0".join((sys.executable, program, os.path.abspath(__file__))).encode())
+    key = sha256("\0".join((build_identity(), program)).encode())
     return os.path.join(base, key.hexdigest()[:20] + ".sock")
 
 
