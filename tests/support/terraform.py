@@ -31,7 +31,8 @@ def install_test_providers(plugins_dir: Path) -> None:
 
 
 def write_cli_config(path: Path, plugins_dir: Path) -> Path:
-    path.write_text(cli_configuration(plugins_dir, PROVIDER_SOURCE.split("/")[0]))
+    """An offline CLI configuration: every provider from ``plugins_dir``."""
+    path.write_text(cli_configuration(plugins_dir, None))
     return path
 
 

@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:EmM+c5fgKpztJNkZ9fbRZbkGQm5x3YsDcPEfxSnePSA=",
-    "zh:b0c17ae537e53ce5b308de167bb4da74f8e9bdda34b5f3d9efe3e080ecd931c7",
+    "h1:gqPlB7vvcR5WhA1MTU9Ar8mbOegOQ94jBKv6bJ7pV/A=",
+    "zh:230543c97a0ee18306cdd9dea7e813448a2d073823351eaa5ddb11a464fc4bb7",
   ]
 }

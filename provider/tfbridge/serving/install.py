@@ -64,15 +64,18 @@ def write_launcher(
     return path
 
 
-def cli_configuration(plugins_dir: Path, namespace: str) -> str:
+def cli_configuration(plugins_dir: Path, namespace: str | None) -> str:
     """A Terraform CLI configuration that takes ``namespace``'s providers from ``plugins_dir`` only and
     every other provider from its registry: what ``TF_CLI_CONFIG_FILE`` names for one checkout's own
-    mirror, so two checkouts on one machine never use each other's launcher."""
+    mirror, so two checkouts on one machine never use each other's launcher. With no ``namespace``,
+    every provider comes from ``plugins_dir`` (an offline configuration)."""
+    path = f"    path    = {_hcl_string(str(plugins_dir))}\n"
+    if namespace is None:
+        return f"provider_installation {{\n  filesystem_mirror {{\n{path}  }}\n}}\n"
     patterns = ", ".join(f'"{hostname}/{namespace}/*"' for hostname in REGISTRY_HOSTNAMES)
     return (
         "provider_installation {\n"
-        f"  filesystem_mirror {{\n    path    = {_hcl_string(str(plugins_dir))}\n"
-        f"    include = [{patterns}]\n  }}\n"
+        f"  filesystem_mirror {{\n{path}    include = [{patterns}]\n  }}\n"
         f"  direct {{\n    exclude = [{patterns}]\n  }}\n"
         "}\n"
     )
