@@ -37,6 +37,12 @@ from tests.emulator.testkit import (
 )
 
 
+def _key_state(emulator: RunningEmulator, client: httpx.Client, key: str) -> str | None:
+    """The key's state in the report; None while the request carrying it has not reached the emulator."""
+    keys = [k for k in account_report(emulator, client)["idempotency_keys"] if k["key"] == key]
+    return keys[0]["state"] if keys else None
+
+
 def _key_report(emulator: RunningEmulator, client: httpx.Client, key: str) -> dict[str, Any]:
     return next(k for k in account_report(emulator, client)["idempotency_keys"] if k["key"] == key)
 
@@ -108,7 +114,7 @@ def test_a_repeat_during_the_first_request_is_in_progress(
     first = threading.Thread(target=lambda: answers.append(rent(account, node["id"], body, key)))
     first.start()
     try:
-        wait_until(lambda: _key_report(emulator, account, key)["state"] == "in_flight", what="key in flight")
+        wait_until(lambda: _key_state(emulator, account, key) == "in_flight", what="key in flight")
         assert_error(rent(account, node["id"], body, key), 409, "idempotency_in_progress")
     finally:
         first.join(30)
