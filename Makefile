@@ -18,7 +18,7 @@ unexport PYTHONDONTWRITEBYTECODE
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: help setup demo test test-fast lint typecheck suite wheel chaos bench proto docs constructs check-terraform system-packages release locks
+.PHONY: help setup demo test test-fast lint typecheck suite wheel chaos bench proto docs constructs check-terraform system-packages release locks .terraformrc
 
 help:
 	@echo "make demo   - set up, deploy the quickstart GPU stack on the embedded Lium emulator, destroy, leak-check"
@@ -41,6 +41,7 @@ setup: check-terraform
 
 # This checkout's own provider, in a mirror inside it, and the Terraform CLI configuration that names it
 # (export TF_CLI_CONFIG_FILE=$$PWD/.terraformrc): two checkouts on one machine never swap launchers.
+# Phony: rewritten by every setup (an unchanged launcher is left as it is), so a moved checkout heals.
 .terraformrc: $(VENV)/.installed
 	$(VENV)/bin/lium-tf install --plugins-dir $(CURDIR)/.terraform.d/plugins --cli-config $@ >/dev/null
 

@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:gqPlB7vvcR5WhA1MTU9Ar8mbOegOQ94jBKv6bJ7pV/A=",
-    "zh:230543c97a0ee18306cdd9dea7e813448a2d073823351eaa5ddb11a464fc4bb7",
+    "h1:rBE/a0Gpr5vHWIdPCX6QO3GG9I05o2G9+xfkzYOnTiQ=",
+    "zh:13a4d2b01e9515f91dc40cb487daae1baba03dd7ae7fef07021e46300f69907e",
   ]
 }

@@ -716,11 +716,13 @@ class PodResource(Resource[PodModel]):
                 "stack_tag": plan.stack_tag,
             }
         )
-        ctx.private = PodPrivate.from_private(ctx.private).model_copy(update={"imported": None}).to_private()
         wanted = parse_time(plan.removal_scheduled_at)
         if plan.removal_scheduled_at != prior.removal_scheduled_at:
             with api_errors("scheduling the pod's removal" if wanted else "cancelling the pod's removal"):
                 set_removal(session(ctx).client, prior.id or "", wanted)
+        # Only once the update went through: a failed one leaves the import's plan rules in force, or
+        # its retry would re-rent the pod for the name the import could not know.
+        ctx.private = PodPrivate.from_private(ctx.private).model_copy(update={"imported": None}).to_private()
         return state.model_copy(update={"removal_scheduled_at": plan.removal_scheduled_at})
 
     def read(self, ctx: Context, state: PodModel) -> PodModel | None:
