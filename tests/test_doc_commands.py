@@ -1,0 +1,50 @@
+"""Shell lines the docs give readers to paste work as written on a fresh machine.
+
+Every line of a shell block that makes an SSH key is run with a home directory that has no ``~/.ssh``
+(a fresh CI runner's), and must leave the key pair there, private to the user; run again, it keeps the
+key it made.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+from tests.test_doc_references import REPO, hand_written_files
+
+SHELL_BLOCK = re.compile(r"```(?:sh|shell|bash)\n")
+
+
+def key_making_lines() -> list[tuple[str, str]]:
+    """``(where, line)`` for every line of a Markdown shell block that runs ssh-keygen."""
+    found = []
+    for path in hand_written_files():
+        if path.suffix != ".md":
+            continue
+        for block in SHELL_BLOCK.split(path.read_text(encoding="utf-8"))[1:]:
+            for line in block.split("```")[0].splitlines():
+                if "ssh-keygen" in line:
+                    found.append((str(path.relative_to(REPO)), line.split("   #")[0]))
+    return found
+
+
+def test_every_key_making_line_works_where_no_ssh_directory_exists(tmp_path: Path) -> None:
+    lines = key_making_lines()
+    assert len(lines) >= 4  # the emulator guide and the quickstart, HCL and gitops READMEs
+    for number, (where, line) in enumerate(lines):
+        home = tmp_path / f"home{number}"
+        home.mkdir()
+        env = {**os.environ, "HOME": str(home)}
+        for attempt in ("first", "second"):
+            result = subprocess.run(["bash", "-c", line], env=env, capture_output=True, text=True)
+            assert result.returncode == 0, f"{where}: {line!r} failed on its {attempt} run:\n{result.stderr}"
+            if attempt == "first":
+                made = (home / ".ssh" / "id_ed25519").read_bytes()
+        key = home / ".ssh" / "id_ed25519"
+        assert key.read_bytes() == made, f"{where}: the second run replaced the key"
+        assert (home / ".ssh" / "id_ed25519.pub").is_file()
+        assert stat.S_IMODE(key.stat().st_mode) == 0o600
+        assert stat.S_IMODE(key.parent.stat().st_mode) == 0o700, f"{where}: ~/.ssh is not private"
