@@ -39,6 +39,7 @@ from tfbridge import (
     TFError,
     current_context,
     parse_duration,
+    terraform_command,
 )
 
 DEFAULT_REQUEST_TIMEOUT = f"{DEFAULT_REQUEST_TIMEOUT_SECONDS:g}s"
@@ -253,7 +254,7 @@ class LiumProvider(Provider[LiumProviderConfig]):
             ssh_private_key=private_key,
             runner_download_url=config.runner_download_url or os.environ.get("LIUM_RUNNER_DOWNLOAD_URL"),
             journal=RentJournal(journal_dir()),
-            stack_tag=stack_tag(stack_identity(config.stack)),
+            stack_tag=stack_tag(stack_identity(config.stack, command=terraform_command())),
             adopt_tags=adopted_tags(config.adopt_stacks),
             default_termination_hours=default_hours,
         )

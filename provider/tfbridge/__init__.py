@@ -17,6 +17,7 @@ _EXPORTS = {
     "Cancelled": "tfbridge.cancel",
     "CancelToken": "tfbridge.cancel",
     "destroying": "tfbridge.command",
+    "terraform_command": "tfbridge.command",
     "AttributePath": "tfbridge.diagnostics",
     "Diagnostic": "tfbridge.diagnostics",
     "Severity": "tfbridge.diagnostics",
@@ -42,7 +43,7 @@ _EXPORTS = {
 
 if TYPE_CHECKING:
     from tfbridge.cancel import Cancelled, CancelToken
-    from tfbridge.command import destroying
+    from tfbridge.command import destroying, terraform_command
     from tfbridge.diagnostics import AttributePath, Diagnostic, Severity, TFError
     from tfbridge.plan import PlanChange
     from tfbridge.resource import Context, DataSource, Provider, Resource, current_context
@@ -91,4 +92,5 @@ __all__ = [
     "destroying",
     "parse_duration",
     "schema_of",
+    "terraform_command",
 ]

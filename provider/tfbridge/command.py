@@ -1,4 +1,4 @@
-"""Which Terraform command this provider process serves, for the one decision the protocol cannot carry.
+"""Which Terraform command this provider process serves, for the decisions the protocol cannot carry.
 
 ``terraform destroy`` (and ``plan``/``apply -destroy``) first refreshes with a normal plan, and any error
 a resource's plan raises there aborts the destroy (Terraform 1.11, ``Context.destroyPlan``): nothing
@@ -28,9 +28,14 @@ GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _PLANNING_COMMANDS = ("plan", "apply")
 
 
+def subcommand_of(argv: list[str]) -> str:
+    """The subcommand of a Terraform command line without the program (``-chdir=…`` may come first)."""
+    return next((w for w in argv if not w.startswith("-")), "")
+
+
 def destroy_requested(argv: list[str], environment: dict[str, str]) -> bool:
     """Whether a Terraform command line (without the program) and its environment ask for a destroy."""
-    subcommand = next((w for w in argv if not w.startswith("-")), "")
+    subcommand = subcommand_of(argv)
     if subcommand == DESTROY_COMMAND:
         return True
     if subcommand not in _PLANNING_COMMANDS:
@@ -74,3 +79,10 @@ def destroying() -> bool:
     Read at each call, never cached: a zygote's fork must not inherit an answer made for another run."""
     argv = _terraform_argv()
     return argv is not None and destroy_requested(argv, dict(os.environ))
+
+
+def terraform_command() -> str | None:
+    """The Terraform subcommand this process serves (``plan``, ``apply``, ``test``…), None when its
+    command line cannot be read. Read at each call, like :func:`destroying`."""
+    argv = _terraform_argv()
+    return None if argv is None else subcommand_of(argv)

@@ -100,7 +100,13 @@ def live(
     home = tmp_path_factory.mktemp("import-verify")
     account = new_account(emulator, home)
     public_key = Path(f"{ssh_keypair(home / 'pod-key')}.pub")
-    env = {**terraform_env, **account.env, "TF_VAR_registry_password": REGISTRY_PASSWORD}
+    # One stack, two states: the applied one and the fresh one each import goes into (a lost state).
+    env = {
+        **terraform_env,
+        **account.env,
+        "TF_VAR_registry_password": REGISTRY_PASSWORD,
+        "LIUM_STACK": "verify",
+    }
     tf = Terraform(home / "applied", env)
     tf.write(full_stack(public_key))
     tf.init()

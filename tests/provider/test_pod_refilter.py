@@ -101,11 +101,13 @@ def test_imported_pod_with_a_matching_config_plans_no_change(
     stack: Callable[[str], Terraform], account: Account
 ) -> None:
     tf = stack(TEMPLATE + POD % 'regions = ["us-tx"]')
+    tf.env["LIUM_STACK"] = "refilter"  # the import below is into a fresh state of the same stack
     tf.apply()
     (pod,) = instances(tf, "lium_pod")
     (template,) = instances(tf, "lium_template")
 
     other = stack(TEMPLATE + POD % 'gpu = "RTX 4090"\n  gpu_count = 1')
+    other.env["LIUM_STACK"] = "refilter"
     other.run("import", "-no-color", "lium_template.t", template["id"])
     other.run("import", "-no-color", "lium_pod.p", pod["id"])
     code, plan = other.plan_exitcode()

@@ -64,7 +64,7 @@ CASES: dict[str, tuple[Callable[[str], str], str, str, str]] = {
 def test_lifecycle(stack: Callable[[str], Terraform], account: Account, type_name: str) -> None:
     config, collection, first, second = CASES[type_name]
     tf = stack(config(first))
-    tf.env["TF_VAR_password"] = "registry-secret-1"
+    tf.env |= {"TF_VAR_password": "registry-secret-1", "LIUM_STACK": "lifecycle"}
     tf.apply()
     (created,) = instances(tf, type_name)
     assert tf.plan_exitcode()[0] == 0
@@ -77,9 +77,9 @@ def test_lifecycle(stack: Callable[[str], Terraform], account: Account, type_nam
     (updated,) = instances(tf, type_name)
     assert updated["id"] == created["id"]
 
-    # Import into a second working directory: the plan afterwards is empty.
+    # Import into a second working directory of the same stack (a lost state): the plan afterwards is empty.
     other = stack(config(second))
-    other.env["TF_VAR_password"] = "registry-secret-1"
+    other.env |= {"TF_VAR_password": "registry-secret-1", "LIUM_STACK": "lifecycle"}
     other.run("import", "-no-color", f"{type_name}.r", created["id"])
     (imported,) = instances(other, type_name)
     assert imported["id"] == created["id"]

@@ -133,12 +133,32 @@ def test_an_explicit_stack_wins_over_the_environment_and_the_derived_identity(tm
     assert stack_identity(environ={"LIUM_STACK": "env"}, cwd=root) == "stack:env"
 
 
+def test_terraform_test_runs_are_a_stack_of_their_own_that_sweep_and_adoption_still_name(
+    tmp_path: Path,
+) -> None:
+    for explicit, root in ((None, workdir(tmp_path, "pg", PG)), ("team-a", workdir(tmp_path, "local"))):
+        applied = stack_identity(explicit, environ={}, cwd=root, command="apply")
+        tested = stack_identity(explicit, environ={}, cwd=root, command="test")
+        assert stack_identity(explicit, environ={}, cwd=root) == applied
+        assert stack_tag(tested) != stack_tag(applied)
+        assert stack_identity(explicit, environ={}, cwd=root, command="test") == tested  # the next run's
+    assert tags_of("team-a") >= {
+        stack_tag(stack_identity("team-a", environ={})),
+        stack_tag(stack_identity("team-a", environ={}, command="test")),
+    }
+
+
 def test_the_tag_is_short_stable_and_recovers_from_a_lium_name() -> None:
     tag = stack_tag("stack:team-a")
     assert tag == stack_tag("stack:team-a") and len(tag) == 8 and tag != stack_tag("stack:team-b")
-    assert tags_of("team-a") == {tag} and tag in tags_of(tag)
-    # A name shaped like a tag means both: the stack of that name, and the tag itself.
-    assert tags_of("training") == {stack_tag("stack:training"), "training"}
+    tested = stack_tag("stack:team-a (terraform test)")
+    assert tags_of("team-a") == {tag, tested} and tag in tags_of(tag)
+    # A name shaped like a tag means both: the stack of that name (and its test runs), and the tag itself.
+    assert tags_of("training") == {
+        stack_tag("stack:training"),
+        stack_tag("stack:training (terraform test)"),
+        "training",
+    }
     digest = rent_digest("template-1", 1, None, None, None)
     assert len(digest) == 3 and digest != rent_digest("template-2", 1, None, None, None)
     assert parse_lium_pod_name(lium_pod_name("p0", tag, digest)) == ("p0", tag, digest)

@@ -152,7 +152,14 @@ def stack_live(
     )
     arguments = stack_arguments(keys)
     tf = Terraform(
-        directory / "tf", {**terraform_env, **account.env, "TF_VAR_registry_password": REGISTRY_PASSWORD}
+        directory / "tf",
+        # One stack: the imports go into fresh states of it, as after a lost state.
+        {
+            **terraform_env,
+            **account.env,
+            "TF_VAR_registry_password": REGISTRY_PASSWORD,
+            "LIUM_STACK": "matrix",
+        },
     )
     tf.write(PROVIDER_BLOCK, "providers.tf")
     write_stack(tf, arguments)

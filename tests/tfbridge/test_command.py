@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfbridge.command import destroy_requested
+from tfbridge.command import destroy_requested, subcommand_of
 
 
 @pytest.mark.parametrize(
@@ -40,3 +40,17 @@ def test_destroy_requested_reads_the_subcommand_its_flags_and_tf_cli_args(
     argv: list[str], environment: dict[str, str], expected: bool
 ) -> None:
     assert destroy_requested(argv, environment) is expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["test", "-verbose"], "test"),
+        (["-chdir=modules/pod", "test"], "test"),
+        (["plan", "-out=tfplan"], "plan"),
+        (["-version"], ""),
+        ([], ""),
+    ],
+)
+def test_the_subcommand_is_the_first_word_that_is_not_a_flag(argv: list[str], expected: str) -> None:
+    assert subcommand_of(argv) == expected

@@ -20,6 +20,9 @@ machine's local state). The identity is:
   - local state (no backend cache, or ``local``): the resolved state path and the machine
     (``/etc/machine-id``, else the host name), because a local state file cannot be shared.
 
+Under ``terraform test`` the identity is that of the directory's stack followed by
+:data:`TEST_RUN_SUFFIX`: a stack of its own.
+
 The **stack tag** (:func:`stack_tag`) is a short hash of the identity, the only form that goes on the
 wire: pod names carry it (:func:`lium_pod_name`), templates and volumes carry it in their description
 (:func:`described`), and it never reveals the identity itself. Pod names
@@ -41,6 +44,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 STACK_ENV = "LIUM_STACK"
+# ``terraform test`` keeps its state in memory and runs in the directory of a real stack (and its backend
+# cache): its objects form a stack of their own, so a test run never adopts, changes or deletes what the
+# directory's stack manages, and the next test run there adopts what a killed one left.
+TEST_COMMAND = "test"
+TEST_RUN_SUFFIX = " (terraform test)"
 ADOPT_STACKS_ENV = "LIUM_ADOPT_STACKS"
 TAG_LENGTH = 8
 DIGEST_LENGTH = 3
@@ -87,9 +95,16 @@ def stack_identity(
     *,
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    command: str | None = None,
 ) -> str:
     """This process's stack identity: ``explicit`` (the ``stack`` argument), ``LIUM_STACK``, or derived
-    from the backend and workspace of the working directory (see the module docstring)."""
+    from the backend and workspace of the working directory (see the module docstring); under the
+    Terraform ``command`` ``test``, that identity's test stack (:data:`TEST_RUN_SUFFIX`)."""
+    identity = _configured_identity(explicit, environ, cwd)
+    return identity + TEST_RUN_SUFFIX if command == TEST_COMMAND else identity
+
+
+def _configured_identity(explicit: str | None, environ: Mapping[str, str] | None, cwd: Path | None) -> str:
     env = os.environ if environ is None else environ
     given = explicit or env.get(STACK_ENV)
     if given:
@@ -179,9 +194,11 @@ def without_tag(description: str | None) -> str | None:
 
 def tags_of(stack_or_tag: str) -> frozenset[str]:
     """The tags a stack given by name or by tag can have (``lium-tf sweep --stack``, ``adopt_stacks``):
-    the tag of the stack of that name, and the value itself when it is shaped like a tag (``training``
-    is both a possible stack name and a possible tag, so both are meant)."""
-    tags = {stack_tag(stack_identity(stack_or_tag))}
+    the tags of the stack of that name and of its ``terraform test`` runs, and the value itself when it
+    is shaped like a tag (``training`` is both a possible stack name and a possible tag, so both are
+    meant)."""
+    identity = stack_identity(stack_or_tag)
+    tags = {stack_tag(identity), stack_tag(identity + TEST_RUN_SUFFIX)}
     if len(stack_or_tag) == TAG_LENGTH and all(c in _TAG_ALPHABET for c in stack_or_tag):
         tags.add(stack_or_tag)
     return frozenset(tags)

@@ -125,7 +125,7 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
             return None
         s = session(ctx)
         in_lium = None if state.stack_tag else _tag_of_users(s, state.id or "")
-        owner = refreshed_owner(ctx, state.stack_tag, imported=not state.username, in_lium=in_lium)
+        owner = refreshed_owner(ctx, state.stack_tag, in_lium=in_lium)
         refreshed = state.model_copy(
             update={
                 "username": credential.username or state.username,

@@ -2,10 +2,10 @@
 that cannot name any object.
 
 A pod, template or volume records the stack it belongs to in its computed ``stack_tag``, set when it is
-created (the same tag its Lium name or description carries) or imported (the importing stack's: an
-import is a hand-over on purpose, and Lium cannot rename a pod, so it is recorded in the state). A
-state copied from another stack, or the wrong workspace's, then holds objects whose tag is not this
-stack's:
+created (the same tag its Lium name or description carries) or imported (the tag Lium holds, when the
+object carries one; Lium cannot rename a pod, so once adopted, its new owner is recorded in the state).
+A state copied from another stack, or the wrong workspace's, or an import of another stack's object,
+then holds objects whose tag is not this stack's:
 
 * the plan refuses them, naming both stacks and how to take them over on purpose (``adopt_stacks``);
 * a refresh keeps them as they are and warns (a refresh also runs inside ``destroy``, which must never be
@@ -48,14 +48,12 @@ def _owner(ctx: Context, state: Identified) -> str:
     return getattr(state, "stack_tag", session(ctx).stack_tag) or ""
 
 
-def refreshed_owner(ctx: Context, recorded: str | None, *, imported: bool, in_lium: str | None) -> str:
-    """The ``stack_tag`` a refresh records: the one the state holds; for an object just imported, this
-    stack's (the hand-over); for a state from before the tag, the tag Lium holds (in a pod's name, a
-    template's or volume's description), else this stack's."""
-    if recorded:
-        return recorded
-    this = session(ctx).stack_tag
-    return this if imported else in_lium or this
+def refreshed_owner(ctx: Context, recorded: str | None, *, in_lium: str | None) -> str:
+    """The ``stack_tag`` a refresh records: the one the state holds; for an object just imported (or a
+    state from before the tag), the tag Lium holds (in a pod's name, a template's or volume's
+    description), else this stack's. So an import of another stack's object is refused at plan like any
+    other stack's object, until ``adopt_stacks`` names that stack: a hand-over is said on both sides."""
+    return recorded or in_lium or session(ctx).stack_tag
 
 
 def plan_ownership(ctx: Context, change: PlanChange[Any], type_name: str) -> None:

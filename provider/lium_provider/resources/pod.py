@@ -740,9 +740,7 @@ class PodResource(Resource[PodModel]):
             ctx.private = (
                 PodPrivate.from_private(ctx.private).model_copy(update={"imported": True}).to_private()
             )
-        owner = refreshed_owner(
-            ctx, state.stack_tag, imported=not state.name, in_lium=tag_in_pod_name(refreshed.lium_name)
-        )
+        owner = refreshed_owner(ctx, state.stack_tag, in_lium=tag_in_pod_name(refreshed.lium_name))
         refreshed = refreshed.model_copy(update={"stack_tag": owner})
         warn_if_foreign(ctx, self.type_name, refreshed)
         if refreshed.ssh_host_key is None:  # imported (or its create stopped before SSH answered)

@@ -415,9 +415,7 @@ class RunnerResource(Resource[RunnerModel]):
         refreshed = state.model_copy(
             update={
                 "runner_ssh_port": (pod.ports_mapping or {}).get(str(SSH_PORT), state.runner_ssh_port),
-                "stack_tag": refreshed_owner(
-                    ctx, state.stack_tag, imported=False, in_lium=tag_in_pod_name(pod.pod_name)
-                ),
+                "stack_tag": refreshed_owner(ctx, state.stack_tag, in_lium=tag_in_pod_name(pod.pod_name)),
             }
         )
         if warn_if_foreign(ctx, self.type_name, refreshed):

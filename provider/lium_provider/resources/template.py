@@ -296,9 +296,7 @@ class TemplateResource(Resource[TemplateModel]):
             template = s.client.get_template(state.id or "")
         if template is None:
             return None
-        owner = refreshed_owner(
-            ctx, state.stack_tag, imported=state.name is None, in_lium=tag_in(template.description)
-        )
+        owner = refreshed_owner(ctx, state.stack_tag, in_lium=tag_in(template.description))
         refreshed = _state(template, state, owner)
         warn_if_foreign(ctx, self.type_name, refreshed)
         return refreshed

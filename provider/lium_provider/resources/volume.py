@@ -117,9 +117,7 @@ class VolumeResource(Resource[VolumeModel]):
             update={
                 "name": volume.name,
                 "description": text if state.description is not None or text else None,
-                "stack_tag": refreshed_owner(
-                    ctx, state.stack_tag, imported=not state.name, in_lium=tag_in(volume.description)
-                ),
+                "stack_tag": refreshed_owner(ctx, state.stack_tag, in_lium=tag_in(volume.description)),
             }
         )
         warn_if_foreign(ctx, self.type_name, refreshed)
