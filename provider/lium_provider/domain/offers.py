@@ -168,22 +168,24 @@ def find_offers(feed_url: str, flt: OfferFilter, *, client: LiumClient | None = 
     With a ``client``, its transport (retries, cancellation, request counter) is used; the feed is always
     fetched without the API key.
     """
-    if client is not None:
-        nodes = client.nodes_feed(feed_url)
-    else:
-        http = HttpTransport(
-            timeout=30.0,
-            user_agent=default_user_agent(),
-            sleep=None,
-            cancel=None,
-            policy=RetryPolicy(),
-            rng=None,
-        )
-        try:
-            nodes = fetch_nodes_feed(http, feed_url)
-        finally:
-            http.close()
+    nodes = client.nodes_feed(feed_url) if client is not None else fetch_feed(feed_url)
     return select_offers(offers_from_nodes(nodes), flt)
+
+
+def fetch_feed(feed_url: str) -> list[dict[str, object]]:
+    """The nodes of the feed at ``feed_url``, fetched once, without an API key and with the usual retries."""
+    http = HttpTransport(
+        timeout=30.0,
+        user_agent=default_user_agent(),
+        sleep=None,
+        cancel=None,
+        policy=RetryPolicy(),
+        rng=None,
+    )
+    try:
+        return fetch_nodes_feed(http, feed_url)
+    finally:
+        http.close()
 
 
 def known_gpu_names(offers: Iterable[Offer]) -> set[str]:

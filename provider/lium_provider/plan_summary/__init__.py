@@ -9,21 +9,54 @@ numbers, so that a pipeline can fail on them. The modules, one job each:
 - :mod:`.values`: masked, Markdown-safe rendering of values;
 - :mod:`.pricing`: each pod's price per hour from its state or the nodes feed;
 - :mod:`.report`: totals, the change, the worst-case spend;
-- :mod:`.policies`, :mod:`.markdown`, :mod:`.json_format`: judging and presenting the report.
+- :mod:`.policies`, :mod:`.markdown`, :mod:`.json_format`: judging and presenting the report;
+- :mod:`.summary`: all of it for a command (``main_summary``);
+- :mod:`.gitops_contract`: what pipelines rely on (formats, exit codes, files, :class:`Policies`).
+
+Importing the package loads none of them: each name below loads its module when first used, so that
+``lium-tf gitops plan`` can load the pricing code while Terraform plans (:mod:`.gitops`).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from lium_provider.plan_summary import json_format, markdown
-from lium_provider.plan_summary.gitops_contract import FORMATS
-from lium_provider.plan_summary.parsing import PlanError, ResourceChange, parse_plan, read_source
-from lium_provider.plan_summary.policies import Policies, PolicyResult, check
-from lium_provider.plan_summary.pricing import OfferBook, resolve_feed_url
-from lium_provider.plan_summary.report import Report, report_stack
+_EXPORTS = {
+    "FORMATS": "gitops_contract",
+    "Policies": "gitops_contract",
+    "OfferBook": "pricing",
+    "PlanError": "parsing",
+    "ResourceChange": "parsing",
+    "parse_plan": "parsing",
+    "Summary": "summary",
+    "build_summary": "summary",
+    "judge": "summary",
+    "main_summary": "summary",
+    "render": "summary",
+    "summarize": "summary",
+}
+
+if TYPE_CHECKING:
+    from lium_provider.plan_summary.gitops_contract import FORMATS, Policies
+    from lium_provider.plan_summary.parsing import PlanError, ResourceChange, parse_plan
+    from lium_provider.plan_summary.pricing import OfferBook
+    from lium_provider.plan_summary.summary import (
+        Summary,
+        build_summary,
+        judge,
+        main_summary,
+        render,
+        summarize,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
 
 __all__ = [
     "FORMATS",
@@ -39,69 +72,3 @@ __all__ = [
     "render",
     "summarize",
 ]
-
-
-@dataclass(frozen=True)
-class Summary:
-    """A rendered summary and the policy verdicts behind it (``failed``: a pipeline should stop)."""
-
-    text: str
-    results: tuple[PolicyResult, ...]
-
-    @property
-    def violations(self) -> list[str]:
-        return [v for r in self.results for v in r.violations]
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.violations)
-
-
-def stack_name(source: str) -> str:
-    """A stack's name in the summary: the plan file's path as given (``-`` is standard input)."""
-    return "stdin" if source == "-" else source
-
-
-def judge(
-    plans: Sequence[tuple[str, str]], book: OfferBook, policies: Policies
-) -> tuple[Report, tuple[PolicyResult, ...]]:
-    """Report ``(stack name, plan JSON text)`` pairs and judge them; PlanError names an unreadable stack."""
-    stacks = []
-    for name, text in plans:
-        try:
-            stacks.append(report_stack(name, text, book))
-        except PlanError as exc:
-            raise PlanError(f"{name}: {exc}" if len(plans) > 1 else str(exc)) from None
-    report = Report(tuple(stacks))
-    return report, tuple(check(report, policies))
-
-
-def render(report: Report, results: tuple[PolicyResult, ...], output_format: str) -> Summary:
-    """``report`` and its verdicts in ``output_format`` (one of :data:`FORMATS`)."""
-    renderer = json_format.render if output_format == "json" else markdown.render
-    return Summary(renderer(report, results), results)
-
-
-def build_summary(
-    plans: Sequence[tuple[str, str]], book: OfferBook, policies: Policies, output_format: str
-) -> Summary:
-    """:func:`judge` then :func:`render`."""
-    return render(*judge(plans, book, policies), output_format)
-
-
-def summarize(text: str, book: OfferBook) -> str:
-    """The Markdown summary of one plan JSON ``text``, priced with ``book``; PlanError if it is not a plan."""
-    return build_summary([("plan", text)], book, Policies(), "markdown").text
-
-
-def main_summary(
-    sources: str | Sequence[str],
-    feed_flag: str | None,
-    policies: Policies | None = None,
-    output_format: str = "markdown",
-) -> Summary:
-    """Everything ``lium-tf plan-summary`` does: read each source, price with the resolved feed, judge, render."""
-    names = [sources] if isinstance(sources, str) else list(sources)
-    plans = [(stack_name(source), read_source(source)) for source in names]
-    book = OfferBook(resolve_feed_url(feed_flag, os.environ))
-    return build_summary(plans, book, policies or Policies(), output_format)

@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib
 import json
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lium_provider.plan_summary import OfferBook, Policies, judge, render
 from lium_provider.plan_summary.gitops_contract import (
     DEFAULT_LOCK_TIMEOUT,
     FRESH_PLAN_DIR,
@@ -37,8 +38,12 @@ from lium_provider.plan_summary.gitops_contract import (
     STALE_PLAN_EXIT_CODE,
     SUMMARY_JSON_FILE,
     SUMMARY_MARKDOWN_FILE,
+    Policies,
 )
-from lium_provider.plan_summary.pricing import resolve_feed_url
+
+if TYPE_CHECKING:
+    from lium_provider.plan_summary.pricing import OfferBook
+    from lium_provider.plan_summary.summary import Summary
 
 MANIFEST_VERSION = 1
 # What a stack directory holds besides its configuration: Terraform's working data, the provider lock file
@@ -145,6 +150,7 @@ def plan(settings: Settings, policies: Policies) -> int:
     # An older manifest goes first: if this plan fails half-way, the artifact is no longer applicable.
     (artifact / MANIFEST_FILE).unlink(missing_ok=True)
     digest = settings.digest()
+    summarizer = _Summarizer(settings.nodes_feed_url)  # loads and reads the feed while Terraform plans
     _init(settings)
     plan_file = artifact.resolve() / PLAN_FILE
     _terraform_checked(
@@ -159,23 +165,58 @@ def plan(settings: Settings, policies: Policies) -> int:
     if code != 0:
         raise GitopsError(f"terraform show -json failed (exit {code})")
     (artifact / PLAN_JSON_FILE).write_text(plan_json, encoding="utf-8")
-    book = OfferBook(resolve_feed_url(settings.nodes_feed_url, os.environ))
-    report, results = judge([(settings.stack_dir.name, plan_json)], book, policies)
-    summary = render(report, results, "markdown")
-    (artifact / SUMMARY_MARKDOWN_FILE).write_text(summary.text, encoding="utf-8")
-    (artifact / SUMMARY_JSON_FILE).write_text(render(report, results, "json").text, encoding="utf-8")
+    markdown, summary_json = summarizer.summaries(settings.stack_dir.name, plan_json, policies)
+    (artifact / SUMMARY_MARKDOWN_FILE).write_text(markdown.text, encoding="utf-8")
+    (artifact / SUMMARY_JSON_FILE).write_text(summary_json.text, encoding="utf-8")
     manifest = {
         "manifest_version": MANIFEST_VERSION,
         "commit": settings.commit,
         "config_sha256": digest,
         "policies": dataclasses.asdict(policies),
-        "policies_passed": not summary.failed,
+        "policies_passed": not markdown.failed,
     }
     (artifact / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    sys.stdout.write(summary.text)
-    for violation in summary.violations:
+    sys.stdout.write(markdown.text)
+    for violation in markdown.violations:
         print(f"lium-tf gitops plan: policy violated: {violation}", file=sys.stderr)
-    return POLICY_EXIT_CODE if summary.failed else 0
+    return POLICY_EXIT_CODE if markdown.failed else 0
+
+
+class _Summarizer:
+    """The summary's pricing code and the nodes feed, made ready in a thread from the start of the job.
+
+    The job spends most of its time waiting for ``terraform init`` and ``plan``; importing the pricing
+    code (pydantic models, gpuhunt, httpx) and reading the feed meanwhile takes them off the job's time.
+    """
+
+    def __init__(self, feed_flag: str | None) -> None:
+        self._feed_flag = feed_flag
+        self._book: OfferBook | None = None
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._prepare, name="summary-warm-up", daemon=True)
+        self._thread.start()
+
+    def _prepare(self) -> None:
+        try:
+            from lium_provider.plan_summary.pricing import OfferBook, resolve_feed_url
+
+            importlib.import_module("lium_provider.plan_summary.summary")  # what judge and render need
+            book = OfferBook(resolve_feed_url(self._feed_flag, os.environ))
+            book.fetch()
+            self._book = book
+        except BaseException as exc:  # handed to the main thread, which raises it
+            self._failure = exc
+
+    def summaries(self, stack: str, plan_json: str, policies: Policies) -> tuple[Summary, Summary]:
+        """The plan's summary in Markdown and in JSON, with the policies' verdicts."""
+        from lium_provider.plan_summary.summary import judge, render
+
+        self._thread.join()
+        if self._failure is not None:
+            raise self._failure
+        assert self._book is not None
+        report, results = judge([(stack, plan_json)], self._book, policies)
+        return render(report, results, "markdown"), render(report, results, "json")
 
 
 def _show_json(stack_dir: Path, plan_file: Path) -> tuple[int, str]:

@@ -1,10 +1,12 @@
 """What pipelines rely on from ``lium-tf plan-summary`` and ``lium-tf gitops``: formats, exit codes, files.
 
-Kept in a module of its own, with no imports, so that the command line can name them without loading the
-summary's pricing code.
+Kept in a module of its own, importing nothing of the project, so that the command line can name them
+without loading the summary's pricing code.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 FORMATS = ("markdown", "json")
 """``plan-summary --format`` values."""
@@ -28,3 +30,14 @@ SUMMARY_JSON_FILE = "summary.json"
 MANIFEST_FILE = "manifest.json"
 FRESH_PLAN_DIR = "fresh"
 """Where ``gitops apply`` puts the fresh plan it makes when it refuses a stale one (inside the artifact)."""
+
+
+@dataclass(frozen=True)
+class Policies:
+    """The policies asked for (the ``--max-*`` flags); None (or False) leaves a policy out. Amounts are USD."""
+
+    max_hourly_increase: float | None = None
+    max_hourly_total: float | None = None
+    max_spend: float | None = None
+    require_termination_hours: bool = False
+    strict_prices: bool = False

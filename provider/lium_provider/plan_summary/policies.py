@@ -12,20 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lium_provider.plan_summary.gitops_contract import Policies
 from lium_provider.plan_summary.pricing import PodCost
 from lium_provider.plan_summary.report import Bound, PodSpend, Report, StackReport
 from lium_provider.plan_summary.values import code, usd
-
-
-@dataclass(frozen=True)
-class Policies:
-    """The policies asked for; None (or False) leaves a policy out. Amounts are USD."""
-
-    max_hourly_increase: float | None = None
-    max_hourly_total: float | None = None
-    max_spend: float | None = None
-    require_termination_hours: bool = False
-    strict_prices: bool = False
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any
 from lium_provider.api.endpoints import DEFAULT_ENDPOINT, feed_url_for
 from lium_provider.api.errors import LiumError
 from lium_provider.domain.offer_filter import OfferFilter
-from lium_provider.domain.offers import Offer, find_offers, matches
+from lium_provider.domain.offers import Offer, fetch_feed, matches, offers_from_nodes, select_offers
 from lium_provider.plan_summary.parsing import ResourceChange
 from lium_provider.plan_summary.values import SENSITIVE_TEXT, code, usd
 
@@ -33,22 +33,34 @@ def resolve_feed_url(flag: str | None, environ: Mapping[str, str]) -> str:
 
 @dataclass
 class OfferBook:
-    """Offers from the nodes feed, fetched at most once per GPU count; a failed fetch is remembered."""
+    """Offers from the nodes feed, fetched at most once; a failed fetch is remembered."""
 
     feed_url: str
     error: str | None = None
+    _all: list[Offer] | None = None
     _by_count: dict[int, list[Offer]] = field(default_factory=dict)
+
+    def fetch(self) -> None:
+        """Read the feed now, unless it was read (or failed) already: ``lium-tf gitops plan`` does this
+        while Terraform plans."""
+        if self._all is not None or self.error is not None:
+            return
+        try:
+            self._all = offers_from_nodes(fetch_feed(self.feed_url))
+        except (LiumError, ValueError) as exc:
+            self.error = str(exc)
 
     def offers(self, gpu_count: int) -> list[Offer] | None:
         """Every offer of ``gpu_count`` GPUs, cheapest first; None when the feed cannot be read."""
-        if self.error is not None:
+        self.fetch()
+        if self._all is None:
             return None
         if gpu_count not in self._by_count:
             try:
-                self._by_count[gpu_count] = find_offers(self.feed_url, OfferFilter(gpu_count=gpu_count))
-            except (LiumError, ValueError) as exc:
-                self.error = str(exc)
+                wanted = OfferFilter(gpu_count=gpu_count)
+            except ValueError:  # a count no offer can have
                 return None
+            self._by_count[gpu_count] = select_offers(self._all, wanted)
         return self._by_count[gpu_count]
 
 
