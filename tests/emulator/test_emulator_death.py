@@ -3,7 +3,8 @@
 Killed alone (SIGKILL, no ``--state-dir``), its watchdog reaps the pods' processes, cgroups and the
 temporary work directory within seconds. Killed together with its watchdog, the next emulator start
 on the host reaps them. Each emulator here registers in a registry of the test's own, so no other
-test's emulator is touched.
+test's emulator is touched. The watchdog's :func:`reap` is also checked alone, against a stand-in for
+an emulator that is not gone yet when its pipe closes (a killed process closes its files first).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,8 +22,9 @@ from typing import Any
 import pytest
 
 from lium_emulator.launcher import RunningEmulator, launch
-from lium_emulator.sandbox.manager import process_is_running, processes_mentioning
+from lium_emulator.sandbox.manager import process_is_running, process_start_ticks, processes_mentioning
 from lium_emulator.sandbox.registry import INSTANCES_ENV, Registration
+from lium_emulator.sandbox.watchdog import reap
 from tests.emulator.testkit import (
     DEFAULT_KEY,
     FAST_TIMINGS,
@@ -110,3 +114,52 @@ def test_the_next_start_reaps_what_a_killed_emulator_and_its_watchdog_left(
         assert_nothing_left(pod, record)
         assert not path.exists()
         assert second.stop() == 0
+
+
+def left_behind(
+    tmp_path: Path, emulator: subprocess.Popen[bytes]
+) -> tuple[Path, Registration, subprocess.Popen[bytes]]:
+    """What ``emulator`` (a stand-in process) would leave: its registration, and a temporary work
+    directory with one pod, whose PID 1 (a stand-in too) is returned."""
+    pid1 = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    record = Registration(emulator.pid, process_start_ticks(emulator.pid) or 0, tmp_path / "work", True)
+    pod_dir = record.sandbox_root / "pods" / "pod-1"
+    pod_dir.mkdir(parents=True)
+    pids = {
+        "manager_pid": record.pid,
+        "manager_start": record.start,
+        "pid1": pid1.pid,
+        "pid1_start": process_start_ticks(pid1.pid) or 0,
+    }
+    (pod_dir / "pids.json").write_text(json.dumps(pids))
+    path = tmp_path / "instances" / f"{record.pid}-{record.start}.json"
+    path.parent.mkdir()
+    path.write_text(record.to_json())
+    return path, record, pid1
+
+
+def test_the_watchdog_reaps_once_its_emulator_is_gone_not_once_its_pipe_closed(tmp_path: Path) -> None:
+    emulator = subprocess.Popen(["sleep", "60"])  # its files closed already, but still running
+    path, record, pid1 = left_behind(tmp_path, emulator)
+    try:
+        threading.Timer(0.5, emulator.kill).start()
+        assert reap(path, record, wait=10.0) == ["pod-1"]
+        assert pid1.wait(5) == -signal.SIGKILL
+        assert not record.work_dir.exists() and not path.exists()
+    finally:
+        for process in (emulator, pid1):
+            process.kill()
+            process.wait()
+
+
+def test_the_watchdog_touches_nothing_while_its_emulator_stays(tmp_path: Path) -> None:
+    emulator = subprocess.Popen(["sleep", "60"])
+    path, record, pid1 = left_behind(tmp_path, emulator)
+    try:
+        assert reap(path, record, wait=0.3) == []
+        assert process_is_running(pid1.pid, process_start_ticks(pid1.pid) or 0)
+        assert record.work_dir.exists() and path.exists()
+    finally:
+        for process in (emulator, pid1):
+            process.kill()
+            process.wait()

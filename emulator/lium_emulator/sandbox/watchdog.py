@@ -8,7 +8,10 @@ where their files are. Two mechanisms close that:
   write end only the emulator holds. However the emulator ends, the pipe closes; a clean shutdown first
   writes :data:`RELEASED` (it has torn its pods down itself). Otherwise the watchdog waits for the
   emulator to be gone and reaps: :meth:`SandboxManager.cleanup_stale` (pods' processes, cgroups and
-  directories), then the work directory when it was a temporary one.
+  directories), then the work directory when it was a temporary one. The pipe closing is not enough:
+  a killed process closes its files (that pipe, its work directory's lock) a moment before it is gone,
+  and until then ``/proc`` shows it running, so ``cleanup_stale`` would take its pods for those of a
+  live emulator and leave them (:func:`reap`).
 * **The instance registry** (:func:`instances_dir`, private to the user): each emulator registers its
   work directory there. Should the watchdog die as well (its session killed, the host rebooted), the
   next emulator start on the host reaps every registered instance whose process is gone
@@ -37,7 +40,8 @@ from lium_emulator.sandbox.registry import Registration, instances_dir, registra
 RELEASED = b"R"  # emulator to watchdog: a clean shutdown, nothing is left to reap
 LOCK_FILE = "sandboxes.lock"
 # How long an emulator waits for the lock of its work directory (a dead predecessor's watchdog may be
-# reaping it), and how long a watchdog waits for its emulator to be gone after the pipe closed.
+# reaping it), and how long a watchdog waits for its emulator to be gone (and for the lock) after the
+# pipe closed.
 LOCK_WAIT_SECONDS = 30.0
 EXIT_WAIT_SECONDS = 10.0
 _POLL_SECONDS = 0.05
@@ -103,21 +107,29 @@ class Watchdog:
             self.process.wait()
 
 
-def reap(registration_file: Path, record: Registration, *, lock_wait: float = 0.0) -> list[str]:
+def reap(registration_file: Path, record: Registration, *, wait: float = 0.0) -> list[str]:
     """Everything the dead emulator ``record`` left: its pods, a temporary work directory, its
     registration. Returns the ids of the pods reaped.
 
-    Only while holding its work directory's lock, waiting up to ``lock_wait`` seconds: a dying process
-    holds it until its last thread is gone (its main thread may already be a zombie), and an emulator
-    restarted on the same state directory holds it for good (and cleaned up at its own start). When the
-    lock cannot be had, nothing is touched and the registration stays, for a later start to retry.
+    Only once its process is gone and while holding its work directory's lock, waiting up to ``wait``
+    seconds for both. Either alone is not enough. A killed process releases the lock (and closes the
+    watchdog's pipe) when its last thread drops its files, a moment before it is gone: until it is a
+    zombie, ``/proc`` shows it running, and :meth:`SandboxManager.cleanup_stale` would leave its pods
+    as those of a live emulator, for good once the work directory and registration are deleted. And
+    its process, judged by its main thread, may already be a zombie while other threads still run and
+    hold the lock. An emulator restarted on the same state directory holds the lock for good (and
+    cleaned up at its own start). When either cannot be had in time, nothing is touched and the
+    registration stays, for a later start to retry.
     """
+    deadline = time.monotonic() + wait
+    if not _gone_by(record, deadline):
+        return []
     try:
         lock: int | None = os.open(record.work_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError:
         lock = None  # the work directory is gone: nobody can hold it
     try:
-        if lock is not None and not _lock_within(lock, lock_wait):
+        if lock is not None and not _lock_within(lock, max(0.0, deadline - time.monotonic())):
             return []
         reaped = SandboxManager.cleanup_stale(record.sandbox_root)
         if record.temporary:
@@ -127,6 +139,15 @@ def reap(registration_file: Path, record: Registration, *, lock_wait: float = 0.
     finally:
         if lock is not None:
             os.close(lock)
+
+
+def _gone_by(record: Registration, deadline: float) -> bool:
+    """Wait until the process ``record`` is gone (a zombie, or reaped) or ``deadline`` (monotonic)."""
+    while process_is_running(record.pid, record.start):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(_POLL_SECONDS)
+    return True
 
 
 def _lock_within(fd: int, seconds: float) -> bool:
@@ -162,7 +183,7 @@ def main(registration_file: str) -> int:
     if told.startswith(RELEASED):
         unregister(path)
         return 0
-    reap(path, record, lock_wait=EXIT_WAIT_SECONDS)  # its lock goes with its last thread
+    reap(path, record, wait=EXIT_WAIT_SECONDS)  # the pipe closes a moment before the emulator is gone
     return 0
 
 
