@@ -5,10 +5,12 @@ a fresh checkout (a new directory), synth where there is one, then ``lium-tf git
 -out, show -json, summary, manifest): the pull-request job of examples/gitops. Beside it, in the same
 round, plain ``terraform init`` + ``terraform plan`` of the equivalent HCL in its own fresh checkout. The
 emulator serves Lium; the fleet's state is in the ``pg`` backend on a real PostgreSQL, as in the example.
-Prints medians over the rounds (after one unmeasured warm-up round) and the ratio of the pipeline to the
-plain plan.
+Prints medians over the rounds (after one unmeasured warm-up round), the ratio of the pipeline to the
+plain plan, and what the job adds to synth (CDK) and the plain plan.
 
-Run from the repository root: ``.venv/bin/python -m bench.pipeline [--rounds 3]``.
+Run from the repository root: ``.venv/bin/python -m bench.pipeline [--rounds 3] [--reference COMMIT]``;
+``--reference`` runs the job a second time in each round with ``lium-tf`` as of an earlier commit (its
+``provider/`` packages on ``PYTHONPATH``; Terraform's provider stays this checkout's), side by side.
 """
 
 from __future__ import annotations
@@ -89,6 +91,18 @@ CASES = (
 PLAIN = {"quickstart": QUICKSTART_HCL, f"fleet of {FLEET_SIZE}": FLEET_HCL}
 
 
+def reference_sources(commit: str, scratch: Path) -> Path:
+    """The ``provider/`` packages of ``commit`` (lium-tf's code as it was), extracted under ``scratch``:
+    a ``PYTHONPATH`` entry that runs that commit's ``lium-tf`` beside this checkout's."""
+    target = scratch / "reference"
+    target.mkdir()
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", commit, "provider"], cwd=REPO, capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target / "provider"
+
+
 def gitops_plan(stack_dir: Path, artifact: Path, env: dict[str, str]) -> None:
     command = [sys.executable, "-m", "lium_provider.cli", "gitops", "plan", "--dir", str(stack_dir)]
     command += ["--artifact", str(artifact), "--commit", "bench"]
@@ -119,9 +133,15 @@ def plain_round(stack: str, base: Path, env: dict[str, str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--reference",
+        metavar="COMMIT",
+        help="also run the job with lium-tf as of COMMIT, side by side in each round",
+    )
     args = parser.parse_args()
     synth: dict[tuple[str, str], list[float]] = {}
     jobs: dict[tuple[str, str], list[float]] = {}
+    reference_jobs: dict[tuple[str, str], list[float]] = {}
     plain: dict[str, list[float]] = {}
     with (
         terraform_workspace("bench-pipeline-") as (scratch, tf_env),
@@ -131,14 +151,22 @@ def main() -> None:
         account = new_account(emulator, scratch / "account")
         env = {**tf_env, **account.env, "PG_CONN_STR": postgres.conn_str}
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+        variants = {"job": (env, jobs)}
+        if args.reference:
+            variants["reference"] = (
+                {**env, "PYTHONPATH": str(reference_sources(args.reference, scratch))},
+                reference_jobs,
+            )
         # Round 0 is not measured: it warms the page cache, the provider's zygote and the CDK for all alike.
         for round_number in range(args.rounds + 1):
             for case in CASES:
-                with tempfile.TemporaryDirectory(dir=scratch) as base:
-                    seconds_synth, seconds_job = pipeline_round(case, Path(base), env)
-                if round_number:
-                    synth.setdefault((case.stack, case.kind), []).append(seconds_synth)
-                    jobs.setdefault((case.stack, case.kind), []).append(seconds_job)
+                for variant, (variant_env, timings) in variants.items():
+                    with tempfile.TemporaryDirectory(dir=scratch) as base:
+                        seconds_synth, seconds_job = pipeline_round(case, Path(base), variant_env)
+                    if round_number:
+                        timings.setdefault((case.stack, case.kind), []).append(seconds_job)
+                        if variant == "job":
+                            synth.setdefault((case.stack, case.kind), []).append(seconds_synth)
             for stack in PLAIN:
                 with tempfile.TemporaryDirectory(dir=scratch) as base:
                     seconds_plain = plain_round(stack, Path(base), env)
@@ -146,17 +174,30 @@ def main() -> None:
                     plain.setdefault(stack, []).append(seconds_plain)
         shutil.rmtree(scratch / "account", ignore_errors=True)
     print(f"medians of {args.rounds} rounds, load average {os.getloadavg()[0]:.2f}")
-    print(
-        "| stack | kind | synth | PR job (checkout → summary) | plain terraform init + plan | job / plain |"
+    reference = (
+        f" | reference job ({args.reference}) | its extra | extra / its extra" if args.reference else ""
     )
-    print("| --- | --- | --- | --- | --- | --- |")
+    print(
+        "| stack | kind | synth | PR job (checkout → summary) | plain terraform init + plan | job / plain "
+        f"| job's extra over synth + plain{reference} |"
+    )
+    print("| --- " * (10 if args.reference else 7) + "|")
     for case in CASES:
         key = (case.stack, case.kind)
         job, base_plan = statistics.median(jobs[key]), statistics.median(plain[case.stack])
-        synth_text = f"{statistics.median(synth[key]):.2f} s" if case.kind == "cdk" else "—"
-        print(
-            f"| {case.stack} | {case.kind} | {synth_text} | {job:.2f} s | {base_plan:.2f} s | {job / base_plan:.2f} |"
+        seconds_synth = statistics.median(synth[key])
+        synth_text = f"{seconds_synth:.2f} s" if case.kind == "cdk" else "—"
+        extra = job - seconds_synth - base_plan
+        row = (
+            f"| {case.stack} | {case.kind} | {synth_text} | {job:.2f} s | {base_plan:.2f} s | {job / base_plan:.2f} "
+            f"| {extra:.2f} s"
         )
+        if args.reference:
+            # The reference job runs on its own checkout's synth, which this checkout's equals.
+            reference_job = statistics.median(reference_jobs[key])
+            reference_extra = reference_job - seconds_synth - base_plan
+            row += f" | {reference_job:.2f} s | {reference_extra:.2f} s | {extra / reference_extra:.2f}"
+        print(row + " |")
 
 
 if __name__ == "__main__":

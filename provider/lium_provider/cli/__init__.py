@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from lium_provider import PROVIDER_SOURCE, __version__
 from lium_provider.cli.summary import add_summary_commands
@@ -137,5 +140,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return result
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+# What CPython exits with when it cannot flush standard output at exit.
+_UNFLUSHED_OUTPUT_EXIT_CODE = 120
+
+
+def run() -> NoReturn:
+    """The ``lium-tf`` command: :func:`main`, then an exit without the interpreter's teardown.
+
+    The summary commands load pydantic, gpuhunt and httpx, and tearing those modules down took ~60 ms
+    of a ~0.6 s pull-request job (docs/benchmarks.md). Nothing needs it: every command closes what it
+    opened, logging and the standard streams are flushed here, and a failed flush of the output still
+    fails the command, as CPython's own exit would.
+    """
+    code = main()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: the output is lost
+            code = code or _UNFLUSHED_OUTPUT_EXIT_CODE
+    os._exit(code)

@@ -1,7 +1,5 @@
 """``python -m lium_provider.cli``: the same as the ``lium-tf`` command."""
 
-import sys
+from lium_provider.cli import run
 
-from lium_provider.cli import main
-
-sys.exit(main())
+run()
