@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:rBE/a0Gpr5vHWIdPCX6QO3GG9I05o2G9+xfkzYOnTiQ=",
-    "zh:13a4d2b01e9515f91dc40cb487daae1baba03dd7ae7fef07021e46300f69907e",
+    "h1:61Ojg4yva/KZ2tx/yPK0OJsao+RzDIyAWansveb2OJw=",
+    "zh:b74d6a5fa7301ee92d54110a269940c4ae104417a85a66059ec913e9ccf6c8c0",
   ]
 }
