@@ -3,7 +3,8 @@
 For the quickstart (one pod with its runner) and a 50-pod fleet, each as HCL and as a CDK app, a round is:
 a fresh checkout (a new directory), synth where there is one, then ``lium-tf gitops plan`` (init, plan
 -out, show -json, summary, manifest): the pull-request job of examples/gitops. Beside it, in the same
-round, plain ``terraform init`` + ``terraform plan`` of the equivalent HCL in its own fresh checkout. The
+round, plain ``terraform init`` + ``terraform plan`` of the same configuration in its own fresh checkout
+(for a CDK app, of its synthesized stack, the synth not counted): what the job adds is the rest. The
 emulator serves Lium; the fleet's state is in the ``pg`` backend on a real PostgreSQL, as in the example.
 Prints medians over the rounds (after one unmeasured warm-up round), the ratio of the pipeline to the
 plain plan, and what the job adds to synth (CDK) and the plain plan.
@@ -88,7 +89,6 @@ CASES = (
         _cdk(REPO / "examples" / "gitops" / "cdk" / "main.py", "trainers", {"TRAINERS": str(FLEET_SIZE)}),
     ),
 )
-PLAIN = {"quickstart": QUICKSTART_HCL, f"fleet of {FLEET_SIZE}": FLEET_HCL}
 
 
 def reference_sources(commit: str, scratch: Path) -> Path:
@@ -121,10 +121,11 @@ def pipeline_round(case: Case, base: Path, env: dict[str, str]) -> tuple[float, 
     return synthesized - started if case.kind == "cdk" else 0.0, done - started
 
 
-def plain_round(stack: str, base: Path, env: dict[str, str]) -> float:
-    """Seconds of plain ``terraform init`` + ``terraform plan`` of the stack's HCL in a fresh checkout."""
+def plain_round(case: Case, base: Path, env: dict[str, str]) -> float:
+    """Seconds of plain ``terraform init`` + ``terraform plan`` of the case's configuration in a fresh
+    checkout: the HCL as it is, a CDK app's synthesized stack (the synth is not counted)."""
+    stack_dir = case.checkout(base / "checkout", env)
     started = time.perf_counter()
-    stack_dir = PLAIN[stack](base / "checkout", env)
     terraform(stack_dir, env, "init", "-input=false", "-no-color")
     terraform(stack_dir, env, "plan", "-input=false", "-no-color")
     return time.perf_counter() - started
@@ -142,7 +143,7 @@ def main() -> None:
     synth: dict[tuple[str, str], list[float]] = {}
     jobs: dict[tuple[str, str], list[float]] = {}
     reference_jobs: dict[tuple[str, str], list[float]] = {}
-    plain: dict[str, list[float]] = {}
+    plain: dict[tuple[str, str], list[float]] = {}
     with (
         terraform_workspace("bench-pipeline-") as (scratch, tf_env),
         launch(FAST_TIMINGS) as emulator,
@@ -167,11 +168,10 @@ def main() -> None:
                         timings.setdefault((case.stack, case.kind), []).append(seconds_job)
                         if variant == "job":
                             synth.setdefault((case.stack, case.kind), []).append(seconds_synth)
-            for stack in PLAIN:
                 with tempfile.TemporaryDirectory(dir=scratch) as base:
-                    seconds_plain = plain_round(stack, Path(base), env)
+                    seconds_plain = plain_round(case, Path(base), env)
                 if round_number:
-                    plain.setdefault(stack, []).append(seconds_plain)
+                    plain.setdefault((case.stack, case.kind), []).append(seconds_plain)
         shutil.rmtree(scratch / "account", ignore_errors=True)
     print(f"medians of {args.rounds} rounds, load average {os.getloadavg()[0]:.2f}")
     reference = (
@@ -184,7 +184,7 @@ def main() -> None:
     print("| --- " * (10 if args.reference else 7) + "|")
     for case in CASES:
         key = (case.stack, case.kind)
-        job, base_plan = statistics.median(jobs[key]), statistics.median(plain[case.stack])
+        job, base_plan = statistics.median(jobs[key]), statistics.median(plain[key])
         seconds_synth = statistics.median(synth[key])
         synth_text = f"{seconds_synth:.2f} s" if case.kind == "cdk" else "—"
         extra = job - seconds_synth - base_plan
@@ -193,7 +193,6 @@ def main() -> None:
             f"| {extra:.2f} s"
         )
         if args.reference:
-            # The reference job runs on its own checkout's synth, which this checkout's equals.
             reference_job = statistics.median(reference_jobs[key])
             reference_extra = reference_job - seconds_synth - base_plan
             row += f" | {reference_job:.2f} s | {reference_extra:.2f} s | {extra / reference_extra:.2f}"

@@ -61,12 +61,18 @@ def running_pods(account: Account) -> list[str]:
     return sorted(p["id"] for p in account.live()["pods"] if p["status"] != "DELETING")
 
 
+def applied_root_pod(make_terraform: Callable[..., Terraform], account: Account, **env: str) -> Terraform:
+    """A stack of :data:`ROOT_POD`, applied."""
+    tf = make_terraform(PROVIDER_BLOCK + ROOT_POD, **account.env, **env)
+    tf.init()
+    tf.apply()
+    return tf
+
+
 def test_moved_blocks_rename_a_pod_and_move_it_into_a_module_without_touching_it(
     make_terraform: Callable[..., Terraform], account: Account
 ) -> None:
-    tf = make_terraform(PROVIDER_BLOCK + ROOT_POD, **account.env)
-    tf.init()
-    tf.apply()
+    tf = applied_root_pod(make_terraform, account)
     (pod,) = instances(tf, "lium_pod")
     (template,) = instances(tf, "lium_template")
 
@@ -112,9 +118,7 @@ moved {{
 def test_a_removed_block_lets_go_of_a_running_pod_that_the_next_stack_imports_and_owns(
     make_terraform: Callable[..., Terraform], account: Account
 ) -> None:
-    team_a = make_terraform(PROVIDER_BLOCK + ROOT_POD, **account.env, LIUM_STACK="team-a")
-    team_a.init()
-    team_a.apply()
+    team_a = applied_root_pod(make_terraform, account, LIUM_STACK="team-a")
     ids = {r["type"]: r["instances"][0]["attributes"]["id"] for r in team_a.resources()}
     let_go = "".join(
         f"removed {{\n  from = {address}\n  lifecycle {{\n    destroy = false\n  }}\n}}\n"
@@ -158,9 +162,7 @@ def test_a_removed_block_lets_go_of_a_running_pod_that_the_next_stack_imports_an
 def test_state_rm_then_import_takes_the_pod_back_with_no_change(
     make_terraform: Callable[..., Terraform], account: Account
 ) -> None:
-    tf = make_terraform(PROVIDER_BLOCK + ROOT_POD, **account.env)
-    tf.init()
-    tf.apply()
+    tf = applied_root_pod(make_terraform, account)
     (pod,) = instances(tf, "lium_pod")
     tf.run("state", "rm", "-no-color", "lium_pod.p")
     assert instances(tf, "lium_pod") == []
