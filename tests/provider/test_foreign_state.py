@@ -10,7 +10,9 @@ attribute named and is forgotten by a destroy.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from collections.abc import Callable
 
 import pytest
@@ -76,6 +78,33 @@ def test_a_copied_state_is_refused_at_plan_and_its_destroy_leaves_the_other_stac
         "the copy's destroy touched team-a's objects"
     )
     assert team_a.plan_exitcode()[0] == 0
+    team_a.destroy()
+    assert_nothing_left(account)
+
+
+def test_a_destroy_in_a_pid_namespace_of_its_own_still_leaves_the_other_stacks_pod_alone(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    """A CI job in a PID namespace of its own (a container) that shares ``/tmp``, and so the warm
+    provider, with the host: the provider still reads that it serves a destroy, which must complete."""
+    team_a = make_terraform(STACK, **account.env, LIUM_STACK="team-a")
+    team_a.init()
+    team_a.apply()
+    owned = state_ids(team_a)
+    copy = copied_stack(make_terraform, account, team_a, LIUM_STACK="team-b")
+    copy.run("validate", "-no-color")  # the provider's zygote is warm outside the namespace
+    destroyed = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", "terraform", "destroy", "-auto-approve", "-no-color"],
+        cwd=copy.workdir,
+        env={**os.environ, **copy.env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert destroyed.returncode == 0, destroyed.stdout + destroyed.stderr
+    assert "Left another stack's lium_pod alone" in flat(destroyed.stdout + destroyed.stderr)
+    assert copy.resources() == [] and live_ids(account) == owned
     team_a.destroy()
     assert_nothing_left(account)
 

@@ -15,6 +15,9 @@ as the provider process Terraform knows was killed.
 Safety rules, each checked here rather than assumed:
 
 * only the same user may connect (``SO_PEERCRED``), the socket lives in a 0700 directory;
+* the server learns Terraform's pid as this PID namespace numbers it (the launcher's parent, found
+  through ``SO_PEERCRED``), so a launcher in a PID namespace of its own never points it at another
+  process's command line;
 * the zygote has no threads when it forks (grpc is imported but never started in it);
 * every fork serves with a TLS key and certificate of its own: the zygote makes the next fork's
   ahead (:class:`tfbridge.serving.tls_relay.ServerIdentity`), hands it to exactly one child and replaces it;
@@ -47,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from tfbridge.serving.constants import FORKED, STALE
+from tfbridge.serving.constants import FORKED, STALE, TERRAFORM_PID_ENV
 from tfbridge.serving.handshake import serve
 from tfbridge.serving.hosts import LauncherLink, message
 from tfbridge.serving.tls_relay import ServerIdentity
@@ -185,10 +188,14 @@ def _serve_request(
     and the zygote must go, or "refused"."""
     fds: list[int] = []
     try:
-        uid = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+        peer, uid, _ = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
         request, fds = _read_request(connection)
-        if uid != os.getuid() or request is None or len(fds) != 3:
+        terraform = _parent_of(peer)
+        if uid != os.getuid() or request is None or len(fds) != 3 or terraform is None:
             return "refused"
+        # The launcher named its parent as its own PID namespace numbers it; the server reads that
+        # process in this one (tfbridge.command), so name it as this namespace does.
+        request.environment[TERRAFORM_PID_ENV.encode()] = str(terraform).encode()
         if sources.changed():
             connection.sendall(message(STALE))
             return "stale"
@@ -206,6 +213,22 @@ def _serve_request(
         for fd in fds:
             os.close(fd)
         connection.close()
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent of process ``pid`` as this PID namespace numbers it (None when it cannot be read).
+
+    ``SO_PEERCRED`` gives the launcher's pid in this namespace even when the launcher runs in a PID
+    namespace of its own (``unshare --pid``, a container sharing ``/tmp`` with the host)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("PPid:"):
+            parent = int(line.split()[1])
+            return parent or None
+    return None
 
 
 def _read_request(connection: socket.socket) -> tuple[_Request | None, list[int]]:
