@@ -109,6 +109,31 @@ def test_a_destroy_in_a_pid_namespace_of_its_own_still_leaves_the_other_stacks_p
     assert_nothing_left(account)
 
 
+def test_a_runner_on_another_stacks_pod_is_refused_at_plan(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    team_a = make_terraform(STACK, **account.env, LIUM_STACK="team-a")
+    team_a.init()
+    team_a.apply()
+    (pod,) = [r["instances"][0]["attributes"] for r in team_a.resources() if r["type"] == "lium_pod"]
+    runner = f"""
+resource "lium_runner" "r" {{
+  pod_id       = "{pod["id"]}"
+  ssh_host_key = "{pod["ssh_host_key"]}"
+}}
+"""
+    team_b = make_terraform(PROVIDER_BLOCK + runner, **account.env, LIUM_STACK="team-b")
+    team_b.init()
+    refused = team_b.run("plan", "-input=false", "-no-color", check=False)
+    assert refused.returncode == 1, refused.stdout
+    message = flat(refused.stderr)
+    tag_a = stack_tag("stack:team-a")
+    assert f"Pod {pod['id']} belongs to another stack" in message, message
+    assert f'adopt_stacks = ["{tag_a}"]' in message, message
+    team_a.destroy()
+    assert_nothing_left(account)
+
+
 def test_adopt_stacks_takes_another_stacks_objects_over_in_place(
     make_terraform: Callable[..., Terraform], account: Account
 ) -> None:

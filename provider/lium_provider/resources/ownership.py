@@ -97,6 +97,23 @@ def plan_ownership(ctx: Context, change: PlanChange[Any], type_name: str) -> Non
     )
 
 
+def refuse_another_stacks_pod(ctx: Context, type_name: str, pod_id: str, owner: str | None) -> None:
+    """A new ``type_name`` on a pod whose Lium name carries another stack's tag ``owner`` is refused,
+    unless ``adopt_stacks`` names that stack: it would take over (and its destroy would stop) what that
+    stack runs there."""
+    s = session(ctx)
+    if not owner or owner == s.stack_tag or owner in s.adopt_tags:
+        return
+    raise TFError(
+        f"Pod {pod_id} belongs to another stack",
+        f"Its Lium name carries stack {owner}'s tag, and this is stack {s.stack_tag}: a {type_name} here "
+        "would take over what that stack runs on the pod, and this stack's destroy would stop it. Nothing "
+        f'was changed. To do it on purpose, set `adopt_stacks = ["{owner}"]` in this provider block (or '
+        f"LIUM_ADOPT_STACKS={owner}).",
+        path=("pod_id",),
+    )
+
+
 def refuse_unless_destroying(error: TFError) -> None:
     """Fail the plan with ``error``, except the plan a destroy refreshes with (Terraform aborts the
     destroy on its errors): the delete then leaves the object alone (:func:`left_alone_at_delete`)."""

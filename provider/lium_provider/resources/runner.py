@@ -28,6 +28,7 @@ from lium_provider.resources.ownership import (
     left_alone_at_delete,
     plan_ownership,
     refreshed_owner,
+    refuse_another_stacks_pod,
     refuse_unless_destroying,
     warn_if_foreign,
 )
@@ -274,6 +275,11 @@ class RunnerResource(Resource[RunnerModel]):
             return
         plan_ownership(ctx, change, self.type_name)
         check_access_on_create(ctx, change)
+        if prior is None and not change.is_unknown("pod_id") and isinstance(ctx.provider, LiumSession):
+            with api_errors("reading the pod", path=("pod_id",)):
+                pod = ctx.provider.client.get_pod(change.planned.pod_id)
+            if pod is not None:
+                refuse_another_stacks_pod(ctx, self.type_name, pod.id, tag_in_pod_name(pod.pod_name))
         if prior is None:
             if change.is_unknown("runner_download_url") and change.config_is_null("runner_download_url"):
                 if not change.config_is_null("runner_binary_path"):
@@ -297,6 +303,7 @@ class RunnerResource(Resource[RunnerModel]):
                 "The runner binary does not exist", f"{binary} is not a file.", path=("runner_binary_path",)
             )
         pod, host, port = self._pod_address(ctx, s, plan.pod_id)
+        refuse_another_stacks_pod(ctx, self.type_name, pod.id, tag_in_pod_name(pod.pod_name))
         runner_port = (pod.ports_mapping or {}).get(str(SSH_PORT))
         if runner_port is None:
             raise TFError(
