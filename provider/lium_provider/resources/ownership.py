@@ -87,11 +87,12 @@ def plan_ownership(ctx: Context, change: PlanChange[Any], type_name: str) -> Non
     refuse_unless_destroying(
         TFError(
             f"This {type_name} belongs to another stack",
-            f"{prior.id} is stack {owner}'s, and this is stack {s.stack_tag}: the state was copied from "
-            "another stack or workspace, or this stack's identity changed. Nothing was changed. If the "
-            "state is another stack's, use that stack's own state; to take its objects over on purpose, "
-            f'set `adopt_stacks = ["{owner}"]` in this provider block (or LIUM_ADOPT_STACKS={owner}). '
-            "`terraform destroy` here leaves it alone.",
+            f"{prior.id} is stack {owner}'s, and this is stack {s.stack_tag}: it was imported from another "
+            "stack, the state was copied from another stack or workspace, or this stack's identity changed. "
+            "Nothing was changed. If the state is another stack's, use that stack's own state. To take the "
+            "object over on purpose (the other stack first lets go of it: a `removed` block with "
+            f'`lifecycle {{ destroy = false }}`), set `adopt_stacks = ["{owner}"]` in this provider block (or '
+            f"LIUM_ADOPT_STACKS={owner}). `terraform destroy` here leaves it alone.",
             path=("stack_tag",),
         )
     )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from lium_provider.api.models import Pod
 from lium_provider.domain.removal import imported_schedule
-from lium_provider.domain.stack import parse_lium_pod_name
+from lium_provider.domain.stack import parse_lium_pod_name, rent_digest
 from lium_provider.sshkeys import fingerprint, same_public_key
 from tfbridge import Context, PlanChange
 
@@ -27,11 +27,31 @@ if TYPE_CHECKING:
     from lium_provider.resources.pod import PodModel
 
 
-def imported_fields(pod: Pod) -> dict[str, object]:
-    """The state fields an imported pod's first read takes from its Lium row."""
+def lium_stacks_name(pod: Pod, template_tag: Callable[[], str | None]) -> tuple[str, str] | None:
+    """``(name, stack tag)`` when the pod's Lium name is one a ``lium_pod`` made, else None.
+
+    A name shaped like ``<name>-<tag><digest>`` may be a person's (``gpu-workstation``), so the shape
+    alone is not taken as a stack's mark: its rent digest must be that of the pod's own template, count
+    and volume (with or without its executor and one of its keys, as the configuration may have named
+    them), or its template (``template_tag()``, read only then) must carry the same tag.
+    """
     parsed = parse_lium_pod_name(pod.pod_name)
+    if parsed is None:
+        return None
+    name, tag, digest = parsed
+    digests = {
+        rent_digest(pod.template_id, pod.gpu_count, pod.volume_id, executor, key)
+        for executor in (None, pod.executor_id)
+        for key in (None, *pod.ssh_keys)
+    }
+    return (name, tag) if digest in digests or template_tag() == tag else None
+
+
+def imported_fields(pod: Pod, made: tuple[str, str] | None) -> dict[str, object]:
+    """The state fields an imported pod's first read takes from its Lium row (``made``: what
+    :func:`lium_stacks_name` found)."""
     return {
-        "name": parsed[0] if parsed else pod.pod_name,
+        "name": made[0] if made else pod.pod_name,
         "lium_name": pod.pod_name,
         "template_id": pod.template_id,
         "gpu_count": pod.gpu_count,
