@@ -900,6 +900,12 @@ def settle_orphans(
         ]
     for pod in listed:
         ctx.log.warn("deleting a pod of this stack Terraform never recorded", pod=pod.id, name=pod.pod_name)
+        ctx.warn(
+            f"Deleted pod {pod.id} ({pod.pod_name}), which this state does not hold",
+            "Its Lium name carries this stack's tag and it used what is being deleted here, so it is taken "
+            "for a pod an interrupted create rented. A pod this stack let go of (a `removed` block) must be "
+            "let go of with its template and volume: deleting those here ends it.",
+        )
         delete_pod_and_wait(ctx, s, pod.id)
     for attempt in s.journal.pending():
         if not is_this_stacks(s, attempt.pod_name) or not uses(
