@@ -16,6 +16,7 @@ Terraform's own output goes to standard error, as it runs; standard output carri
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import importlib
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from lium_provider.plan_summary.summary import Summary
 
 MANIFEST_VERSION = 1
+# The warm-up thread's niceness (Linux sets it per thread): it has until Terraform's plan is done.
+_WARM_UP_NICENESS = 10
 # What a stack directory holds besides its configuration: Terraform's working data, the provider lock file
 # `init` writes when none is committed (Terraform checks the plan's providers against it on apply anyway),
 # local state, and saved plans (Atlantis keeps `<workspace>.tfplan` in the stack's directory).
@@ -197,6 +200,8 @@ class _Summarizer:
         self._thread.start()
 
     def _prepare(self) -> None:
+        with contextlib.suppress(OSError):  # yield the cores to Terraform and the provider first
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _WARM_UP_NICENESS)
         try:
             from lium_provider.plan_summary.pricing import OfferBook, resolve_feed_url
 
