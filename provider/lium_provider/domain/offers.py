@@ -94,7 +94,7 @@ def node_offers(node: dict[str, object]) -> list[Offer]:
     disk_free_gb = node.get("disk_free_gb")
     if isinstance(disk_free_gb, bool) or not isinstance(disk_free_gb, int | float) or disk_free_gb <= 0:
         return []
-    if gpu_count <= 0 or available <= 0 or price_per_gpu <= 0:
+    if gpu_count <= 0 or available <= 0 or not 0 < price_per_gpu < math.inf:  # NaN is neither
         return []
     available = min(available, gpu_count)
     min_count = max(1, int(node.get("min_rentable_gpu_count") or gpu_count))  # type: ignore[call-overload]

@@ -1,7 +1,8 @@
 """What the pods of a plan cost per hour: a kept pod its billed price, a new rental what Lium asks now.
 
 A pod that will be rented is priced at the chosen executor's offer, or the cheapest offer matching the
-pod's filter, found in the public nodes feed exactly as ``lium_pod`` chooses at apply time.
+pod's filter, found in the public nodes feed exactly as ``lium_pod`` chooses at apply time; the GPUs an
+earlier pod of the plan takes are not free for the next (:meth:`OfferBook.take`).
 
 A filter field the plan does not know yet (``gpu`` is computed: a pod that names none shows it as known
 after apply) makes the price an *estimate*: the cheapest offer matching the fields that are known, which
@@ -39,6 +40,16 @@ class OfferBook:
     error: str | None = None
     _all: list[Offer] | None = None
     _by_count: dict[int, list[Offer]] = field(default_factory=dict)
+    _taken: dict[str, int] = field(default_factory=dict)
+
+    def free_gpus(self, executor: str) -> int:
+        """The GPUs the feed lists as free on ``executor``, less those this summary's rentals took."""
+        listed = max((o.gpu_count for o in self._all or () if o.executor_id == executor), default=0)
+        return listed - self._taken.get(executor, 0)
+
+    def take(self, offer: Offer) -> None:
+        """Count ``offer`` as rented by this plan: the next pod of the plan cannot have its GPUs."""
+        self._taken[offer.executor_id] = self._taken.get(offer.executor_id, 0) + offer.gpu_count
 
     def fetch(self) -> None:
         """Read the feed now, unless it was read (or failed) already: ``lium-tf gitops plan`` does this
@@ -152,11 +163,12 @@ def _price_on_executor(change: ResourceChange, book: OfferBook, count: int, exec
     offers = book.offers(count)
     if offers is None:
         return PodCost(change, gpu, str(count), None, "nodes feed unavailable")
-    offer = next((o for o in offers if o.executor_id == executor), None)
+    offer = next((o for o in offers if o.executor_id == executor and book.free_gpus(executor) >= count), None)
     if offer is None:
         return PodCost(
             change, gpu, str(count), None, f"executor {code(executor)} offers no {count}-GPU pod now"
         )
+    book.take(offer)
     basis = f"executor {code(executor)} now ({code(offer.region)})"
     return PodCost(change, offer.gpu_model, str(count), offer.price_per_hour, basis)
 
@@ -179,10 +191,13 @@ def _price_by_filter(change: ResourceChange, book: OfferBook, count: int) -> Pod
     offers = book.offers(count)
     if offers is None:
         return PodCost(change, gpu, str(count), None, "nodes feed unavailable")
-    matching = [o for o in offers if matches(o, flt)]
+    # What the plan's earlier rentals took is not free for this one: several pods of one filter spread
+    # over the offers as their creates do, not all onto the cheapest node.
+    matching = [o for o in offers if matches(o, flt) and book.free_gpus(o.executor_id) >= count]
     if not matching:
         return PodCost(change, gpu, str(count), None, "no offer matches the filter now")
     cheapest = matching[0]
+    book.take(cheapest)
     plural = "s" if len(matching) != 1 else ""
     basis = (
         f"cheapest of {len(matching)} matching offer{plural} now "
