@@ -194,7 +194,7 @@ class HttpTransport:
                 continue
             clock = _Clock(started + self._timeout + rate_limits.seconds)
             try:
-                reply = self._exchange(call, clock.attempt_timeout(self._connect_timeout))
+                reply = self._exchange(call, clock)
             except httpx.DecodingError:
                 raise LiumProtocolError(
                     "response body could not be decoded (bad content encoding)", method=method, path=path
@@ -212,14 +212,14 @@ class HttpTransport:
             self.pause(delay)
             retry_number += 1
 
-    def _exchange(self, call: _Call, timeout: httpx.Timeout) -> _Reply:
+    def _exchange(self, call: _Call, clock: _Clock) -> _Reply:
         request = self._http.build_request(
             call.method,
             call.url,
             headers=call.headers,
             json=call.json_body,
             params=dict(call.params) if call.params else None,
-            timeout=timeout,
+            timeout=clock.attempt_timeout(self._connect_timeout),
         )
         with self._lock:
             self._request_count += 1
@@ -230,6 +230,12 @@ class HttpTransport:
             chunks: list[bytes] = []
             size = 0
             for chunk in response.iter_bytes():
+                # httpx bounds each read, not the body: a server trickling bytes would hold the call
+                # forever. The request's deadline bounds the whole answer.
+                if time.monotonic() > clock.deadline:
+                    raise httpx.ReadTimeout(
+                        "the answer's body outlasted the request timeout", request=request
+                    )
                 size += len(chunk)
                 if size > limit:
                     if not success:  # an oversize error body is ignored, the status still counts
