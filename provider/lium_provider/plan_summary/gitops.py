@@ -22,6 +22,7 @@ import hashlib
 import importlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -125,10 +126,22 @@ def terraform(stack_dir: Path, *args: str) -> tuple[int, str]:
         raise GitopsError(f"cannot run terraform: {exc.strerror or type(exc).__name__}") from None
     assert process.stdout is not None
     lines = []
-    with process:
-        for line in process.stdout:
-            sys.stderr.write(line)
-            lines.append(line)
+    # A CI job cancelled with SIGTERM reaches Terraform, which stops as it does on its own (releasing
+    # the state lock, recording what it applied); this process waits for it, then exits. Ctrl-C reaches
+    # Terraform from the terminal (one process group): passed on too, it would be Terraform's second
+    # interrupt, which abandons the run at once.
+    forwarded = {
+        signal.SIGTERM: signal.signal(signal.SIGTERM, lambda received, frame: process.send_signal(received)),
+        signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    }
+    try:
+        with process:
+            for line in process.stdout:
+                sys.stderr.write(line)
+                lines.append(line)
+    finally:
+        for number, previous in forwarded.items():
+            signal.signal(number, previous)
     return process.returncode, "".join(lines)
 
 
@@ -168,7 +181,8 @@ def plan(settings: Settings, policies: Policies) -> int:
     if code != 0:
         raise GitopsError(f"terraform show -json failed (exit {code})")
     (artifact / PLAN_JSON_FILE).write_text(plan_json, encoding="utf-8")
-    markdown, summary_json = summarizer.summaries(settings.stack_dir.name, plan_json, policies)
+    stack_name = settings.stack_dir.resolve().name  # `--dir .` names the directory, not ""
+    markdown, summary_json = summarizer.summaries(stack_name, plan_json, policies)
     (artifact / SUMMARY_MARKDOWN_FILE).write_text(markdown.text, encoding="utf-8")
     (artifact / SUMMARY_JSON_FILE).write_text(summary_json.text, encoding="utf-8")
     manifest = {
