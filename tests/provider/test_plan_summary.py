@@ -702,3 +702,17 @@ def test_a_pod_without_gpu_is_an_estimate_bounded_by_its_max_price(
     assert strict.returncode == 3
     assert len(violations(strict)) == 2
     assert all("--strict-prices refuses estimates" in line for line in violations(strict))
+
+
+def test_a_forgotten_pod_is_still_billed_not_a_saving(tmp_path: Path) -> None:
+    """A ``removed`` block with ``destroy = false`` leaves the pod running: the account still pays for it."""
+    unused_feed = {"LIUM_NODES_FEED_URL": "http://127.0.0.1:9/unused"}
+    values = {"name": "a", "gpu": "H100", "gpu_count": 1, "price_per_hour": 1.99, "termination_hours": 5}
+    forgotten = pod_entry("lium_pod.a", ["forget"], values, None)
+    plan = write_plan(tmp_path, "forget.json", forgotten, kept("lium_pod.b", 1.0, 10))
+    result = run_summary(plan, "--format", "json", "--max-hourly-increase", "0.01", env=unused_feed)
+    assert result.returncode == 0, result.stderr
+    cost = json.loads(result.stdout)["cost"]
+    assert cost["hourly_before"]["usd"] == cost["hourly_after"]["usd"] == 2.99, cost
+    assert cost["worst_case_spend"]["usd"] == pytest.approx(1.99 * 5 + 10.0), cost
+    assert run_summary(plan, "--max-hourly-total", "2.5", env=unused_feed).returncode == 3

@@ -116,7 +116,8 @@ class PodCost:
 
     @property
     def exists_after(self) -> bool:
-        return self.change.action in ("create", "update", "replace", "keep")
+        """Whether the pod runs, and is billed, after the apply: a forgotten pod still is."""
+        return self.change.action in ("create", "update", "replace", "keep", "forget")
 
     @property
     def existed_before(self) -> bool:
@@ -141,7 +142,7 @@ def known_price(change: ResourceChange) -> float | None:
 def price_pod(change: ResourceChange, book: OfferBook) -> PodCost:
     """What ``change`` leaves running and at what price: a kept pod its own, a new rental today's offer."""
     if change.action not in ("create", "replace"):
-        price = known_price(change) if change.action in ("keep", "update") else None
+        price = known_price(change) if change.action in ("keep", "update", "forget") else None
         basis = _KEPT_BASIS.get(change.action, change.action)
         return PodCost(change, change.text("before", "gpu"), change.text("before", "gpu_count"), price, basis)
     gpu = change.text("after", "gpu")

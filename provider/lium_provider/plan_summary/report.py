@@ -68,10 +68,12 @@ class PodSpend:
 
 
 def termination_hours(change: ResourceChange) -> tuple[Bound, float | None]:
-    """The pod's ``termination_hours`` after the plan, and whether it bounds the pod's life."""
-    if change.unknown(TERMINATION_ATTRIBUTE) or change.sensitive("after", TERMINATION_ATTRIBUTE):
+    """The pod's ``termination_hours`` after the plan (a forgotten pod's: the last it had), and whether
+    it bounds the pod's life."""
+    side = "after" if change.after is not None else "before"
+    if change.unknown(TERMINATION_ATTRIBUTE) or change.sensitive(side, TERMINATION_ATTRIBUTE):
         return Bound.UNKNOWN, None
-    value = change.value("after", TERMINATION_ATTRIBUTE)
+    value = change.value(side, TERMINATION_ATTRIBUTE)
     if isinstance(value, int | float) and not isinstance(value, bool):
         return Bound.BOUNDED, float(value)
     return Bound.UNBOUNDED, None
