@@ -716,3 +716,38 @@ def test_a_forgotten_pod_is_still_billed_not_a_saving(tmp_path: Path) -> None:
     assert cost["hourly_before"]["usd"] == cost["hourly_after"]["usd"] == 2.99, cost
     assert cost["worst_case_spend"]["usd"] == pytest.approx(1.99 * 5 + 10.0), cost
     assert run_summary(plan, "--max-hourly-total", "2.5", env=unused_feed).returncode == 3
+
+
+def test_an_executor_id_the_configuration_sets_but_the_plan_does_not_know_leaves_the_price_unknown(
+    tmp_path: Path,
+) -> None:
+    """``executor_id = terraform_data.x.output``: the filter does not choose the node, that value does."""
+    after = {"name": "p", "gpu": "RTX 4090", "gpu_count": 1, "termination_hours": 1}
+    pinned_later = pod_entry("module.gpu.lium_pod.p[0]", ["create"], None, after)
+    pinned_later["change"]["after_unknown"] = {"executor_id": True}
+    configuration = {
+        "root_module": {
+            "module_calls": {
+                "gpu": {
+                    "module": {
+                        "resources": [
+                            {"address": "lium_pod.p", "expressions": {"executor_id": {}, "gpu": {}}}
+                        ]
+                    }
+                }
+            }
+        }
+    }
+    plan = json.dumps(
+        {"format_version": "1.2", "resource_changes": [pinned_later], "configuration": configuration}
+    )
+    path = tmp_path / "pinned-later.json"
+    path.write_text(plan)
+    unused_feed = {"LIUM_NODES_FEED_URL": "http://127.0.0.1:9/unused"}
+    result = run_summary(str(path), "--format", "json", "--max-hourly-total", "1000", env=unused_feed)
+    assert result.returncode == 3, result.stdout + result.stderr
+    (pod,) = json.loads(result.stdout)["stacks"][0]["pods"]
+    assert (
+        pod["price_per_hour_after"] is None
+        and "`executor_id` known after apply" in pod["price_basis_markdown"]
+    )

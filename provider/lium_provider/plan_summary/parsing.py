@@ -8,6 +8,7 @@ renders them masked (:mod:`lium_provider.plan_summary.values`).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,8 @@ class ResourceChange:
     deposed: str | None = None
     importing: bool = False
     reason: str | None = None  # Terraform's ``action_reason``, a display hint
+    configured: frozenset[str] = frozenset()
+    """The arguments the resource's configuration sets (``configuration`` of the plan), known or not."""
 
     @property
     def action(self) -> str:
@@ -156,11 +159,41 @@ def parse_plan(text: str) -> list[ResourceChange]:
     entries = plan.get("resource_changes") or []
     if not isinstance(entries, list):
         raise PlanError('"resource_changes" is not a list')
-    changes = [_resource_change(i, entry) for i, entry in enumerate(entries)]
+    configured = _configured_arguments(plan.get("configuration"))
+    changes = [_resource_change(i, entry, configured) for i, entry in enumerate(entries)]
     return [c for c in changes if c is not None]
 
 
-def _resource_change(index: int, entry: Any) -> ResourceChange | None:
+_INSTANCE_KEY = re.compile(r"\[[^\]]*\]")
+
+
+def _configured_arguments(configuration: Any) -> dict[str, frozenset[str]]:
+    """The arguments each resource block sets, by its address without instance keys
+    (``module.gpu.lium_pod.this``): the plan's values cannot tell a configured argument Terraform
+    knows only after apply from a computed one the configuration leaves out."""
+    found: dict[str, frozenset[str]] = {}
+    modules: list[tuple[str, Any]] = [
+        ("", configuration.get("root_module") if isinstance(configuration, dict) else None)
+    ]
+    while modules:
+        prefix, module = modules.pop()
+        if not isinstance(module, dict):
+            continue
+        for resource in module.get("resources") or []:
+            if isinstance(resource, dict) and isinstance(resource.get("address"), str):
+                expressions = resource.get("expressions")
+                found[prefix + resource["address"]] = frozenset(
+                    expressions if isinstance(expressions, dict) else ()
+                )
+        calls = module.get("module_calls")
+        for name, call in calls.items() if isinstance(calls, dict) else ():
+            modules.append(
+                (f"{prefix}module.{name}.", call.get("module") if isinstance(call, dict) else None)
+            )
+    return found
+
+
+def _resource_change(index: int, entry: Any, configured: dict[str, frozenset[str]]) -> ResourceChange | None:
     where = f"resource_changes[{index}]"
     if not isinstance(entry, dict) or not isinstance(entry.get("change"), dict):
         raise PlanError(f"{where} is not an object with a change")
@@ -192,4 +225,5 @@ def _resource_change(index: int, entry: Any) -> ResourceChange | None:
         deposed=deposed if isinstance(deposed, str) else None,
         importing=bool(change.get("importing")),
         reason=reason if isinstance(reason, str) else None,
+        configured=configured.get(_INSTANCE_KEY.sub("", address), frozenset()),
     )

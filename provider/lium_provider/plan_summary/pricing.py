@@ -156,6 +156,8 @@ def price_pod(change: ResourceChange, book: OfferBook) -> PodCost:
         return PodCost(change, gpu, str(count), None, "`executor_id` is sensitive")
     if isinstance(executor, str) and not change.unknown("executor_id"):
         return _price_on_executor(change, book, count, executor)
+    if change.unknown("executor_id") and "executor_id" in change.configured:
+        return PodCost(change, gpu, str(count), None, "`executor_id` known after apply")
     return _price_by_filter(change, book, count)
 
 
