@@ -300,6 +300,31 @@ def test_unreadable_input_fails_with_one_line(tmp_path: Path, content: str | Non
         assert content not in result.stderr, "the input itself is never echoed"
 
 
+@pytest.mark.parametrize(
+    ("stdin", "message"),
+    [
+        (
+            b"PK\x03\x04 a saved plan",
+            "standard input is a saved Terraform plan, not its JSON: run `terraform show -json",
+        ),
+        (
+            b'{"@level":"info","@message":"Terraform 1.11.4"}\n{"@level":"info","@message":"Plan: 1 to add"}\n',
+            "this is the log stream of `terraform plan -json`, not a plan",
+        ),
+    ],
+)
+def test_common_wrong_inputs_on_stdin_say_what_to_pass(stdin: bytes, message: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "lium_provider.cli", "plan-summary", "-"],
+        input=stdin,
+        capture_output=True,
+        env={"PATH": "/usr/bin:/bin", "LIUM_NODES_FEED_URL": "http://127.0.0.1:9/unused"},
+        timeout=120,
+    )
+    assert result.returncode == 1 and result.stdout == b""
+    assert message in result.stderr.decode(), result.stderr
+
+
 def test_unreadable_stdin_fails_with_one_line() -> None:
     result = run_summary("-", env={}, stdin="terraform plan output, not JSON")
     assert result.returncode == 1 and result.stdout == ""

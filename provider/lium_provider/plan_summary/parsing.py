@@ -119,20 +119,21 @@ SAVED_PLAN_MAGIC = b"PK\x03\x04"
 def read_source(source: str) -> str:
     """The text of ``source``: a file path, or ``-`` for standard input."""
     try:
-        if source == "-":
-            return sys.stdin.read()
-        return Path(source).read_text(encoding="utf-8")
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise PlanError(f"cannot read {_where(source)}: {exc.strerror or type(exc).__name__}") from None
+    if data[:4] == SAVED_PLAN_MAGIC:
+        shown = "<plan file>" if source == "-" else source
+        raise PlanError(
+            f"{_where(source)} is a saved Terraform plan, not its JSON: run "
+            f"`terraform show -json {shown} > plan.json` and pass plan.json"
+        )
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
-        if source != "-" and Path(source).read_bytes()[:4] == SAVED_PLAN_MAGIC:
-            raise PlanError(
-                f"{_where(source)} is a saved Terraform plan, not its JSON: run "
-                f"`terraform show -json {source} > plan.json` and pass plan.json"
-            ) from None
         raise PlanError(
             f"{_where(source)} is not UTF-8 text: pass the JSON of `terraform show -json <plan file>`"
         ) from None
-    except OSError as exc:
-        raise PlanError(f"cannot read {_where(source)}: {exc.strerror or type(exc).__name__}") from None
 
 
 def _where(source: str) -> str:
@@ -144,6 +145,11 @@ def parse_plan(text: str) -> list[ResourceChange]:
     try:
         plan = json.loads(text)
     except json.JSONDecodeError as exc:
+        if text.lstrip().startswith(_UI_STREAM_START):
+            raise PlanError(
+                "this is the log stream of `terraform plan -json`, not a plan: save the plan with "
+                "`terraform plan -out=<plan file>` and pass the output of `terraform show -json <plan file>`"
+            ) from None
         raise PlanError(f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if not isinstance(plan, dict) or "format_version" not in plan:
         raise PlanError(
@@ -164,6 +170,7 @@ def parse_plan(text: str) -> list[ResourceChange]:
     return [c for c in changes if c is not None]
 
 
+_UI_STREAM_START = '{"@level"'  # each line of Terraform's machine-readable UI starts so
 _INSTANCE_KEY = re.compile(r"\[[^\]]*\]")
 
 
