@@ -355,6 +355,8 @@ def _known_only(value: object, path: AttributePath, unknown_paths: set[Attribute
 # pydantic's error types for a declared bound: said in the declaration's own words instead.
 _RANGE_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
 _LENGTH_ERRORS = frozenset({"string_too_short", "string_too_long", "too_short", "too_long"})
+# pydantic's error types for a number of the wrong kind, and what the field wants instead.
+_NUMBER_KIND_ERRORS = {"int_from_float": "a whole number", "finite_number": "a finite number"}
 
 
 def _message(model: type[BaseModel], error: Mapping[str, Any]) -> str:
@@ -372,6 +374,10 @@ def _message(model: type[BaseModel], error: Mapping[str, Any]) -> str:
             verb, tail = ("Must be", " long") if unit == "characters" else ("Must have", "")
             size = len(given) if isinstance(given, str | list | dict | set | tuple) else "?"
             return f"{verb} {text}{tail} (got {size})."
+    if kind in _NUMBER_KIND_ERRORS:
+        within = bounds_of(field.annotation, field.metadata).range_text() if field is not None else ""
+        within = f", {within}" if within else ""
+        return f"Must be {_NUMBER_KIND_ERRORS[kind]}{within} (got {error.get('input')!r})."
     msg = str(error.get("msg", "invalid value"))
     for prefix in ("Value error, ", "Assertion failed, "):
         msg = msg.removeprefix(prefix)

@@ -102,3 +102,17 @@ def test_a_broken_bound_is_said_as_the_field_declares_it() -> None:
         ("label",): "Must be 2 to 8 characters long (got 1).",
         ("tags",): "Must have at most 3 items (got 4).",
     }
+
+
+def test_a_number_of_the_wrong_kind_is_said_with_the_fields_bound() -> None:
+    """A fractional count or an infinite price: what the field wants, in words, and its range."""
+
+    class Kinds(BaseModel):
+        hours: Annotated[Hours | None, Attribute(optional=True)] = None
+        price: Annotated[float | None, Field(gt=0, allow_inf_nan=False), Attribute(optional=True)] = None
+
+    details = {d.path: d.detail for d in validate(Kinds, {"hours": 1.5, "price": float("inf")})}
+    assert details == {
+        ("hours",): "Must be a whole number, 1 to 720 (got 1.5).",
+        ("price",): "Must be a finite number, more than 0 (got inf).",
+    }
