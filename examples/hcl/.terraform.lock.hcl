@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:61Ojg4yva/KZ2tx/yPK0OJsao+RzDIyAWansveb2OJw=",
-    "zh:b74d6a5fa7301ee92d54110a269940c4ae104417a85a66059ec913e9ccf6c8c0",
+    "h1:L1i1/WaLRbQ5prLnTfGVNZn+omU7mz/y+Z/CSylCWEs=",
+    "zh:b0200cd45f3fbc777137ef40a1cfca29480c9da4587cbfda893cd79f00c2da32",
   ]
 }
