@@ -94,7 +94,10 @@ def test_a_destroy_in_a_pid_namespace_of_its_own_still_leaves_the_other_stacks_p
     copy = copied_stack(make_terraform, account, team_a, LIUM_STACK="team-b")
     copy.run("validate", "-no-color")  # the provider's zygote is warm outside the namespace
     destroyed = subprocess.run(
-        ["unshare", "--pid", "--fork", "--mount-proc", "terraform", "destroy", "-auto-approve", "-no-color"],
+        [
+            *("unshare", "--pid", "--fork", "--kill-child", "--mount-proc"),
+            *("terraform", "destroy", "-auto-approve", "-no-color"),
+        ],
         cwd=copy.workdir,
         env={**os.environ, **copy.env},
         capture_output=True,
@@ -130,6 +133,8 @@ resource "lium_runner" "r" {{
     tag_a = stack_tag("stack:team-a")
     assert f"Pod {pod['id']} belongs to another stack" in message, message
     assert f'adopt_stacks = ["{tag_a}"]' in message, message
+    # The refusal blocks no destroy of the rest of team-b's stack (Terraform plans before it destroys).
+    assert team_b.destroy().returncode == 0
     team_a.destroy()
     assert_nothing_left(account)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from lium_provider.api.models import Pod
 from lium_provider.domain.stack import lium_pod_name, rent_digest, stack_tag
-from lium_provider.resources.pod_import import imported_fields, lium_stacks_name
+from lium_provider.resources.pod_import import imported_fields, name_made_by_lium_pod
 
 TEMPLATE = "0b6f6f7e-1d2c-4b8a-9a53-5c2f0d7e8a42"
 EXECUTOR = "5d6f7a8b-1c2d-4e3f-8a9b-0c1d2e3f4a5b"
@@ -37,12 +37,12 @@ def no_template_tag() -> str | None:
 def test_a_name_a_lium_pod_made_carries_its_stack() -> None:
     for executor, key in ((None, None), (EXECUTOR, None), (None, KEY), (EXECUTOR, KEY)):
         made = lium_pod_name("trainer-0", TAG, rent_digest(TEMPLATE, 1, None, executor, key))
-        assert lium_stacks_name(pod(made), no_template_tag) == ("trainer-0", TAG)
+        assert name_made_by_lium_pod(pod(made), no_template_tag) == ("trainer-0", TAG)
 
 
 def test_a_persons_name_of_the_same_shape_is_no_stacks_mark() -> None:
     for name in ("gpu-workstation", "bert-experiments"):
-        assert lium_stacks_name(pod(name), no_template_tag) is None
+        assert name_made_by_lium_pod(pod(name), no_template_tag) is None
         assert imported_fields(pod(name), None)["name"] == name
 
 
@@ -50,6 +50,6 @@ def test_a_digest_the_row_cannot_recompute_counts_when_the_template_carries_the_
     # A key configured with a comment (file() of a .pub) is listed without it: the digest cannot be
     # recomputed, but the stack's own template carries its tag.
     made = lium_pod_name("trainer-0", TAG, rent_digest(TEMPLATE, 1, None, None, KEY + " me@laptop"))
-    assert lium_stacks_name(pod(made), no_template_tag) is None
-    assert lium_stacks_name(pod(made), lambda: TAG) == ("trainer-0", TAG)
-    assert lium_stacks_name(pod(made), lambda: stack_tag("stack:team-b")) is None
+    assert name_made_by_lium_pod(pod(made), no_template_tag) is None
+    assert name_made_by_lium_pod(pod(made), lambda: TAG) == ("trainer-0", TAG)
+    assert name_made_by_lium_pod(pod(made), lambda: stack_tag("stack:team-b")) is None

@@ -50,7 +50,7 @@ from lium_provider.domain.removal import (
     set_removal,
     started_at,
 )
-from lium_provider.domain.stack import lium_pod_name, rent_digest, tag_in, tag_in_pod_name
+from lium_provider.domain.stack import lium_pod_name, rent_digest, tag_in_pod_name
 from lium_provider.resources.common import api_errors, check_access_on_create
 from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.resources.ownership import (
@@ -206,15 +206,6 @@ class PodModel(OfferFilter):
     ] = None
     stack_tag: StackTag = None
     timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
-
-
-def _template_tag(s: LiumSession, template_id: str | None) -> str | None:
-    """The stack tag in the description of the template ``template_id`` (None: none, or no template)."""
-    if not template_id:
-        return None
-    with api_errors("reading the pod's template"):
-        template = s.client.get_template(template_id)
-    return tag_in(template.description) if template else None
 
 
 def _rent_digest(pod: PodModel, configured: PodModel) -> str:
@@ -743,14 +734,18 @@ class PodResource(Resource[PodModel]):
         if pod is None or _gone(pod):
             return None
         refreshed = _with_schedule(_apply_pod(state, pod), pod)
-        made = None if state.stack_tag else lium_stacks_name(pod, lambda: _template_tag(s, pod.template_id))
+        # Whose the pod is when the state does not say: a state from before the tag recorded the Lium
+        # name a lium_pod made, so its tag; for an import, only a name provably a lium_pod's.
+        in_lium = tag_in_pod_name(refreshed.lium_name)
         if not refreshed.name:  # just imported
+            made = lium_stacks_name(ctx, s, pod)
+            in_lium = made[1] if made else None
             refreshed = refreshed.model_copy(update=imported_fields(pod, made))
             refreshed = self._with_listed_offer(ctx, s, refreshed)
             ctx.private = (
                 PodPrivate.from_private(ctx.private).model_copy(update={"imported": True}).to_private()
             )
-        owner = refreshed_owner(ctx, state.stack_tag, in_lium=made[1] if made else None)
+        owner = refreshed_owner(ctx, state.stack_tag, in_lium=in_lium)
         refreshed = refreshed.model_copy(update={"stack_tag": owner})
         warn_if_foreign(ctx, self.type_name, refreshed)
         if refreshed.ssh_host_key is None:  # imported (or its create stopped before SSH answered)

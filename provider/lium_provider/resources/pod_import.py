@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING
 
 from lium_provider.api.models import Pod
 from lium_provider.domain.removal import imported_schedule
-from lium_provider.domain.stack import parse_lium_pod_name, rent_digest
+from lium_provider.domain.stack import parse_lium_pod_name, rent_digest, tag_in
+from lium_provider.resources.common import api_errors
+from lium_provider.session import LiumSession
 from lium_provider.sshkeys import fingerprint, same_public_key
 from tfbridge import Context, PlanChange
 
@@ -27,13 +29,31 @@ if TYPE_CHECKING:
     from lium_provider.resources.pod import PodModel
 
 
-def lium_stacks_name(pod: Pod, template_tag: Callable[[], str | None]) -> tuple[str, str] | None:
-    """``(name, stack tag)`` when the pod's Lium name is one a ``lium_pod`` made, else None.
+def lium_stacks_name(ctx: Context, s: LiumSession, pod: Pod) -> tuple[str, str] | None:
+    """``(name, stack tag)`` when the pod's Lium name is provably one a ``lium_pod`` made
+    (:func:`name_made_by_lium_pod`, reading the pod's template only if need be), else None. A name of
+    that shape without the proof is said in a warning: a pod made with a commented key on an untagged
+    template has none."""
+    made = name_made_by_lium_pod(pod, lambda: _template_tag(s, pod.template_id))
+    parsed = parse_lium_pod_name(pod.pod_name)
+    if made is None and parsed is not None:
+        tag = parsed[1]
+        ctx.warn(
+            f"Pod {pod.id}'s name looks like a lium-stacks pod's, but nothing proves it",
+            f"{pod.pod_name!r} has the shape of stack {tag}'s pod names, yet neither its rent digest nor its "
+            "template says so: it is taken as a pod made outside lium-stacks, under its whole name. If "
+            f"stack {tag} manages it, remove this import: that stack's destroy would delete it.",
+        )
+    return made
+
+
+def name_made_by_lium_pod(pod: Pod, template_tag: Callable[[], str | None]) -> tuple[str, str] | None:
+    """``(name, stack tag)`` of a Lium name a ``lium_pod`` made, else None.
 
     A name shaped like ``<name>-<tag><digest>`` may be a person's (``gpu-workstation``), so the shape
     alone is not taken as a stack's mark: its rent digest must be that of the pod's own template, count
     and volume (with or without its executor and one of its keys, as the configuration may have named
-    them), or its template (``template_tag()``, read only then) must carry the same tag.
+    them), or its template (``template_tag()``, called only then) must carry the same tag.
     """
     parsed = parse_lium_pod_name(pod.pod_name)
     if parsed is None:
@@ -45,6 +65,21 @@ def lium_stacks_name(pod: Pod, template_tag: Callable[[], str | None]) -> tuple[
         for key in (None, *pod.ssh_keys)
     }
     return (name, tag) if digest in digests or template_tag() == tag else None
+
+
+def proven_stack_tag(ctx: Context, s: LiumSession, pod: Pod) -> str | None:
+    """The stack a pod's Lium name provably belongs to (:func:`lium_stacks_name`), else None."""
+    made = lium_stacks_name(ctx, s, pod)
+    return made[1] if made else None
+
+
+def _template_tag(s: LiumSession, template_id: str | None) -> str | None:
+    """The stack tag in the description of the template ``template_id`` (None: none, or no template)."""
+    if not template_id:
+        return None
+    with api_errors("reading the pod's template"):
+        template = s.client.get_template(template_id)
+    return tag_in(template.description) if template else None
 
 
 def imported_fields(pod: Pod, made: tuple[str, str] | None) -> dict[str, object]:

@@ -32,6 +32,7 @@ from lium_provider.resources.ownership import (
     refuse_unless_destroying,
     warn_if_foreign,
 )
+from lium_provider.resources.pod_import import proven_stack_tag
 from lium_provider.runner import bootstrap
 from lium_provider.runner.pod_ssh import HostKeyMismatch, LoginRefused, PodSSH, PodUnreachable
 from lium_provider.runner.scripts import SSH_PORT
@@ -49,6 +50,7 @@ from tfbridge import (
     TFError,
     Timeouts,
     UseStateForUnknown,
+    destroying,
 )
 
 _REPLACE = (RequiresReplace(),)
@@ -275,11 +277,13 @@ class RunnerResource(Resource[RunnerModel]):
             return
         plan_ownership(ctx, change, self.type_name)
         check_access_on_create(ctx, change)
-        if prior is None and not change.is_unknown("pod_id") and isinstance(ctx.provider, LiumSession):
+        new_on_known_pod = prior is None and not change.is_unknown("pod_id")
+        if new_on_known_pod and isinstance(ctx.provider, LiumSession) and not destroying():
+            s = ctx.provider
             with api_errors("reading the pod", path=("pod_id",)):
-                pod = ctx.provider.client.get_pod(change.planned.pod_id)
+                pod = s.client.get_pod(change.planned.pod_id)
             if pod is not None:
-                refuse_another_stacks_pod(ctx, self.type_name, pod.id, tag_in_pod_name(pod.pod_name))
+                refuse_another_stacks_pod(ctx, self.type_name, pod.id, proven_stack_tag(ctx, s, pod))
         if prior is None:
             if change.is_unknown("runner_download_url") and change.config_is_null("runner_download_url"):
                 if not change.config_is_null("runner_binary_path"):
@@ -303,7 +307,7 @@ class RunnerResource(Resource[RunnerModel]):
                 "The runner binary does not exist", f"{binary} is not a file.", path=("runner_binary_path",)
             )
         pod, host, port = self._pod_address(ctx, s, plan.pod_id)
-        refuse_another_stacks_pod(ctx, self.type_name, pod.id, tag_in_pod_name(pod.pod_name))
+        refuse_another_stacks_pod(ctx, self.type_name, pod.id, proven_stack_tag(ctx, s, pod))
         runner_port = (pod.ports_mapping or {}).get(str(SSH_PORT))
         if runner_port is None:
             raise TFError(
