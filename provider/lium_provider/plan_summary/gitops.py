@@ -68,6 +68,10 @@ class GitopsError(RuntimeError):
     """A step failed (Terraform did); ``str()`` is one line for the job log."""
 
 
+class Cancelled(GitopsError):
+    """The job was sent SIGINT or SIGTERM while Terraform ran; Terraform has stopped, and so does the job."""
+
+
 class ArtifactError(GitopsError):
     """The artifact to apply is missing or is not one ``gitops plan`` wrote."""
 
@@ -112,7 +116,14 @@ def config_digest(stack_dir: Path, excluded: tuple[Path, ...] = ()) -> str:
 
 
 def terraform(stack_dir: Path, *args: str) -> tuple[int, str]:
-    """Run ``terraform args`` in ``stack_dir``, its output copied to our stderr as it comes; (code, output)."""
+    """Run ``terraform args`` in ``stack_dir``, its output copied to our stderr as it comes; (code, output).
+
+    Terraform runs in a process group of its own, and SIGINT and SIGTERM sent to this process are
+    passed on to it, each as received: a cancelled CI job (a signal to the job's process, or to its
+    whole group) reaches Terraform once per signal, which then stops as it does on its own (the state
+    lock released, what it applied recorded; a second Ctrl-C still abandons it at once). Once it has
+    exited, the job stops too (:class:`Cancelled`), whatever Terraform's exit status.
+    """
     try:
         process = subprocess.Popen(
             ["terraform", *args],
@@ -121,27 +132,30 @@ def terraform(stack_dir: Path, *args: str) -> tuple[int, str]:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            process_group=0,
         )
     except OSError as exc:
         raise GitopsError(f"cannot run terraform: {exc.strerror or type(exc).__name__}") from None
     assert process.stdout is not None
     lines = []
-    # A CI job cancelled with SIGTERM reaches Terraform, which stops as it does on its own (releasing
-    # the state lock, recording what it applied); this process waits for it, then exits. Ctrl-C reaches
-    # Terraform from the terminal (one process group): passed on too, it would be Terraform's second
-    # interrupt, which abandons the run at once.
-    forwarded = {
-        signal.SIGTERM: signal.signal(signal.SIGTERM, lambda received, frame: process.send_signal(received)),
-        signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    }
+    received: list[int] = []
+
+    def pass_on(number: int, frame: object) -> None:
+        received.append(number)
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(number)
+
+    previous = {number: signal.signal(number, pass_on) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         with process:
             for line in process.stdout:
                 sys.stderr.write(line)
                 lines.append(line)
     finally:
-        for number, previous in forwarded.items():
-            signal.signal(number, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if received:
+        raise Cancelled(f"cancelled by {signal.Signals(received[0]).name} during terraform {args[0]}")
     return process.returncode, "".join(lines)
 
 
