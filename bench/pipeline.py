@@ -195,7 +195,8 @@ def main() -> None:
         if args.reference:
             reference_job = statistics.median(reference_jobs[key])
             reference_extra = reference_job - seconds_synth - base_plan
-            row += f" | {reference_job:.2f} s | {reference_extra:.2f} s | {extra / reference_extra:.2f}"
+            ratio = f"{extra / reference_extra:.2f}" if reference_extra > 0 else "—"
+            row += f" | {reference_job:.2f} s | {reference_extra:.2f} s | {ratio}"
         print(row + " |")
 
 

@@ -39,7 +39,14 @@ def test_every_key_making_line_works_where_no_ssh_directory_exists(tmp_path: Pat
         home.mkdir()
         env = {**os.environ, "HOME": str(home)}
         for attempt in ("first", "second"):
-            result = subprocess.run(["bash", "-c", line], env=env, capture_output=True, text=True)
+            result = subprocess.run(
+                ["bash", "-c", line],
+                env=env,
+                capture_output=True,
+                text=True,
+                stdin=subprocess.DEVNULL,
+                timeout=60,
+            )
             assert result.returncode == 0, f"{where}: {line!r} failed on its {attempt} run:\n{result.stderr}"
             if attempt == "first":
                 made = (home / ".ssh" / "id_ed25519").read_bytes()

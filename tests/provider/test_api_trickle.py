@@ -21,6 +21,8 @@ from lium_provider.api.transport import HttpTransport
 
 PACE_SECONDS = 0.05
 REQUEST_TIMEOUT_SECONDS = 0.5
+# The server gives up after this long, so a transport without the bound fails the test instead of hanging.
+TRICKLE_SECONDS = 5.0
 
 
 @pytest.fixture
@@ -39,7 +41,8 @@ def trickling_url() -> Iterator[str]:
                 connection.sendall(
                     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
                 )
-                while not stop.wait(PACE_SECONDS):
+                until = time.monotonic() + TRICKLE_SECONDS
+                while not stop.wait(PACE_SECONDS) and time.monotonic() < until:
                     try:
                         connection.sendall(b" ")
                     except OSError:
@@ -51,8 +54,9 @@ def trickling_url() -> Iterator[str]:
         yield f"http://127.0.0.1:{listener.getsockname()[1]}/public/v1/nodes"
     finally:
         stop.set()
+        listener.shutdown(socket.SHUT_RDWR)  # wakes a blocked accept
         listener.close()
-        thread.join(timeout=5)
+        thread.join(timeout=10)
 
 
 def test_a_trickled_answer_ends_the_request_at_its_timeout(trickling_url: str) -> None:

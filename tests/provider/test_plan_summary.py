@@ -311,6 +311,10 @@ def test_unreadable_input_fails_with_one_line(tmp_path: Path, content: str | Non
             b'{"@level":"info","@message":"Terraform 1.11.4"}\n{"@level":"info","@message":"Plan: 1 to add"}\n',
             "this is the log stream of `terraform plan -json`, not a plan",
         ),
+        (
+            b'{"@level":"info","@message":"Terraform 1.11.4"}\n',
+            "this is the log stream of `terraform plan -json`",
+        ),
     ],
 )
 def test_common_wrong_inputs_on_stdin_say_what_to_pass(stdin: bytes, message: str) -> None:

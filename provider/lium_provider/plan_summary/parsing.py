@@ -146,11 +146,10 @@ def parse_plan(text: str) -> list[ResourceChange]:
         plan = json.loads(text)
     except json.JSONDecodeError as exc:
         if text.lstrip().startswith(_UI_STREAM_START):
-            raise PlanError(
-                "this is the log stream of `terraform plan -json`, not a plan: save the plan with "
-                "`terraform plan -out=<plan file>` and pass the output of `terraform show -json <plan file>`"
-            ) from None
+            raise PlanError(_UI_STREAM_MESSAGE) from None
         raise PlanError(f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if isinstance(plan, dict) and "@level" in plan:
+        raise PlanError(_UI_STREAM_MESSAGE)
     if not isinstance(plan, dict) or "format_version" not in plan:
         raise PlanError(
             "not a Terraform JSON document: expected the output of `terraform show -json <planfile>`"
@@ -171,6 +170,10 @@ def parse_plan(text: str) -> list[ResourceChange]:
 
 
 _UI_STREAM_START = '{"@level"'  # each line of Terraform's machine-readable UI starts so
+_UI_STREAM_MESSAGE = (
+    "this is the log stream of `terraform plan -json`, not a plan: save the plan with "
+    "`terraform plan -out=<plan file>` and pass the output of `terraform show -json <plan file>`"
+)
 _INSTANCE_KEY = re.compile(r"\[[^\]]*\]")
 
 

@@ -40,12 +40,12 @@ class OfferBook:
     error: str | None = None
     _all: list[Offer] | None = None
     _by_count: dict[int, list[Offer]] = field(default_factory=dict)
+    _listed_gpus: dict[str, int] = field(default_factory=dict)
     _taken: dict[str, int] = field(default_factory=dict)
 
     def free_gpus(self, executor: str) -> int:
         """The GPUs the feed lists as free on ``executor``, less those this summary's rentals took."""
-        listed = max((o.gpu_count for o in self._all or () if o.executor_id == executor), default=0)
-        return listed - self._taken.get(executor, 0)
+        return self._listed_gpus.get(executor, 0) - self._taken.get(executor, 0)
 
     def take(self, offer: Offer) -> None:
         """Count ``offer`` as rented by this plan: the next pod of the plan cannot have its GPUs."""
@@ -60,6 +60,10 @@ class OfferBook:
             self._all = offers_from_nodes(fetch_feed(self.feed_url))
         except (LiumError, ValueError) as exc:
             self.error = str(exc)
+            return
+        for offer in self._all:  # a node's largest offer is all its free GPUs
+            listed = self._listed_gpus.get(offer.executor_id, 0)
+            self._listed_gpus[offer.executor_id] = max(listed, offer.gpu_count)
 
     def offers(self, gpu_count: int) -> list[Offer] | None:
         """Every offer of ``gpu_count`` GPUs, cheapest first; None when the feed cannot be read."""
@@ -70,7 +74,7 @@ class OfferBook:
             try:
                 wanted = OfferFilter(gpu_count=gpu_count)
             except ValueError:  # a count no offer can have
-                return None
+                return []
             self._by_count[gpu_count] = select_offers(self._all, wanted)
         return self._by_count[gpu_count]
 
