@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:L1i1/WaLRbQ5prLnTfGVNZn+omU7mz/y+Z/CSylCWEs=",
-    "zh:b0200cd45f3fbc777137ef40a1cfca29480c9da4587cbfda893cd79f00c2da32",
+    "h1:FNSG08KOfxGNi5y3VnAusMF8cwkEm1c8PRyofav1sks=",
+    "zh:e2db813984abb75b40449ffa819be7dc5a80c346774ca1044da5bc7c5819c2a4",
   ]
 }
