@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ import pytest
 
 from lium_provider.domain.offers import offers_from_nodes
 from tests.support import http
+from tests.support.feeds import serving_feed
 from tests.support.terraform import REPO
 
 SOURCE_DIRS = ("provider", "emulator", "constructs", "tests", "examples")
@@ -107,27 +106,8 @@ EDGE_NODES = [
 def feed_url() -> Iterator[str]:
     """A loopback HTTP server serving the emulator's catalog and the edge cases as one nodes feed."""
     nodes = json.loads(CATALOG.read_text())
-    body = json.dumps({"nodes": [*(nodes if isinstance(nodes, list) else nodes["nodes"]), *EDGE_NODES]})
-
-    class Feed(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(body.encode())
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Feed)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/public/v1/nodes"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving_feed([*(nodes if isinstance(nodes, list) else nodes["nodes"]), *EDGE_NODES]) as url:
+        yield url
 
 
 def test_offers_are_exactly_gpuhunts(feed_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

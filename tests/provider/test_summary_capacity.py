@@ -6,10 +6,7 @@ The feed is served over real HTTP on loopback by a throw-away server.
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -18,6 +15,7 @@ from lium_provider.domain.offers import offers_from_nodes
 from lium_provider.plan_summary import OfferBook, Policies, judge
 from tests.provider.test_api_offers import node
 from tests.provider.test_plan_summary import plan_document, pod_entry
+from tests.support.feeds import serving_feed
 
 NODES = [
     node("cheap-one", gpu_model="RTX 4090", price_per_gpu_hour=0.10),
@@ -28,27 +26,8 @@ NODES = [
 
 @pytest.fixture
 def feed_url() -> Iterator[str]:
-    body = json.dumps({"nodes": NODES}).encode()
-
-    class Feed(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Feed)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/public/v1/nodes"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_feed(NODES) as url:
+        yield url
 
 
 def new_pod(address: str) -> Any:
