@@ -780,3 +780,18 @@ def test_an_executor_id_the_configuration_sets_but_the_plan_does_not_know_leaves
         pod["price_per_hour_after"] is None
         and "`executor_id` known after apply" in pod["price_basis_markdown"]
     )
+
+
+def test_a_closed_standard_output_fails_the_command_saying_so(tmp_path: Path) -> None:
+    """Where the summary would go nowhere, the command says so and fails instead of a traceback."""
+    plan = write_plan(tmp_path, "plan.json", kept("lium_pod.a", 0.5, 24))
+    result = subprocess.run(
+        f'exec "{sys.executable}" -m lium_provider.cli plan-summary "{plan}" >&-',
+        shell=True,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "LIUM_NODES_FEED_URL": "http://127.0.0.1:9/unused"},
+        timeout=120,
+    )
+    assert result.returncode == 120, result.stderr
+    assert result.stderr == "lium-tf: standard output is closed\n"

@@ -152,6 +152,9 @@ def run() -> NoReturn:
     opened, logging and the standard streams are flushed here, and a failed flush of the output still
     fails the command, as CPython's own exit would.
     """
+    if sys.stdout is None:  # started with its standard output closed: the summary would go nowhere
+        print("lium-tf: standard output is closed", file=sys.stderr)
+        os._exit(_UNFLUSHED_OUTPUT_EXIT_CODE)
     code = main()
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
