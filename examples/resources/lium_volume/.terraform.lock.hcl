@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:FNSG08KOfxGNi5y3VnAusMF8cwkEm1c8PRyofav1sks=",
-    "zh:e2db813984abb75b40449ffa819be7dc5a80c346774ca1044da5bc7c5819c2a4",
+    "h1:dxXiVMWwRhdcRm/DmBp7+up1Vld14P8D+ue1ebkwJM8=",
+    "zh:a5beecfdda84aa92db6185372af772c608ff4a86d467845ec56480692883d29f",
   ]
 }
