@@ -61,7 +61,12 @@ from lium_provider.resources.ownership import (
     refreshed_owner,
     warn_if_foreign,
 )
-from lium_provider.resources.pod_import import imported_fields, lium_stacks_name, plan_first_apply
+from lium_provider.resources.pod_import import (
+    imported_fields,
+    lium_stacks_name,
+    plan_first_apply,
+    warn_if_unproven,
+)
 from lium_provider.resources.pod_private import PodPrivate
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, fingerprint, public_key_line
@@ -736,15 +741,17 @@ class PodResource(Resource[PodModel]):
         refreshed = _with_schedule(_apply_pod(state, pod), pod)
         # Whose the pod is when the state does not say: a state from before the tag recorded the Lium
         # name a lium_pod made, so its tag; for an import, only a name provably a lium_pod's.
-        in_lium = tag_in_pod_name(refreshed.lium_name)
         if not refreshed.name:  # just imported
-            made = lium_stacks_name(ctx, s, pod)
+            made = lium_stacks_name(s, pod)
+            warn_if_unproven(ctx, pod, made)
             in_lium = made[1] if made else None
             refreshed = refreshed.model_copy(update=imported_fields(pod, made))
             refreshed = self._with_listed_offer(ctx, s, refreshed)
             ctx.private = (
                 PodPrivate.from_private(ctx.private).model_copy(update={"imported": True}).to_private()
             )
+        else:
+            in_lium = tag_in_pod_name(refreshed.lium_name)
         owner = refreshed_owner(ctx, state.stack_tag, in_lium=in_lium)
         refreshed = refreshed.model_copy(update={"stack_tag": owner})
         warn_if_foreign(ctx, self.type_name, refreshed)

@@ -29,22 +29,25 @@ if TYPE_CHECKING:
     from lium_provider.resources.pod import PodModel
 
 
-def lium_stacks_name(ctx: Context, s: LiumSession, pod: Pod) -> tuple[str, str] | None:
+def lium_stacks_name(s: LiumSession, pod: Pod) -> tuple[str, str] | None:
     """``(name, stack tag)`` when the pod's Lium name is provably one a ``lium_pod`` made
-    (:func:`name_made_by_lium_pod`, reading the pod's template only if need be), else None. A name of
-    that shape without the proof is said in a warning: a pod made with a commented key on an untagged
-    template has none."""
-    made = name_made_by_lium_pod(pod, lambda: _template_tag(s, pod.template_id))
+    (:func:`name_made_by_lium_pod`, reading the pod's template only if need be), else None."""
+    return name_made_by_lium_pod(pod, lambda: _template_tag(s, pod.template_id))
+
+
+def warn_if_unproven(ctx: Context, pod: Pod, made: tuple[str, str] | None) -> None:
+    """At import: a name shaped like a stack's pod name without the proof is said in a warning (a pod
+    made with a commented key on an untagged template has none), since it imports as nobody's."""
     parsed = parse_lium_pod_name(pod.pod_name)
-    if made is None and parsed is not None:
-        tag = parsed[1]
-        ctx.warn(
-            f"Pod {pod.id}'s name looks like a lium-stacks pod's, but nothing proves it",
-            f"{pod.pod_name!r} has the shape of stack {tag}'s pod names, yet neither its rent digest nor its "
-            "template says so: it is taken as a pod made outside lium-stacks, under its whole name. If "
-            f"stack {tag} manages it, remove this import: that stack's destroy would delete it.",
-        )
-    return made
+    if made is not None or parsed is None:
+        return
+    tag = parsed[1]
+    ctx.warn(
+        f"Pod {pod.id}'s name looks like a lium-stacks pod's, but nothing proves it",
+        f"{pod.pod_name!r} has the shape of stack {tag}'s pod names, yet neither its rent digest nor its "
+        "template says so: it is taken as a pod made outside lium-stacks, under its whole name. If "
+        f"stack {tag} manages it, remove this import: that stack's destroy would delete it.",
+    )
 
 
 def name_made_by_lium_pod(pod: Pod, template_tag: Callable[[], str | None]) -> tuple[str, str] | None:
@@ -67,9 +70,9 @@ def name_made_by_lium_pod(pod: Pod, template_tag: Callable[[], str | None]) -> t
     return (name, tag) if digest in digests or template_tag() == tag else None
 
 
-def proven_stack_tag(ctx: Context, s: LiumSession, pod: Pod) -> str | None:
+def proven_stack_tag(s: LiumSession, pod: Pod) -> str | None:
     """The stack a pod's Lium name provably belongs to (:func:`lium_stacks_name`), else None."""
-    made = lium_stacks_name(ctx, s, pod)
+    made = lium_stacks_name(s, pod)
     return made[1] if made else None
 
 

@@ -283,7 +283,7 @@ class RunnerResource(Resource[RunnerModel]):
             with api_errors("reading the pod", path=("pod_id",)):
                 pod = s.client.get_pod(change.planned.pod_id)
             if pod is not None:
-                refuse_another_stacks_pod(ctx, self.type_name, pod.id, proven_stack_tag(ctx, s, pod))
+                refuse_another_stacks_pod(ctx, self.type_name, pod.id, proven_stack_tag(s, pod))
         if prior is None:
             if change.is_unknown("runner_download_url") and change.config_is_null("runner_download_url"):
                 if not change.config_is_null("runner_binary_path"):
@@ -307,7 +307,7 @@ class RunnerResource(Resource[RunnerModel]):
                 "The runner binary does not exist", f"{binary} is not a file.", path=("runner_binary_path",)
             )
         pod, host, port = self._pod_address(ctx, s, plan.pod_id)
-        refuse_another_stacks_pod(ctx, self.type_name, pod.id, proven_stack_tag(ctx, s, pod))
+        refuse_another_stacks_pod(ctx, self.type_name, pod.id, proven_stack_tag(s, pod))
         runner_port = (pod.ports_mapping or {}).get(str(SSH_PORT))
         if runner_port is None:
             raise TFError(
