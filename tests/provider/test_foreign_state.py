@@ -46,6 +46,14 @@ def state_ids(tf: Terraform) -> tuple[list[str], list[str]]:
     return ids("lium_pod"), ids("lium_template")
 
 
+def applied_team_a(make_terraform: Callable[..., Terraform], account: Account) -> Terraform:
+    """:data:`STACK` applied as stack ``team-a``."""
+    tf = make_terraform(STACK, **account.env, LIUM_STACK="team-a")
+    tf.init()
+    tf.apply()
+    return tf
+
+
 def copied_stack(
     make_terraform: Callable[..., Terraform], account: Account, source: Terraform, **env: str
 ) -> Terraform:
@@ -59,9 +67,7 @@ def copied_stack(
 def test_a_copied_state_is_refused_at_plan_and_its_destroy_leaves_the_other_stacks_pod(
     make_terraform: Callable[..., Terraform], account: Account
 ) -> None:
-    team_a = make_terraform(STACK, **account.env, LIUM_STACK="team-a")
-    team_a.init()
-    team_a.apply()
+    team_a = applied_team_a(make_terraform, account)
     owned = state_ids(team_a)
     copy = copied_stack(make_terraform, account, team_a, LIUM_STACK="team-b")
     plan = copy.run("plan", "-input=false", "-no-color", check=False)
@@ -87,9 +93,7 @@ def test_a_destroy_in_a_pid_namespace_of_its_own_still_leaves_the_other_stacks_p
 ) -> None:
     """A CI job in a PID namespace of its own (a container) that shares ``/tmp``, and so the warm
     provider, with the host: the provider still reads that it serves a destroy, which must complete."""
-    team_a = make_terraform(STACK, **account.env, LIUM_STACK="team-a")
-    team_a.init()
-    team_a.apply()
+    team_a = applied_team_a(make_terraform, account)
     owned = state_ids(team_a)
     copy = copied_stack(make_terraform, account, team_a, LIUM_STACK="team-b")
     copy.run("validate", "-no-color")  # the provider's zygote is warm outside the namespace
@@ -115,9 +119,7 @@ def test_a_destroy_in_a_pid_namespace_of_its_own_still_leaves_the_other_stacks_p
 def test_a_runner_on_another_stacks_pod_is_refused_at_plan(
     make_terraform: Callable[..., Terraform], account: Account
 ) -> None:
-    team_a = make_terraform(STACK, **account.env, LIUM_STACK="team-a")
-    team_a.init()
-    team_a.apply()
+    team_a = applied_team_a(make_terraform, account)
     (pod,) = [r["instances"][0]["attributes"] for r in team_a.resources() if r["type"] == "lium_pod"]
     runner = f"""
 resource "lium_runner" "r" {{
