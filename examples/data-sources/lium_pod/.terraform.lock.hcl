@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:dxXiVMWwRhdcRm/DmBp7+up1Vld14P8D+ue1ebkwJM8=",
-    "zh:a5beecfdda84aa92db6185372af772c608ff4a86d467845ec56480692883d29f",
+    "h1:HQacPN6kCD44M6AH9G4QmjFC3xThHItrwhvAHqKXws4=",
+    "zh:6c816a1bfaf9fd32f9bd4736c2834624bbe1cce058a7a778a144158d73c38e27",
   ]
 }
