@@ -60,6 +60,7 @@ from lium_emulator.sandbox.cgroups import CgroupLimits, PodCgroups
 from lium_emulator.sandbox.confinement import KEPT_CAPABILITIES, SeccompUnavailable, seccomp_program
 from lium_emulator.sandbox.console import ConsoleLogs
 from lium_emulator.sandbox.netns_socket import open_netns
+from lium_emulator.sandbox.overlay import OverlayMember
 from lium_emulator.sandbox.plan import PLAN_FILE, DirSpec, FileSpec, Plan
 from lium_emulator.sandbox.portforward import PortForwarder
 
@@ -133,6 +134,8 @@ class PodSpec:
     does across its host's reboot. None: fresh keys each start."""
     preferred_ports: dict[int, int] = field(default_factory=dict)
     """Host ports to publish internal ports on again (after a restart), where they are free."""
+    overlay: OverlayMember | None = None
+    """The pod's place on its cluster's private network; None for a pod outside any cluster."""
 
 
 class SandboxError(Exception):
