@@ -5,7 +5,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_API_KEY = "lium-emulator-key"
-DEFAULT_FEATURES = ("rent_idempotency",)
+# Optional capabilities, advertised on ``GET /version``; ``--features`` replaces the list. Without
+# ``multinode_clusters`` the server refuses cluster rentals, as Lium does with its switch off
+# (``multinode_clusters_enabled`` in Lium's shared configuration).
+DEFAULT_FEATURES = ("rent_idempotency", "multinode_clusters")
 ADMIN_KEY_FILE = "admin-key"  # in the state directory, 0600, when the key was generated
 
 
@@ -40,3 +43,8 @@ class EmulatorConfig:
     def idempotency_enabled(self) -> bool:
         """Whether ``Idempotency-Key`` is honoured (feature ``rent_idempotency``)."""
         return "rent_idempotency" in self.features
+
+    @property
+    def multinode_clusters_enabled(self) -> bool:
+        """Whether multi-node clusters are rented (feature ``multinode_clusters``)."""
+        return "multinode_clusters" in self.features

@@ -25,6 +25,7 @@ from lium_emulator.records.entities import Account, Pod, Template
 from lium_emulator.records.state import EmulatorState, sha256_hex
 from lium_emulator.records.timeutil import utcnow
 from lium_emulator.sandbox.manager import PodSpec, SandboxError, SandboxManager
+from lium_emulator.sandbox.overlay import OverlayMember
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +34,8 @@ _STUCK_POLL_SECONDS = 0.1
 _CONTAINER_POLL_SECONDS = 0.5  # only where pidfds cannot be had
 _SSHD_POLL_SECONDS = 0.05
 _SSHD_WAIT_SECONDS = 60.0
+CLUSTER_MEMBER_FAILED = "cluster_member_failed"
+"""The delete reason of cluster members released because another member failed to start."""
 # Statuses a scheduled removal deletes: a pod that never became ready is removed all the same.
 REMOVABLE_STATUSES: frozenset[str] = frozenset(
     {"PENDING", "RUNNING", "REBOOT_PENDING", "REBOOT_FAILED", "BROKEN"}
@@ -333,6 +336,11 @@ class PodLifecycle:
             local_volume_gb=pod.local_volume_gb,
             host_keys_file=self.host_keys_file(pod.id),
             preferred_ports=dict(ports or {}),
+            overlay=(
+                OverlayMember(network=pod.cluster_id, address=pod.cluster_overlay_ip)
+                if pod.cluster_id is not None and pod.cluster_overlay_ip is not None
+                else None
+            ),
         )
 
     def _mark_running(self, pod: Pod, ports: dict[int, int]) -> None:
@@ -432,6 +440,16 @@ class PodLifecycle:
         )
         self._status_event(pod, "PENDING", "CREATION_FAILED", reason, detail)
         self._spawn(self._expire_failed(pod, self._config.failed_row_seconds))
+        if pod.cluster_id is not None:
+            self._release_cluster(pod)
+
+    def _release_cluster(self, failed: Pod) -> None:
+        """A cluster is rented all or nothing: one member failing to start deletes the others (billed
+        only for what they ran), with the reason ``cluster_member_failed``."""
+        assert failed.cluster_id is not None
+        for member in self._state.cluster_members(failed.cluster_id):
+            if member.status in REMOVABLE_STATUSES:
+                self.begin_delete(member, actor=None, reason=CLUSTER_MEMBER_FAILED)
 
     async def _expire_failed(self, pod: Pod, delay: float) -> None:
         await asyncio.sleep(delay)

@@ -3,12 +3,14 @@ accounts on it so tests never see each other's resources."""
 
 from collections.abc import Callable, Iterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from lium_emulator.launcher import RunningEmulator, launch
+from tests.emulator.sdk_user import SdkUser
 from tests.emulator.testkit import FAST_TIMINGS, SshKey, new_account
 from tests.support.faults import faults, put_fault_plan
 
@@ -56,3 +58,16 @@ def set_faults(emulator: RunningEmulator) -> Iterator[Callable[[dict[str, Any]],
 def ssh_key() -> SshKey:
     """An SSH key pair to authorise in pods."""
     return SshKey()
+
+
+@pytest.fixture
+def user(emulator: RunningEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SdkUser]:
+    """A fresh account with the SDK pointed at it; its pods are removed afterwards."""
+    monkeypatch.setenv("HOME", str(tmp_path))  # the SDK keeps known hosts and caches under ~/.lium
+    for name in ("LIUM_API_KEY", "LIUM_API_API_KEY", "LIUM_BASE_URL", "LIUM_WORKSPACE"):
+        monkeypatch.delenv(name, raising=False)
+    created = SdkUser(emulator, tmp_path)
+    try:
+        yield created
+    finally:
+        created.close()

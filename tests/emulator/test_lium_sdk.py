@@ -9,28 +9,24 @@ only to the emulator on loopback: the CLI's proxy variables point at a closed po
 
 import json
 import math
-import os
-import subprocess
-import sys
 import threading
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lium.sdk import Config, Lium, LiumAuthError, LiumError, LiumNotFoundError, PodInfo
+from lium.sdk import Config, Lium, LiumAuthError, LiumError, LiumNotFoundError
 from lium.sdk.utils import extract_gpu_type
 
 from lium_emulator.api.billing import billed_days
 from lium_emulator.launcher import RunningEmulator, launch
+from tests.emulator.sdk_user import SdkUser
 from tests.emulator.testkit import (
     DEFAULT_KEY,
     FAST_TIMINGS,
     api_client,
     create_template,
-    new_account,
     rent_body,
     rent_pod,
     splittable_node,
@@ -38,9 +34,7 @@ from tests.emulator.testkit import (
     wait_status,
     wait_until,
 )
-from tests.support.lium import ssh_keypair
 
-LIUM_CLI = str(Path(sys.executable).with_name("lium"))
 # the pending time of the module's emulator (started with FAST_TIMINGS)
 PENDING_SECONDS = float(FAST_TIMINGS[FAST_TIMINGS.index("--pending-seconds") + 1])
 # How far ahead the tests schedule removals they wait for: enough for the request to arrive on a busy
@@ -60,94 +54,6 @@ TALKING_TEMPLATE = {
     "internal_ports": [22],
     "volumes": ["/root"],
 }
-
-
-class SdkUser:
-    """An account on the emulator, its SSH key files in a scratch home, and SDK/CLI access to it."""
-
-    def __init__(self, emulator: RunningEmulator, home: Path) -> None:
-        self.emulator = emulator
-        self.api_key, self.http = new_account(emulator)
-        self.home = home
-        self.key_path = ssh_keypair(home / ".ssh")
-        self.public_key = Path(f"{self.key_path}.pub").read_text().strip()
-        self.lium = Lium(
-            config=Config(api_key=self.api_key, base_url=emulator.api_url, ssh_key_path=self.key_path)
-        )
-
-    def cli(self, *args: str, api_key: str | None = None, timeout: float = 120) -> str:
-        """Run ``lium ARGS``; returns stdout, fails the test on a non-zero exit."""
-        env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(self.home),
-            "LIUM_BASE_URL": self.emulator.api_url,
-            "LIUM_SSH_KEY_PATH": str(self.key_path),
-            "LIUM_TELEMETRY": "0",
-            "LIUM_SENTRY_DSN": "",
-            "LIUM_SELF_UPDATE_DISABLE": "1",
-            "NO_COLOR": "1",
-            "COLUMNS": "200",
-            # Nothing but the emulator on loopback: any other destination meets a closed port.
-            "HTTP_PROXY": "http://127.0.0.1:9",
-            "HTTPS_PROXY": "http://127.0.0.1:9",
-            "NO_PROXY": "127.0.0.1,localhost",
-        }
-        key = self.api_key if api_key is None else api_key
-        if key:
-            env["LIUM_API_KEY"] = key
-        done = subprocess.run(
-            [LIUM_CLI, *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
-        assert done.returncode == 0, (
-            f"lium {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
-        )
-        return done.stdout
-
-    def template(self, body: dict[str, Any]) -> dict[str, Any]:
-        response = self.http.post("/templates", json=body)
-        assert response.status_code == 200, response.text
-        template: dict[str, Any] = response.json()
-        return template
-
-    def up(self, node_id: str, template_id: str | None = None) -> PodInfo:
-        """Rent one GPU of ``node_id`` through the SDK and wait until SSH works."""
-        pod = self.lium.up(
-            executor_id=node_id,
-            name="sdk-" + uuid.uuid4().hex[:6],
-            template_id=template_id,
-            ssh_keys=[self.public_key],
-            gpu_count=1,
-            wait=True,
-            timeout=60,
-        )
-        assert isinstance(pod, PodInfo)
-        return pod
-
-    def close(self) -> None:
-        for pod in self.lium.ps():
-            self.http.delete(f"/pods/{pod.id}")
-        for row in self.http.get("/pods").json():
-            wait_gone(self.http, row["id"])
-        self.lium.close()
-        self.http.close()
-
-
-@pytest.fixture
-def user(emulator: RunningEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SdkUser]:
-    """A fresh account with the SDK pointed at it; its pods are removed afterwards."""
-    monkeypatch.setenv("HOME", str(tmp_path))  # the SDK keeps known hosts and caches under ~/.lium
-    for name in ("LIUM_API_KEY", "LIUM_API_API_KEY", "LIUM_BASE_URL", "LIUM_WORKSPACE"):
-        monkeypatch.delenv(name, raising=False)
-    created = SdkUser(emulator, tmp_path)
-    try:
-        yield created
-    finally:
-        created.close()
 
 
 # --- listing ----------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from lium_emulator.api import (
     account,
     admin,
     billing,
+    clusters,
     credentials,
     nodes,
     pod_logs,
@@ -53,7 +54,20 @@ def create_app(runtime: Runtime) -> AsgiApp:
         lifespan=lifespan,
     )
     app.state.runtime = runtime
-    modules = (account, billing, nodes, quotes, rent, pods, pod_logs, templates, credentials, volumes)
+    # clusters before rent: ``/executors/cluster/rent`` is not ``/executors/{executor_id}/rent``
+    modules = (
+        account,
+        billing,
+        nodes,
+        quotes,
+        clusters,
+        rent,
+        pods,
+        pod_logs,
+        templates,
+        credentials,
+        volumes,
+    )
     for module in modules:
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(admin.router)

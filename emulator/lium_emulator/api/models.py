@@ -26,6 +26,12 @@ def _unique_ports(ports: list[int]) -> list[int]:
     return ports
 
 
+def _public_keys(user_public_key: str | list[str]) -> list[str]:
+    """The public keys of a rent's ``user_public_key``: a single string or a list, blanks dropped."""
+    keys = [user_public_key] if isinstance(user_public_key, str) else user_public_key
+    return [key.strip() for key in keys if key.strip()]
+
+
 def _volume_name(name: str) -> str:
     if not _VOLUME_NAME.match(name):
         raise ValueError("use at most 100 letters, digits, spaces and - _ . , ( ) ! ? /")
@@ -53,9 +59,24 @@ class RentRequest(Body):
     termination_hours: int | None = None
 
     def authorized_keys(self) -> list[str]:
-        """The public keys to authorise for root, from a single string or a list."""
-        keys = [self.user_public_key] if isinstance(self.user_public_key, str) else self.user_public_key
-        return [key.strip() for key in keys if key.strip()]
+        """The public keys to authorise for root."""
+        return _public_keys(self.user_public_key)
+
+
+class ClusterRentRequest(Body):
+    """``POST /executors/cluster/rent`` (docs/lium-api.md#clusters): whole nodes of one fabric."""
+
+    pod_name: str = Field(min_length=1, max_length=255)
+    template_id: UUID
+    executor_uuids: list[UUID] = Field(min_length=2, max_length=64)
+    user_public_key: str | list[str] = Field(default_factory=list)
+    initial_port_count: int | None = Field(default=None, ge=0, le=200)
+    enable_volume_encryption: bool | None = None
+    enable_backups: bool = True
+
+    def authorized_keys(self) -> list[str]:
+        """The public keys to authorise for root on every member."""
+        return _public_keys(self.user_public_key)
 
 
 class DeletePodRequest(Body):

@@ -7,7 +7,7 @@ are stored under the key and replayed.
 
 import asyncio
 import uuid
-from datetime import datetime
+from collections.abc import Callable
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -29,6 +29,7 @@ from lium_emulator.runtime import Runtime
 router = APIRouter()
 
 MIN_PREPAID_MINUTES = 15
+IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255)]
 
 
 @router.post("/executors/{executor_id}/rent")
@@ -38,23 +39,42 @@ async def rent_executor(
     request: Request,
     runtime: RuntimeDep,
     account: AccountDep,
-    idempotency_key: Annotated[
-        str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255)
-    ] = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
     """Rent GPUs of a node: the pod appears at once as PENDING; answers ``{"success": true, "pod_id"}``."""
     node = runtime.state.catalog.get(str(executor_id))
-    now = utcnow()
-    _check_balance(runtime, account, node, body, now)
+    check_balance(runtime, account, balance_priced_hourly(node, body.gpu_count) if node else None)
+
+    def commit(decision: FaultDecision | None) -> dict[str, Any]:
+        pod_id = _rent(runtime, account, node, str(executor_id), body, idempotency_key, decision)
+        return rent_response_body(pod_id)
+
+    return await answer_once(request, runtime, account, idempotency_key, str(executor_id), commit)
+
+
+async def answer_once(
+    request: Request,
+    runtime: Runtime,
+    account: Account,
+    idempotency_key: str | None,
+    target: str,
+    commit: Callable[[FaultDecision | None], dict[str, Any]],
+) -> JSONResponse:
+    """Run an order's ``commit`` once per ``Idempotency-Key`` (docs/lium-api.md#idempotency).
+
+    ``commit`` validates and commits without awaiting, raising the order's refusal; a 4xx refusal is
+    stored under the key and replayed like a success. ``target`` (the node, or the cluster route) is
+    part of the request's fingerprint.
+    """
     decision = fault_decision(request)
     if idempotency_key is None or not runtime.config.idempotency_enabled:
         # The header is still noted on the pod, so inspection shows double rents of one key.
         await _hold_latency(decision)
-        pod_id = _rent(runtime, account, node, str(executor_id), body, idempotency_key, decision)
-        return JSONResponse(rent_response_body(pod_id))
+        return JSONResponse(commit(decision))
 
     ledger = runtime.ledger
-    fingerprint = request_fingerprint(str(executor_id), await request.json())
+    now = utcnow()
+    fingerprint = request_fingerprint(target, await request.json())
     replay = ledger.lookup(account.user_id, idempotency_key, fingerprint, now)
     if replay is not None:
         return JSONResponse(
@@ -64,8 +84,7 @@ async def rent_executor(
     try:
         await _hold_latency(decision)
         try:
-            pod_id = _rent(runtime, account, node, str(executor_id), body, idempotency_key, decision)
-            status, answer = 200, rent_response_body(pod_id)
+            status, answer = 200, commit(decision)
         except ApiError as refusal:
             if refusal.status >= 500:
                 raise
@@ -87,20 +106,18 @@ async def _hold_latency(decision: FaultDecision | None) -> None:
         await asyncio.sleep(decision.latency_seconds)
 
 
-def _check_balance(
-    runtime: Runtime, account: Account, node: Node | None, body: RentRequest, now: datetime
-) -> None:
-    """403 ``insufficient_balance`` unless the balance covers 15 minutes of the order."""
-    if node is None:
+def check_balance(runtime: Runtime, account: Account, hourly: float | None, ordered: str = "node") -> None:
+    """403 ``insufficient_balance`` unless the balance covers 15 minutes of an order of ``hourly``
+    dollars an hour (None: no node to price, so nothing to check); ``ordered`` names what is rented."""
+    if hourly is None:
         return
-    hourly = balance_priced_hourly(node, body.gpu_count)
     required = balance_floor(hourly)
-    balance = runtime.state.balance(account, now)
+    balance = runtime.state.balance(account, utcnow())
     if balance < required:
         raise ApiError(
             403,
             "insufficient_balance",
-            f"Insufficient balance. This node costs ${hourly:.2f}/hour, so renting it requires at least "
+            f"Insufficient balance. This {ordered} costs ${hourly:.2f}/hour, so renting it requires at least "
             f"${required:.2f} ({MIN_PREPAID_MINUTES} minutes of runtime). Your balance is ${balance:.2f}.",
             hint="Top up the balance and try again.",
         )
@@ -187,14 +204,36 @@ def _rent(
     gpu_count = validated_gpu_count(runtime, node, body.gpu_count)
     template = rentable_template(runtime, account, body.template_id)
     volume_id = attachable_volume_id(runtime, account, body.volume_id)
+    pod = new_pod(
+        account,
+        node,
+        gpu_count,
+        template,
+        pod_name=body.pod_name,
+        volume_id=volume_id,
+        authorized_keys=body.authorized_keys(),
+        initial_port_count=body.initial_port_count,
+        enable_volume_encryption=body.enable_volume_encryption,
+        enable_jupyter=body.enable_jupyter,
+        enable_backups=body.enable_backups,
+        termination_hours=body.termination_hours,
+        idempotency_key=idempotency_key,
+        faults=decision.pod_faults.model_copy() if decision is not None else PodFaults(),
+    )
+    commit_pod(runtime, account, pod, f"executor {executor_id}")
+    return pod.id
+
+
+def new_pod(account: Account, node: Node, gpu_count: int, template: Template, **order: Any) -> Pod:
+    """A PENDING pod of ``account`` on ``gpu_count`` GPUs of ``node``, running a copy of ``template``;
+    ``order`` holds the rest of the order (name, keys, volume, options, faults, cluster place)."""
     share = pod_share(node, gpu_count)
     now = utcnow()
-    pod = Pod(
+    return Pod(
         id=str(uuid.uuid4()),
         user_id=account.user_id,
         api_key_id=account.api_key_id,
-        pod_name=body.pod_name,
-        executor_id=executor_id,
+        executor_id=node.id,
         status="PENDING",
         gpu_name=node.machine_name,
         cpu_name=node.cpu_name,
@@ -205,29 +244,22 @@ def _rent(
         local_volume_gb=share.local_volume_gb,
         storage_quota_gb=share.storage_quota_gb,
         template=template.model_copy(deep=True),
-        volume_id=volume_id,
-        authorized_keys=body.authorized_keys(),
-        initial_port_count=body.initial_port_count,
-        enable_volume_encryption=body.enable_volume_encryption,
-        enable_jupyter=body.enable_jupyter,
-        enable_backups=body.enable_backups,
-        termination_hours=body.termination_hours,
-        idempotency_key=idempotency_key,
-        faults=decision.pod_faults.model_copy() if decision is not None else PodFaults(),
         created_at=now,
         updated_at=now,
+        **order,
     )
+
+
+def commit_pod(runtime: Runtime, account: Account, pod: Pod, detail: str) -> None:
+    """Store a new PENDING pod, log its rent and start creating it."""
     state = runtime.state
     state.pods[pod.id] = pod
     state.save(pod)
-    state.record_event(
-        account.user_id, "pod-rent.requested", pod=pod, actor=account, detail=f"executor {executor_id}"
-    )
+    state.record_event(account.user_id, "pod-rent.requested", pod=pod, actor=account, detail=detail)
     state.record_event(
         account.user_id, "pod-lifecycle.status", pod=pod, to_status="PENDING", reason="user_initiated"
     )
     runtime.lifecycle.begin_create(pod)
-    return pod.id
 
 
 def rent_response_body(pod_id: str) -> dict[str, Any]:

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field, replace
 
 _DEBIAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _DOCKER_HUB_PREFIXES = ("docker.io/", "index.docker.io/", "registry-1.docker.io/")
+CLUSTER_IMAGE_REPOSITORY = "daturaai/lium-cluster"
+"""The image every cluster member must run: Lium refuses a cluster rental of any other."""
+CLUSTER_IMAGE = CLUSTER_IMAGE_REPOSITORY + ":1.2.0"
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,22 @@ _CATALOG: tuple[ImageConfig, ...] = (
             "NVIDIA_VISIBLE_DEVICES": "all",
             "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
             "LD_LIBRARY_PATH": "/usr/local/nvidia/lib:/usr/local/nvidia/lib64",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "PYTORCH_VERSION": "2.4.0",
+        },
+        ["/bin/bash"],
+        workdir="/workspace",
+        python_bin_dirs=("/opt/conda/bin",),
+    ),
+    # Lium's cluster image (every cluster member runs it): a PyTorch image; the overlay it raises on
+    # Lium is raised by the emulator's sandbox for each member (docs/emulator.md, "Pod networking").
+    ImageConfig(
+        CLUSTER_IMAGE,
+        {
+            "PATH": "/opt/conda/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin:" + _DEBIAN_PATH,
+            "NVIDIA_VISIBLE_DEVICES": "all",
+            "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
             "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8",
             "PYTORCH_VERSION": "2.4.0",

@@ -8,6 +8,7 @@ static description lives here; how many of its GPUs are free is derived from the
 import json
 import math
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -53,6 +54,9 @@ class Node(BaseModel):
     reliability_score: float = Field(default=95.0, ge=0, le=100)
     uptime_in_minutes: int = Field(default=43200, ge=0)
     port_count: int = Field(default=100, ge=3, description="external ports the node can publish")
+    fabric_id: str | None = Field(
+        default=None, min_length=1, max_length=100, description="its RDMA fabric; None = no cluster rentals"
+    )
 
     @model_validator(mode="after")
     def _min_within_count(self) -> "Node":
@@ -79,6 +83,17 @@ class Node(BaseModel):
     def host_ram_reserve_gib(self) -> float:
         """RAM the host keeps for itself: ``max(4 GiB, 1 % of host RAM)`` (docs/lium-api.md#pod-share)."""
         return max(4.0, self.ram_gb * 0.01)
+
+
+class Fabric(BaseModel):
+    """An RDMA fabric: the nodes on it can be rented together as one cluster (docs/lium-api.md#clusters)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    fabric_id: str = Field(min_length=1, max_length=100)
+    fabric_type: Literal["infiniband", "roce"]
+    link_rate: str | None = Field(default=None, max_length=50, description="as Lium shows it, e.g. 400 Gb/s")
+    fabric_measured: bool = Field(default=False, description="whether the wire between members was measured")
 
 
 @dataclass(frozen=True)
@@ -110,24 +125,38 @@ def pod_share(node: Node, gpu_count: int) -> PodShare:
 
 
 class Catalog:
-    """The nodes of the fleet, by id, in catalog order."""
+    """The nodes of the fleet, by id, in catalog order, and the fabrics some of them sit on."""
 
-    def __init__(self, nodes: list[Node]) -> None:
+    def __init__(self, nodes: list[Node], fabrics: Sequence[Fabric] = ()) -> None:
         ids = [node.id for node in nodes]
         if len(set(ids)) != len(ids):
             raise ValueError("node ids in the catalog must be unique")
         self.nodes: dict[str, Node] = {node.id: node for node in nodes}
+        self.fabrics: dict[str, Fabric] = {fabric.fabric_id: fabric for fabric in fabrics}
+        if len(self.fabrics) != len(fabrics):
+            raise ValueError("fabric ids in the catalog must be unique")
+        undeclared = {n.fabric_id for n in nodes if n.fabric_id is not None} - set(self.fabrics)
+        if undeclared:
+            raise ValueError(f"nodes name fabrics the catalog does not declare: {sorted(undeclared)}")
 
     @classmethod
     def load(cls, path: Path | None) -> "Catalog":
-        """Read ``path`` (a JSON list of nodes, or ``{"nodes": [...]}``), or the packaged default."""
+        """Read ``path`` (a JSON list of nodes, or ``{"nodes": [...], "fabrics": [...]}``), or the
+        packaged default."""
         if path is None:
             text = resources.files(__package__).joinpath("data/nodes.json").read_text()
         else:
             text = path.read_text()
         data = json.loads(text)
         items = data["nodes"] if isinstance(data, dict) else data
-        return cls([Node.model_validate(item) for item in items])
+        fabrics = data.get("fabrics", []) if isinstance(data, dict) else []
+        return cls(
+            [Node.model_validate(item) for item in items], [Fabric.model_validate(item) for item in fabrics]
+        )
+
+    def fabric_nodes(self, fabric_id: str) -> list[Node]:
+        """The nodes on fabric ``fabric_id``, in catalog order."""
+        return [node for node in self.nodes.values() if node.fabric_id == fabric_id]
 
     def get(self, node_id: str) -> Node | None:
         """The node with ``node_id``, or None."""

@@ -161,6 +161,11 @@ class Pod(Record):
     failure_reason: str | None = None
     failure_detail: str | None = None
     delete_reason: str | None = None
+    # A member of a multi-node cluster (docs/lium-api.md#clusters): the rental's id, the member's rank
+    # and its address on the cluster's overlay.
+    cluster_id: str | None = None
+    cluster_node_index: int | None = None
+    cluster_overlay_ip: str | None = None
 
 
 class Event(Record):

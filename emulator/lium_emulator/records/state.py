@@ -191,6 +191,11 @@ class EmulatorState:
             (p for p in self.pods.values() if p.volume_id == volume_id and p.status in ACTIVE_STATUSES), None
         )
 
+    def cluster_members(self, cluster_id: str) -> list[Pod]:
+        """The pods of one cluster rental that are not DELETED, in rank order."""
+        members = (p for p in self.pods.values() if p.cluster_id == cluster_id and p.status != "DELETED")
+        return sorted(members, key=lambda p: p.cluster_node_index or 0)
+
     def owned_pods(self, user_id: str) -> list[Pod]:
         """Every pod of ``user_id`` (deleted ones too), oldest first."""
         return sorted((p for p in self.pods.values() if p.user_id == user_id), key=lambda p: p.created_at)
