@@ -50,7 +50,7 @@ def test_1_users_me_answers_200_for_a_valid_key_and_401_otherwise(emulator: Runn
 def test_2_version_needs_no_key_and_features_are_configurable(emulator: RunningEmulator) -> None:
     with api_client(emulator, None) as anonymous:
         version = anonymous.get("/version").json()
-    assert version["features"] == ["rent_idempotency"]
+    assert version["features"] == ["rent_idempotency", "multinode_clusters"]
     assert isinstance(version["uptime_seconds"], int)
     assert datetime.fromisoformat(version["started_at"]).tzinfo is not None
     with launch(["--features", "rent_by_spec,run_record"]) as other, api_client(other, None) as client:
