@@ -2,7 +2,7 @@
 
 import pytest
 
-from lium_emulator.catalogs.nodes import Catalog, Node, pod_share
+from lium_emulator.catalogs.nodes import Catalog, Fabric, Node, pod_share
 from lium_emulator.catalogs.templates import split_image_reference
 
 
@@ -65,6 +65,20 @@ def test_a_bad_catalog_is_refused() -> None:
         _node(min_rentable_gpu_count=9)
     with pytest.raises(ValueError, match="unique"):
         Catalog([_node(), _node()])
+    with pytest.raises(ValueError, match="ib-9"):
+        Catalog([_node(fabric_id="ib-9")])
+    fabric = Fabric(fabric_id="ib-1", fabric_type="infiniband")
+    with pytest.raises(ValueError, match="fabric ids"):
+        Catalog([_node()], [fabric, fabric])
+
+
+def test_the_packaged_catalog_has_two_fabrics_of_whole_nodes() -> None:
+    catalog = Catalog.load(None)
+    assert {f.fabric_type for f in catalog.fabrics.values()} == {"infiniband", "roce"}
+    for fabric_id in catalog.fabrics:
+        members = catalog.fabric_nodes(fabric_id)
+        assert len(members) >= 2, fabric_id
+        assert len({(n.gpu_model, n.gpu_count) for n in members}) == 1, "one fabric, one kind of node"
 
 
 @pytest.mark.parametrize(

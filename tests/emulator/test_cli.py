@@ -100,10 +100,8 @@ def test_serve_refuses_a_bad_fault_plan_or_a_taken_port(tmp_path: Path, emulator
 
 @pytest.mark.sandbox  # starts an emulator of its own
 def test_serve_takes_its_node_catalog_from_a_file(tmp_path: Path) -> None:
-    node = (
-        Catalog.load(None)
-        .nodes.popitem()[1]
-        .model_copy(update={"id": "11111111-2222-4333-8444-555555555555"})
+    node = next(n for n in Catalog.load(None).nodes.values() if n.fabric_id is None).model_copy(
+        update={"id": "11111111-2222-4333-8444-555555555555"}
     )
     (tmp_path / "nodes.json").write_text(json.dumps([node.model_dump()]))
     with launch(["--nodes", str(tmp_path / "nodes.json")]) as emulator:
