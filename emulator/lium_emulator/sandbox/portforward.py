@@ -1,18 +1,28 @@
 """TCP relays between the host's loopback and pods' network namespaces, all on one asyncio thread.
 
-Two directions, as a container runtime provides them:
+Three kinds, as a container runtime and the hosts' network provide them:
 
 * published ports (``docker run -p``): a listener on a free ``127.0.0.1`` host port per internal
   port; each accepted connection is relayed to ``127.0.0.1:<internal>`` inside the pod;
+* advertised addresses from pods: the clients of a pod's published ports are the host's *and* every
+  pod's (on Lium pods reach each other's public ``host:port``, e.g. ``lium cp`` runs rsync from one
+  pod to another's SSH port). Inside every pod that published ports, ``127.0.0.1:<host port>`` of
+  every published port of every such pod (its own too) listens, and its connections are relayed
+  straight into the target pod's ``127.0.0.1:<internal>``: they never touch the host's loopback, so
+  a pod reaches only ports that are published, never a host service. A port the pod itself holds
+  already is left out (logged);
 * reverse ports: a listener *inside* the pod (``127.0.0.1:<port>``) whose connections are relayed to
   the host's ``127.0.0.1:<port>`` — how pods reach the emulator's HTTP server. The host-side
   addresses of these relayed connections are kept while they are open, so the emulator can tell
   a pod's request from the host's (:meth:`PortForwarder.is_reverse_connection`).
 
-One pod may hold at most :data:`MAX_CONNECTIONS_PER_POD` relayed connections at once (both directions
-together); further ones are closed as they arrive. Each costs the emulator three descriptors, and
-without the cap one pod opening thousands of idle connections to the emulator would exhaust its open
-files and stop it serving every other pod.
+One pod may hold at most :data:`MAX_CONNECTIONS_PER_POD` relayed connections at once: those to its
+published ports from the host, and those it opens itself (to the emulator, to advertised addresses);
+further ones are closed as they arrive. Each costs the emulator three descriptors, and without the
+cap one pod opening thousands of idle connections would exhaust the emulator's open files and stop it
+serving every other pod. The advertised addresses take a listener per published port per pod (n pods
+of p ports: n x n x p), so the emulator raises its soft open-files limit to the hard one, and these
+listeners use at most half of it; beyond that, a pod starting does not get them (logged).
 
 Relays are asyncio protocols with flow control (a full outgoing buffer pauses reading on the other
 side) and half-close, so bulk transfers and SSH both work without a coroutine per chunk. Everything
@@ -25,7 +35,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import os
+import resource
 import socket
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
@@ -34,6 +46,7 @@ from typing import Any, TypeVar
 
 from lium_emulator.sandbox.netns_socket import socket_in_netns
 
+logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 _LOOPBACK = "127.0.0.1"
 _CALL_TIMEOUT_SECONDS = 30.0
@@ -43,14 +56,29 @@ Dial = Callable[[], Awaitable[socket.socket]]
 
 
 @dataclass
-class _Group:
-    """Everything one owner has open: released as a unit."""
+class _Budget:
+    """One pod's relayed connections open now (their accepted ends), for MAX_CONNECTIONS_PER_POD."""
 
+    open: int = 0
+
+
+@dataclass
+class _Group:
+    """Listeners and connections released as a unit; their connections count against ``budget``."""
+
+    budget: _Budget
     netns_fds: list[int] = field(default_factory=list)
     servers: list[asyncio.AbstractServer] = field(default_factory=list)
     relays: set[_RelayEnd] = field(default_factory=set)
     connecting: set[asyncio.Task[None]] = field(default_factory=set)
-    accepted: int = 0  # connections open now (their accepted ends), for MAX_CONNECTIONS_PER_POD
+
+
+@dataclass
+class _Member:
+    """A pod that published ports: they are mirrored into every member, and theirs into it."""
+
+    netns_fd: int  # owned by the pod's own group
+    published: dict[int, int]  # internal -> host port
 
 
 class _RelayEnd(asyncio.Protocol):
@@ -149,16 +177,16 @@ class _InboundEnd(_RelayEnd):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._counted:
             self._counted = False
-            self.group.accepted -= 1
+            self.group.budget.open -= 1
         super().connection_lost(exc)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         assert self.transport is not None
-        if self.group.accepted >= MAX_CONNECTIONS_PER_POD:
+        if self.group.budget.open >= MAX_CONNECTIONS_PER_POD:
             self.transport.abort()  # over the pod's share: refused before anything is dialled
             return
-        self.group.accepted += 1
+        self.group.budget.open += 1
         self._counted = True
         self.transport.pause_reading()
         task = asyncio.get_running_loop().create_task(self._link())
@@ -219,6 +247,17 @@ def _free_listener(port: int) -> socket.socket:
     return _listener(socket.socket(socket.AF_INET, socket.SOCK_STREAM), 0)
 
 
+def _raise_open_files_limit() -> int:
+    """Lift the soft open-files limit to the hard one (it is kept low only for ``select()``, which the
+    emulator does not use); returns the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+    return soft
+
+
 class PortForwarder:
     """Published and reverse TCP ports of many owners, served by one lazily started thread."""
 
@@ -226,14 +265,21 @@ class PortForwarder:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._groups: dict[str, _Group] = {}  # touched on the loop thread only
+        # Touched on the loop thread only:
+        self._budgets: dict[str, _Budget] = {}
+        self._groups: dict[str, _Group] = {}  # an owner's published and reverse listeners
+        self._members: dict[str, _Member] = {}
+        self._mirrors: dict[str, dict[str, _Group]] = {}  # in pod -> of pod -> advertised-address listeners
+        self._mirror_listeners = 0
+        self._max_mirror_listeners = _raise_open_files_limit() // 2
         self._reverse_connections = _Addresses()
 
     def publish(
         self, owner: str, netns_fd: int, internal_ports: Iterable[int], *, preferred: Mapping[int, int] = {}
     ) -> dict[int, int]:
         """Expose ``127.0.0.1:<internal>`` of the namespace on host loopback ports: internal -> host; the
-        ``preferred`` host port of an internal port where it is free, else any free one."""
+        ``preferred`` host port of an internal port where it is free, else any free one. The host ports
+        become reachable from every pod that published ports too, and theirs from this one."""
         ports = list(dict.fromkeys(internal_ports))
         listeners: list[socket.socket] = []
         try:
@@ -245,15 +291,8 @@ class PortForwarder:
             for sock in listeners:
                 sock.close()
             raise
-
-        def dial_into_pod(port: int) -> Dial:
-            return lambda: _connect(socket_in_netns(fd), port)
-
-        self._call(
-            self._serve(
-                owner, fd, [(s, dial_into_pod(p)) for p, s in zip(ports, listeners, strict=True)], None
-            )
-        )
+        served = [(s, _dial_into(fd, p)) for p, s in zip(ports, listeners, strict=True)]
+        self._call(self._publish(owner, fd, served, mapping))
         return mapping
 
     def reverse(self, owner: str, netns_fd: int, port: int) -> None:
@@ -263,14 +302,15 @@ class PortForwarder:
         def dial_host() -> Awaitable[socket.socket]:
             return _connect(socket.socket(socket.AF_INET, socket.SOCK_STREAM), port)
 
-        self._call(self._serve(owner, None, [(listener, dial_host)], self._reverse_connections))
+        self._call(self._serve_own(owner, [(listener, dial_host)], self._reverse_connections))
 
     def is_reverse_connection(self, address: tuple[str, int]) -> bool:
         """True while ``address`` (host, port) is the host side of a connection relayed out of a pod."""
         return address in self._reverse_connections
 
     def release(self, owner: str) -> None:
-        """Close the owner's listeners and connections; its host ports are free when this returns."""
+        """Close the owner's listeners and connections, and those of its advertised addresses in every
+        pod; its host ports are free when this returns."""
         if self._loop is not None:
             self._call(self._release(owner))
 
@@ -303,16 +343,70 @@ class PortForwarder:
             loop = self._loop
         return asyncio.run_coroutine_threadsafe(coro, loop).result(_CALL_TIMEOUT_SECONDS)
 
-    async def _serve(
-        self,
-        owner: str,
-        netns_fd: int | None,
-        listeners: list[tuple[socket.socket, Dial]],
-        track: _Addresses | None,
+    def _budget(self, pod: str) -> _Budget:
+        return self._budgets.setdefault(pod, _Budget())
+
+    def _own_group(self, owner: str) -> _Group:
+        return self._groups.setdefault(owner, _Group(self._budget(owner)))
+
+    async def _serve_own(
+        self, owner: str, listeners: list[tuple[socket.socket, Dial]], track: _Addresses | None
     ) -> None:
-        group = self._groups.setdefault(owner, _Group())
-        if netns_fd is not None:
-            group.netns_fds.append(netns_fd)
+        await self._serve(self._own_group(owner), listeners, track)
+
+    async def _publish(
+        self, owner: str, netns_fd: int, listeners: list[tuple[socket.socket, Dial]], mapping: dict[int, int]
+    ) -> None:
+        self._own_group(owner).netns_fds.append(netns_fd)
+        await self._serve_own(owner, listeners, None)
+        joining = owner not in self._members
+        self._members.setdefault(owner, _Member(netns_fd, {})).published.update(mapping)
+        left_out = 0
+        for viewer in list(self._members):
+            left_out += await self._mirror(viewer, owner, mapping)
+        if joining:
+            for target, other in list(self._members.items()):
+                if target != owner:
+                    left_out += await self._mirror(owner, target, other.published)
+        if left_out:
+            logger.warning(
+                "%d advertised addresses of or for pod %s are not reachable from pods: their listeners "
+                "may hold %d open files, half the emulator's limit",
+                left_out,
+                owner,
+                self._max_mirror_listeners,
+            )
+
+    async def _mirror(self, viewer: str, target: str, mapping: Mapping[int, int]) -> int:
+        """Listen on ``target``'s advertised addresses inside ``viewer`` (their connections count against
+        ``viewer``); returns how many were left out for want of open files."""
+        viewer_fd, target_fd = self._members[viewer].netns_fd, self._members[target].netns_fd
+        group = self._mirrors.setdefault(viewer, {}).setdefault(target, _Group(self._budget(viewer)))
+        listeners: list[tuple[socket.socket, Dial]] = []
+        left_out = 0
+        for index, (internal, host_port) in enumerate(mapping.items()):
+            if self._mirror_listeners + len(listeners) >= self._max_mirror_listeners:
+                left_out = len(mapping) - index
+                break
+            try:
+                sock = _listener(socket_in_netns(viewer_fd), host_port)
+            except OSError as e:  # the pod's own process holds that port already: it keeps it
+                logger.warning(
+                    "pod %s does not reach 127.0.0.1:%d (pod %s's port %d) from inside: %s",
+                    viewer, host_port, target, internal, e,
+                )  # fmt: skip
+                continue
+            listeners.append((sock, _dial_into(target_fd, internal)))
+        served = len(group.servers)
+        try:
+            await self._serve(group, listeners, None)
+        finally:
+            self._mirror_listeners += len(group.servers) - served
+        return left_out
+
+    async def _serve(
+        self, group: _Group, listeners: list[tuple[socket.socket, Dial]], track: _Addresses | None
+    ) -> None:
         loop = asyncio.get_running_loop()
         for index, (sock, dial) in enumerate(listeners):
             try:
@@ -326,26 +420,43 @@ class PortForwarder:
             group.servers.append(server)
 
     async def _release(self, owner: str) -> None:
-        group = self._groups.pop(owner, None)
-        if group is None:
-            return
-        for server in group.servers:
-            server.close()
-        for task in list(group.connecting):
-            task.cancel()
-        for relay in list(group.relays):
-            if relay.transport is not None:
-                relay.transport.abort()
-        for server in group.servers:
-            await server.wait_closed()
+        mirrors = list(self._mirrors.pop(owner, {}).values())
+        for targets in self._mirrors.values():
+            if owner in targets:
+                mirrors.append(targets.pop(owner))
+        self._members.pop(owner, None)
+        self._budgets.pop(owner, None)
+        self._mirror_listeners -= sum(len(group.servers) for group in mirrors)
+        own = self._groups.pop(owner, None)
+        groups = mirrors + ([own] if own is not None else [])
+        for group in groups:
+            for server in group.servers:
+                server.close()
+            for task in list(group.connecting):
+                task.cancel()
+            for relay in list(group.relays):
+                if relay.transport is not None:
+                    relay.transport.abort()
+        for group in groups:
+            for server in group.servers:
+                await server.wait_closed()
         # Let the aborted transports' close callbacks run before their netns goes away.
         await asyncio.sleep(0)
-        for fd in group.netns_fds:
+        for fd in own.netns_fds if own is not None else []:
             os.close(fd)
 
     async def _release_all(self) -> None:
-        for owner in list(self._groups):
+        for owner in {*self._groups, *self._members, *self._mirrors}:
             await self._release(owner)
 
     async def _count(self) -> int:
-        return sum(len(group.relays) for group in self._groups.values())
+        groups = [
+            *self._groups.values(),
+            *(g for targets in self._mirrors.values() for g in targets.values()),
+        ]
+        return sum(len(group.relays) for group in groups)
+
+
+def _dial_into(netns_fd: int, port: int) -> Dial:
+    """Connect to ``127.0.0.1:<port>`` inside the namespace (the fd must outlive the dial's listeners)."""
+    return lambda: _connect(socket_in_netns(netns_fd), port)
