@@ -1,4 +1,5 @@
-"""Sockets that live in another network namespace (a pod's), created from the host process.
+"""Network namespaces other than the host's (pods', clusters'), from the host process: fds on them, and
+sockets that live in them.
 
 A socket belongs to the network namespace its creating thread was in at ``socket()`` time and keeps
 working from any thread afterwards. So the calling thread joins the pod's namespace with ``setns(2)``
@@ -11,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 import socket
+import threading
 
 CLONE_NEWNET = 0x40000000
 
@@ -26,6 +28,33 @@ def _setns(fd: int) -> None:
 def open_netns(pid: int) -> int:
     """An fd on the network namespace of process ``pid`` (holding it keeps the namespace alive)."""
     return os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+
+
+def new_netns() -> int:
+    """An fd on a new, empty network namespace that nothing else holds: it lives as long as the fd (no
+    process in it, no bind mount), so it dies with the emulator whatever way the emulator dies.
+
+    Made by a thread of its own that ``unshare``s and ends: no thread ever has to find its way back to
+    the host's namespace.
+    """
+    made: list[int] = []
+    failed: list[OSError] = []
+
+    def make() -> None:
+        try:
+            if _libc.unshare(CLONE_NEWNET) != 0:
+                errno = ctypes.get_errno()
+                raise OSError(errno, f"unshare(CLONE_NEWNET): {os.strerror(errno)}")
+            made.append(os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC))
+        except OSError as e:
+            failed.append(e)
+
+    maker = threading.Thread(target=make, name="lium-new-netns")
+    maker.start()
+    maker.join()
+    if failed:
+        raise failed[0]
+    return made[0]
 
 
 def socket_in_netns(
