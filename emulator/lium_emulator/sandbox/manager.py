@@ -11,11 +11,13 @@ WORKDIR, like ``docker run``. ``ssh_delay_seconds`` after the spec was made (at 
 :meth:`SandboxManager.start` returns),
 ``/usr/sbin/sshd -D`` is started in the pod by ``nsenter --pid`` and the same init script's ``--enter``
 mode, entered and confined like PID 1 (a fresh host key per pod; root logins with the spec's keys only). The template's
-internal ports are published on free host loopback ports, and ``127.0.0.1:<emulator_port>`` inside
-the pod reaches the emulator (see ``portforward.py``; :meth:`SandboxManager.comes_from_a_pod` tells
-those connections apart). ``memory_gib`` and ``cpu_count`` are cgroup limits where the host allows,
-scaled down to what the host can give, with a process limit beside them (``cgroups.py``,
-:meth:`SandboxManager.limits_report`); the RAM-backed disk is capped at ``min(disk_quota_gb, 4)`` GiB.
+internal ports are published on free host loopback ports (reachable at the same addresses from
+every pod), ``127.0.0.1:<emulator_port>`` inside the pod reaches the emulator (see ``portforward.py``;
+:meth:`SandboxManager.comes_from_a_pod` tells those connections apart), and a spec's ``overlay`` puts
+the pod on its cluster's private network (``overlay.py``), all before the entrypoint starts.
+``memory_gib`` and ``cpu_count`` are cgroup limits where the host allows, scaled down to what the host
+can give, with a process limit beside them (``cgroups.py``, :meth:`SandboxManager.limits_report`); the
+RAM-backed disk is capped at ``min(disk_quota_gb, 4)`` GiB.
 
 Root only: namespaces, mounts, idmapped layers and ``setns`` into a pod's network namespace need
 real root. Without it :meth:`SandboxManager.start` raises :class:`SandboxError` saying so. The pod
@@ -48,6 +50,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -60,7 +63,7 @@ from lium_emulator.sandbox.cgroups import CgroupLimits, PodCgroups
 from lium_emulator.sandbox.confinement import KEPT_CAPABILITIES, SeccompUnavailable, seccomp_program
 from lium_emulator.sandbox.console import ConsoleLogs
 from lium_emulator.sandbox.netns_socket import open_netns
-from lium_emulator.sandbox.overlay import OverlayMember
+from lium_emulator.sandbox.overlay import OverlayError, OverlayMember, OverlayNetworks, check_member
 from lium_emulator.sandbox.plan import PLAN_FILE, DirSpec, FileSpec, Plan
 from lium_emulator.sandbox.portforward import PortForwarder
 
@@ -438,6 +441,7 @@ def build_plan(
             symlinks[f"{bin_dir}/python"] = HOST_PYTHON
     return {
         "ready_fifo": str(pod_dir / "ready"),
+        "network_fifo": str(pod_dir / "network"),
         "rootfs": str(pod_dir / "rootfs"),
         "scratch": str(pod_dir / "scratch"),
         "tmpfs_size_mib": 1024 * max(1, min(spec.disk_quota_gb, _MAX_ROOTFS_GIB)),
@@ -476,6 +480,11 @@ def _validate(spec: PodSpec) -> None:
         raise SandboxError(f"the volume directory {spec.volume_dir} does not exist")
     if any(not 0 < port < 65536 for port in spec.internal_ports):
         raise SandboxError(f"invalid internal ports {spec.internal_ports}")
+    if spec.overlay is not None:
+        try:
+            check_member(spec.overlay)
+        except OverlayError as e:
+            raise SandboxError(str(e)) from e
 
 
 def _write_private(path: Path, data: bytes) -> None:
@@ -495,6 +504,7 @@ class SandboxManager:
         self._pods_dir = self._root_dir / "pods"
         self._emulator_port = emulator_port
         self._forwarder = PortForwarder()
+        self._overlays = OverlayNetworks()
         self._cgroups = CgroupLimits(str(self._root_dir))
         self._logs = ConsoleLogs()
         self._lock = threading.Lock()
@@ -584,6 +594,10 @@ class SandboxManager:
         """Relayed sockets open for all pods (two per live connection); for leak checks."""
         return self._forwarder.connection_count()
 
+    def overlay_members(self) -> dict[str, list[str]]:
+        """The pods on each cluster's overlay network (network -> pod ids), for inspection and leak checks."""
+        return self._overlays.members()
+
     def comes_from_a_pod(self, client: tuple[str, int]) -> bool:
         """True when a TCP client address of the emulator is a connection a pod opened (relayed out of
         its network namespace): such clients never get the admin routes."""
@@ -660,6 +674,21 @@ class SandboxManager:
         record = {"manager_pid": os.getpid(), "manager_start": process_start_ticks(os.getpid()) or 0}
         process: subprocess.Popen[bytes] | None = None
         ready: int | None = None
+        gate: int | None = None
+        ports: dict[int, int] = {}
+
+        def wire(netns: int) -> None:
+            # The emulator's port first: an advertised address of another pod never takes its place.
+            if self._emulator_port:
+                self._forwarder.reverse(spec.pod_id, netns, self._emulator_port)
+            ports.update(
+                self._forwarder.publish(
+                    spec.pod_id, netns, spec.internal_ports, preferred=spec.preferred_ports
+                )
+            )
+            if spec.overlay is not None:
+                self._overlays.join(spec.pod_id, netns, spec.overlay)
+
         try:
             ids = idmap.acquire(spec.pod_id)
         except (idmap.IdRangeError, OSError) as e:
@@ -679,6 +708,9 @@ class SandboxManager:
             _write_private(pod_dir / PLAN_FILE, marshal.dumps(dict(plan)))
             os.mkfifo(pod_dir / "ready", 0o600)
             ready = os.open(pod_dir / "ready", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            # Read and write: the init program's open for reading never waits, nor this one.
+            os.mkfifo(pod_dir / "network", 0o600)
+            gate = os.open(pod_dir / "network", os.O_RDWR | os.O_CLOEXEC)
             console = self._logs.pipe_to(pod_dir / CONSOLE_LOG)  # bounded: console.py
             try:
                 process = subprocess.Popen(
@@ -694,19 +726,11 @@ class SandboxManager:
                 os.close(console)
             record.update(unshare_pid=process.pid, unshare_start=process_start_ticks(process.pid) or 0)
             _write_private(pod_dir / "pids.json", json.dumps(record).encode())
-            pid1, netns = _await_ready(ready, process, record, pod_dir)
-            pod = _Pod(spec, pod_dir, process, pid1, record["pid1_start"], {}, ids)
-            try:
-                pod.ports = self._forwarder.publish(
-                    spec.pod_id, netns, spec.internal_ports, preferred=spec.preferred_ports
-                )
-                if self._emulator_port:
-                    self._forwarder.reverse(spec.pod_id, netns, self._emulator_port)
-            finally:
-                os.close(netns)
-            return pod
+            pid1 = _await_ready(ready, gate, process, record, pod_dir, wire)
+            return _Pod(spec, pod_dir, process, pid1, record["pid1_start"], ports, ids)
         except BaseException as e:
             self._forwarder.release(spec.pod_id)
+            self._overlays.leave([spec.pod_id])
             if process is not None:
                 process.kill()  # --kill-child takes PID 1 (and with it the whole PID namespace) along
                 process.wait(_EXIT_TIMEOUT_SECONDS)
@@ -715,10 +739,13 @@ class SandboxManager:
             ids.release()
             if isinstance(e, OSError):
                 raise SandboxError(f"pod sandbox could not be set up: {e}") from e
+            if isinstance(e, OverlayError):
+                raise SandboxError(f"the pod could not join its cluster's network: {e}") from e
             raise
         finally:
-            if ready is not None:
-                os.close(ready)
+            for fifo in (ready, gate):
+                if fifo is not None:
+                    os.close(fifo)
 
     def _start_sshd(self, pod_id: str, nsenter: str) -> None:
         with self._lock:
@@ -748,6 +775,7 @@ class SandboxManager:
                 pod.sshd_timer.cancel()
             self._forwarder.release(pod.spec.pod_id)
             _kill_if_same(pod.pid1, pod.pid1_start)
+        self._overlays.leave(pod.spec.pod_id for pod in pods)
         for pod in pods:
             for process in (pod.unshare, pod.sshd):
                 if process is not None:
@@ -782,18 +810,25 @@ def _read_record(pod_dir: Path) -> dict[str, int]:
 
 
 def _await_ready(
-    ready: int, process: subprocess.Popen[bytes], record: dict[str, int], pod_dir: Path
-) -> tuple[int, int]:
-    """Follow the init program's reports until its entrypoint runs.
+    ready: int,
+    gate: int,
+    process: subprocess.Popen[bytes],
+    record: dict[str, int],
+    pod_dir: Path,
+    wire: Callable[[int], None],
+) -> int:
+    """Follow the init program's reports until its entrypoint runs; returns PID 1's host pid.
 
-    Returns PID 1's host pid and an fd on the pod's network namespace, opened while the init
-    program still sets up: an entrypoint may exit at once, yet its ports get published (as in
-    Docker, where such a container starts, then exits).
+    Once the pod's loopback is up (``NETWORK``), ``wire`` gets an fd on the pod's network namespace
+    (opened at ``PID``, while the init program still sets up) and the ``gate`` opens: the entrypoint
+    starts with its network complete, and an entrypoint that exits at once still had its ports
+    published (as in Docker, where such a container starts, then exits).
     """
     deadline = time.monotonic() + _START_TIMEOUT_SECONDS
     buffer = b""
     lines: list[str] = []
     netns: int | None = None
+    wired = False
     poller = select.poll()
     poller.register(ready, select.POLLIN)
     try:
@@ -817,13 +852,16 @@ def _await_ready(
                     _write_private(pod_dir / "pids.json", json.dumps(record).encode())
                     with contextlib.suppress(OSError):  # PID 1 already gone: its ERR line says why
                         netns = open_netns(pid1)
+                if line == "NETWORK" and netns is not None and not wired:
+                    wire(netns)
+                    wired = True
+                    os.write(gate, b"1")
         errors = [line[4:] for line in lines if line.startswith("ERR ")]
         if errors:
             raise SandboxError(f"pod failed to start: {errors[-1]}")
-        if "READY" not in lines or netns is None:
+        if "READY" not in lines or not wired:
             raise SandboxError(f"the pod sandbox exited during setup (status {process.poll()})")
-    except BaseException:
+    finally:
         if netns is not None:
             os.close(netns)
-        raise
-    return record["pid1"], netns
+    return record["pid1"]

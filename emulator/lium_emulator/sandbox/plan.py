@@ -36,6 +36,7 @@ class Plan(TypedDict):
     """What ``manager.py`` decided for one pod; paths in ``dirs``/``files``/… are inside the pod."""
 
     ready_fifo: str
+    network_fifo: str  # the host writes one byte to it once the pod's network is wired
     rootfs: str
     scratch: str
     tmpfs_size_mib: int

@@ -27,8 +27,12 @@ whose PID namespace ``nsenter --pid`` already put it in: the pod's other namespa
 root, the user namespace last, the same confinement. (``nsenter`` stays as its waiting parent on the
 host, outside the pod's reach; no Python process lingers.)
 
-Progress goes to the host through a FIFO: ``PID <host pid>``, then ``READY`` or ``ERR <reason>``.
-The FIFO is close-on-exec, so the host sees end-of-file once the entrypoint runs.
+Progress goes to the host through a FIFO: ``PID <host pid>``, ``NETWORK`` once the pod's loopback is
+up, then ``READY`` or ``ERR <reason>``. The FIFO is close-on-exec, so the host sees end-of-file once
+the entrypoint runs. On ``NETWORK`` the host wires the pod's network (the emulator's port, published
+ports, advertised addresses, the cluster overlay) while this script goes on building the pod, and
+then writes a byte to a second FIFO: the entrypoint is not started before that byte, so it starts
+with its network complete, as a container does.
 Every module is imported up front: after ``pivot_root`` the interpreter's own files are gone.
 """
 
@@ -527,6 +531,13 @@ def become(user: UserSpec) -> None:
     _check(_libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
 
 
+def await_network(gate: int) -> None:
+    """Wait for the host's byte saying the pod's network is wired (end-of-file: the host is gone)."""
+    if os.read(gate, 1) != b"1":
+        raise SetupError("the emulator did not finish the pod's network")
+    os.close(gate)
+
+
 def load_plan(path: str) -> Plan:
     """The plan ``manager.py`` wrote in ``marshal`` form (built in, unlike json; same interpreter)."""
     with open(path, "rb") as plan_file:
@@ -537,6 +548,7 @@ def load_plan(path: str) -> Plan:
 def main(plan_path: str) -> NoReturn:
     plan = load_plan(plan_path)
     fifo = os.open(plan["ready_fifo"], os.O_WRONLY | os.O_CLOEXEC)
+    gate = os.open(plan["network_fifo"], os.O_RDONLY | os.O_CLOEXEC)  # the host holds it open: no wait
 
     def report(line: str) -> None:
         os.write(fifo, (line.replace("\n", " ") + "\n").encode())
@@ -549,6 +561,7 @@ def main(plan_path: str) -> NoReturn:
         _check(_libc.sethostname(plan["hostname"].encode(), len(plan["hostname"].encode())), "sethostname")
         loopback_up()
         allow_low_ports()
+        report("NETWORK")
         userns = make_user_namespace(plan["id_base"], plan["id_count"])
         build_root(plan, userns)
         pivot_into(plan["rootfs"])
@@ -560,6 +573,7 @@ def main(plan_path: str) -> NoReturn:
         os.chdir(plan["workdir"])
         confine(plan)
         become(plan["user"])
+        await_network(gate)
         report("READY")
         os.execve(executable, plan["argv"], plan["env"])
     except (OSError, SetupError) as e:
