@@ -75,7 +75,8 @@ def test_up_wait_overlay_and_rm_through_the_sdk(user: SdkUser) -> None:
     assert _probe_ssh(user, node0, str(node1.cluster_overlay_ip), 22).startswith("SSH-2.0-")
     assert _probe_ssh(user, node1, str(node0.cluster_overlay_ip), 22).startswith("SSH-2.0-")
     # the members are no longer on offer, and they show as one cluster of the caller's
-    taken = {p.executor_id for p in ready.pods}
+    taken = {p.executor.id for p in ready.pods if p.executor is not None}
+    assert len(taken) == 2
     assert not taken & {n.id for o in user.lium.clusters() for n in o.nodes}
     assert [c.id for c in user.lium.my_clusters()] == [cluster.id]
     assert user.lium.cluster(cluster.id[:8]).id == cluster.id

@@ -514,3 +514,18 @@ def test_cli_browses_templates_and_quotes_without_a_key(user: SdkUser) -> None:
     )
     assert quote["price_per_hour"] == pytest.approx(node["price_per_gpu_hour"])
     assert quote["total_usd"] == pytest.approx(node["price_per_gpu_hour"] * 2)
+
+
+def test_cli_cp_copies_pod_to_pod_over_the_advertised_address(user: SdkUser) -> None:
+    node = splittable_node(user.http, "RTX 3090")
+    source, destination = user.up(node["id"]), user.up(node["id"])
+    payload = "pod-to-pod-" + uuid.uuid4().hex
+    made = user.lium.exec(source, command=f"mkdir -p /root/out && echo {payload} > /root/out/data.txt")
+    assert made["success"], made
+    user.lium.exec(destination, command="true")  # pins the destination's host key, as `lium ssh` would
+    user.cli("cp", f"{source.name}:/root/out/", f"{destination.name}:/root/in/")
+    copied = user.lium.exec(destination, command="cat /root/in/data.txt")
+    assert copied["stdout"].strip() == payload, copied
+    # the transfer key was authorised for the copy only
+    keys = user.lium.exec(destination, command="cat /root/.ssh/authorized_keys")
+    assert "lium-cp-" not in keys["stdout"], keys
