@@ -1,0 +1,350 @@
+"""Pod networking, seen from inside real pods over SSH: every pod reaches every pod's published ports at
+their advertised addresses, and the members of a cluster share a private overlay network that no
+other cluster and nothing on the host's interfaces sees (docs/emulator.md, "Pod networking")."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import paramiko
+import pytest
+
+from lium_emulator.sandbox.manager import PodSpec, SandboxError, SandboxManager
+from lium_emulator.sandbox.overlay import OverlayMember
+from lium_emulator.sandbox.portforward import MAX_CONNECTIONS_PER_POD
+from tests.emulator.test_sandbox_support import (
+    ClientKey,
+    check,
+    make_client_key,
+    manager_at,
+    pid_namespace,
+    pod_spec,
+    poll,
+    processes_in,
+    run,
+    ssh,
+)
+
+pytestmark = pytest.mark.sandbox  # every test here starts pod sandboxes
+
+REPO = Path(__file__).resolve().parents[2]
+# What a client inside a pod gets from host:port: the first line the server sends, "closed" when the
+# connection ends without one, or the error's name.
+PROBE = """
+import socket, sys
+try:
+    with socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=float(sys.argv[3])) as s:
+        s.settimeout(float(sys.argv[3]))
+        print(s.recv(256).decode(errors="replace").strip() or "closed")
+except OSError as e:
+    print(type(e).__name__)
+"""
+
+
+@pytest.fixture(scope="module")
+def key() -> ClientKey:
+    return make_client_key()
+
+
+@pytest.fixture
+def manager(tmp_path: Path) -> Iterator[SandboxManager]:
+    with manager_at(tmp_path / "root", 0) as sandboxes:
+        yield sandboxes
+
+
+def probe(client: paramiko.SSHClient, host: str, port: int, timeout: float = 5.0) -> str:
+    return check(client, f"python3 -c {shlex.quote(PROBE)} {host} {port} {timeout}").strip()
+
+
+def host_key(client: paramiko.SSHClient) -> str:
+    """The pod's own ed25519 host key (base64), as its sshd serves it."""
+    return check(client, "cut -d' ' -f2 /etc/ssh/ssh_host_ed25519_key.pub").strip()
+
+
+def host_key_at(client: paramiko.SSHClient, host: str, port: int) -> str:
+    """The ed25519 host key of the sshd that answers ``host:port`` from inside the pod."""
+    _, output = run(client, f"ssh-keyscan -T 5 -t ed25519 -p {port} {host} 2>/dev/null")
+    fields = output.split()
+    return fields[2] if len(fields) == 3 else ""
+
+
+def interfaces(client: paramiko.SSHClient) -> list[str]:
+    return json.loads(
+        check(client, "python3 -c 'import json, socket; print(json.dumps(socket.if_nameindex()))'")
+    )
+
+
+def host_interfaces() -> list[tuple[int, str]]:
+    return socket.if_nameindex()
+
+
+def namespace_fds() -> list[str]:
+    """Network namespaces this (test) process holds fds on: the emulator's, as the manager runs here."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("net:["):
+            found.append(target)
+    return sorted(found)
+
+
+def test_pods_reach_every_pods_published_ports_at_their_advertised_addresses(
+    manager: SandboxManager, tmp_path: Path, key: ClientKey
+) -> None:
+    a = manager.start(pod_spec(tmp_path, "adv-a", key))
+    b = manager.start(pod_spec(tmp_path, "adv-b", key))
+    with ssh(a[22], key) as pod_a, ssh(b[22], key) as pod_b:
+        key_a, key_b = host_key(pod_a), host_key(pod_b)
+        assert key_a != key_b
+        # Another pod's advertised SSH address is that pod's sshd, and the pod's own is its own.
+        assert host_key_at(pod_a, "127.0.0.1", b[22]) == key_b
+        assert host_key_at(pod_a, "127.0.0.1", a[22]) == key_a
+        assert host_key_at(pod_b, "127.0.0.1", a[22]) == key_a
+        # A pod started later sees the running pods' addresses, and they see its.
+        c = manager.start(pod_spec(tmp_path, "adv-c", key))
+        with ssh(c[22], key) as pod_c:
+            assert host_key_at(pod_c, "127.0.0.1", a[22]) == key_a
+            assert host_key_at(pod_a, "127.0.0.1", c[22]) == host_key(pod_c)
+            # A stopped pod's addresses close in every pod at once.
+            manager.stop("adv-b")
+            assert probe(pod_a, "127.0.0.1", b[22]) == "ConnectionRefusedError"
+            assert probe(pod_c, "127.0.0.1", b[22]) == "ConnectionRefusedError"
+            assert probe(pod_a, "127.0.0.1", c[22]).startswith("SSH-2.0-")
+            # And a stopped pod's listeners in the others' namespaces go with it.
+            manager.stop("adv-c")
+            assert probe(pod_a, "127.0.0.1", c[22]) == "ConnectionRefusedError"
+            assert probe(pod_a, "127.0.0.1", a[22]).startswith("SSH-2.0-")
+
+
+def test_a_port_the_pod_holds_itself_is_left_to_it(
+    manager: SandboxManager, tmp_path: Path, key: ClientKey, caplog: pytest.LogCaptureFixture
+) -> None:
+    a = manager.start(pod_spec(tmp_path, "holder-a", key))
+    with ssh(a[22], key) as pod_a:
+        # Pod A listens on a port that will be pod B's advertised address.
+        check(
+            pod_a,
+            "(nohup python3 -c \"import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); "
+            "s.listen(); open('/tmp/port', 'w').write(str(s.getsockname()[1])); "
+            "c, _ = s.accept(); c.sendall(b'pod-a-itself\\n'); time.sleep(60)\" "
+            "> /dev/null 2>&1 < /dev/null &)",
+        )
+        taken = int(poll(lambda: run(pod_a, "cat /tmp/port")[1].strip(), 10, "pod A's listener"))
+        spec = dataclasses.replace(pod_spec(tmp_path, "holder-b", key), preferred_ports={22: taken})
+        b = manager.start(spec)  # starts although its address cannot listen in pod A
+        assert b[22] == taken
+        assert f"pod holder-a does not reach 127.0.0.1:{taken} (pod holder-b's port 22)" in caplog.text
+        with ssh(b[22], key) as pod_b:
+            assert probe(pod_a, "127.0.0.1", taken) == "pod-a-itself"
+            assert host_key_at(pod_b, "127.0.0.1", taken) == host_key(pod_b)
+
+
+# A server in the pod that never accepts: the kernel completes the handshakes (up to its backlog), so
+# every relayed connection stays open and idle.
+HOLDER = (
+    "-c 'python3 -c \"import socket, time; s = socket.socket(); "
+    's.bind((socket.inet_ntoa(bytes([127, 0, 0, 1])), 8000)); s.listen(4096); time.sleep(10 ** 6)" '
+    "& exec sleep infinity'"
+)
+# Inside the opening pod: COUNT connections to 127.0.0.1:PORT; prints whether the last four are kept
+# open, then holds them all until its standard input closes.
+OPENER = """
+import json, socket, sys
+def is_open(sock):
+    sock.settimeout(0.2)
+    try:
+        return sock.recv(1) != b""
+    except TimeoutError:
+        return True
+    except ConnectionResetError:
+        return False
+held = [socket.create_connection(("127.0.0.1", PORT), timeout=10) for _ in range(COUNT)]
+print(json.dumps([is_open(sock) for sock in held[-4:]]), flush=True)
+sys.stdin.read()
+"""
+
+
+def is_open(sock: socket.socket) -> bool:
+    sock.settimeout(0.2)
+    try:
+        return sock.recv(1) != b""
+    except TimeoutError:
+        return True
+    except ConnectionResetError:
+        return False
+
+
+def test_connections_to_advertised_addresses_count_against_the_pod_that_opens_them(
+    manager: SandboxManager, tmp_path: Path, key: ClientKey
+) -> None:
+    target = manager.start(
+        pod_spec(tmp_path, "target", key, internal_ports=[22, 8000], startup_commands=HOLDER)
+    )
+    opener = manager.start(pod_spec(tmp_path, "opener", key))
+    with ssh(target[22], key) as client:
+        poll(lambda: run(client, "ss -ltn | grep -c :8000")[1].strip() == "1", 10, "the holder")
+    with ssh(opener[22], key) as client:
+        code = OPENER.replace("COUNT", str(MAX_CONNECTIONS_PER_POD)).replace("PORT", str(target[8000]))
+        channel = client.get_transport().open_session(timeout=30)
+        channel.exec_command(f"python3 -c {shlex.quote(code)}")
+        with channel.makefile("r") as output:
+            kept = json.loads(output.readline())
+        # The opener's share is shared with its other relays: this SSH session is one of them, so the
+        # last of its connections is one too many.
+        assert kept == [True, True, True, False]
+        # Its share is used up, so the host no longer gets in either; the target's share is untouched.
+        with socket.create_connection(("127.0.0.1", opener[22]), timeout=10) as refused:
+            assert not is_open(refused)
+        with socket.create_connection(("127.0.0.1", target[8000]), timeout=10) as served:
+            assert is_open(served)
+        channel.shutdown_write()
+        assert channel.recv_exit_status() == 0
+    # The holder never closes its side, so those relays stay half-open until the target pod stops.
+    manager.stop("target")
+    poll(lambda: manager.forwarded_connections() == 0, 10, "the relays to close")
+
+
+def overlay_spec(base: Path, pod_id: str, key: ClientKey, network: str | None, address: str = "") -> PodSpec:
+    spec = pod_spec(base, pod_id, key)
+    return dataclasses.replace(spec, overlay=OverlayMember(network, address) if network else None)
+
+
+def test_cluster_members_share_a_private_overlay_network(
+    manager: SandboxManager, tmp_path: Path, key: ClientKey
+) -> None:
+    links_before, namespaces_before = host_interfaces(), namespace_fds()
+    a = manager.start(overlay_spec(tmp_path, "ov-a", key, "cluster-1", "10.42.0.1"))
+    b = manager.start(overlay_spec(tmp_path, "ov-b", key, "cluster-1", "10.42.0.2"))
+    c = manager.start(overlay_spec(tmp_path, "ov-c", key, "cluster-2", "10.42.0.1"))  # same address
+    d = manager.start(overlay_spec(tmp_path, "ov-d", key, None))
+    assert manager.overlay_members() == {"cluster-1": ["ov-a", "ov-b"], "cluster-2": ["ov-c"]}
+    with ExitStack() as sessions:
+        pod_a, pod_b, pod_c, pod_d = (sessions.enter_context(ssh(ports[22], key)) for ports in (a, b, c, d))
+        key_a, key_b, key_c = host_key(pod_a), host_key(pod_b), host_key(pod_c)
+        assert host_key_at(pod_a, "10.42.0.2", 22) == key_b
+        assert host_key_at(pod_b, "10.42.0.1", 22) == key_a
+        # The other cluster's 10.42.0.1 is its own member; cluster-1's are out of its sight.
+        assert host_key_at(pod_c, "10.42.0.1", 22) == key_c
+        assert not probe(pod_c, "10.42.0.2", 22, timeout=1).startswith("SSH-")
+        assert [name for _, name in interfaces(pod_a)] == ["lo", "overlay0"]
+        assert [name for _, name in interfaces(pod_d)] == ["lo"]
+        assert check(pod_a, "ip -4 -o addr show dev overlay0").split()[3] == "10.42.0.1/24"
+        # The pod's root cannot reconfigure it: the namespace belongs to the host's user namespace.
+        for attack in (
+            "ip addr add 10.42.0.9/24 dev overlay0",
+            "ip addr del 10.42.0.1/24 dev overlay0",
+            "ip link set overlay0 down",
+            "ip link add evil0 type dummy",
+        ):
+            status, output = run(pod_a, attack)
+            assert status != 0 and "Operation not permitted" in output, (attack, output)
+        (address,) = check(pod_a, "ip -4 -o addr show dev overlay0").splitlines()
+        assert address.split()[3] == "10.42.0.1/24"
+        assert "state UP" in check(pod_a, "ip -o link show overlay0")
+        assert host_interfaces() == links_before
+        # A member that leaves is off the network at once; the last one takes the network along.
+        manager.stop("ov-b")
+        assert not probe(pod_a, "10.42.0.2", 22, timeout=1).startswith("SSH-")
+        assert manager.overlay_members() == {"cluster-1": ["ov-a"], "cluster-2": ["ov-c"]}
+    manager.stop_all()
+    assert manager.overlay_members() == {}
+    assert namespace_fds() == namespaces_before
+    assert host_interfaces() == links_before
+
+
+def test_a_bad_overlay_address_is_refused_before_anything_starts(
+    manager: SandboxManager, tmp_path: Path, key: ClientKey
+) -> None:
+    for address in ("10.42.1.1", "10.42.0.255", "not-an-address"):
+        with pytest.raises(SandboxError, match="overlay address"):
+            manager.start(overlay_spec(tmp_path, "bad-overlay", key, "cluster-1", address))
+    assert manager.overlay_members() == {}
+    assert not (tmp_path / "root" / "pods" / "bad-overlay").exists()
+
+
+OVERLAY_EMULATOR = """
+import dataclasses, json, sys
+from pathlib import Path
+from lium_emulator.sandbox.manager import SandboxManager
+from lium_emulator.sandbox.overlay import OverlayMember
+from tests.emulator.test_sandbox_support import make_client_key, pod_spec
+base = Path(sys.argv[1])
+manager = SandboxManager(base / "root", emulator_port=0)
+key = make_client_key()
+pids = {}
+for index in range(2):
+    spec = pod_spec(base, f"dying-{index}", key)
+    manager.start(dataclasses.replace(spec, overlay=OverlayMember("cluster-1", f"10.42.0.{index + 1}")))
+    pids[spec.pod_id] = manager.pod_pids(spec.pod_id)[0]
+print(json.dumps(pids), flush=True)
+sys.stdin.read()
+"""
+
+
+def links_in(pid: int) -> str:
+    """``ip -o link`` in the network namespace of process ``pid`` (a pod's)."""
+    return subprocess.run(
+        ["nsenter", "--target", str(pid), "--net", "ip", "-o", "link"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+def holders_of(namespace: str) -> list[str]:
+    """Every /proc entry (a process's namespace, or an fd) that refers to ``namespace``."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        paths = [f"/proc/{pid}/ns/net"]
+        try:
+            paths += [f"/proc/{pid}/fd/{fd}" for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:
+            continue
+        for path in paths:
+            try:
+                if os.readlink(path) == namespace:
+                    found.append(path)
+            except OSError:
+                continue
+    return found
+
+
+def test_a_killed_emulators_cluster_networks_vanish_with_it(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    emulator = subprocess.Popen(
+        [sys.executable, "-c", OVERLAY_EMULATOR, str(tmp_path)],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert emulator.stdout is not None
+        pids = json.loads(emulator.stdout.readline())
+        pod_namespaces = {os.readlink(f"/proc/{pid}/ns/net") for pid in pids.values()}
+        held = {os.readlink(f"/proc/{emulator.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{emulator.pid}/fd")}
+        (cluster,) = {name for name in held if name.startswith("net:[")} - pod_namespaces
+        assert all("overlay0" in links_in(pid) for pid in pids.values())
+        emulator.send_signal(signal.SIGKILL)
+        emulator.wait()
+        # Nothing held the cluster's namespace but the emulator: it is gone, and the members' ends
+        # of their veths with it, while the pods themselves still run.
+        assert holders_of(cluster) == []
+        poll(lambda: not any("overlay0" in links_in(pid) for pid in pids.values()), 10, "the veths to go")
+        assert len(processes_in({pid_namespace(pid) for pid in pids.values()})) >= 2
+    finally:
+        emulator.kill()
+        emulator.wait()
+        SandboxManager.cleanup_stale(root)
