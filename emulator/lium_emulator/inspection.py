@@ -86,6 +86,8 @@ def _pod_report(pod: Pod, now: datetime) -> dict[str, Any]:
         "ports_mapping": {str(k): v for k, v in pod.ports_mapping.items()} if pod.ports_mapping else None,
         "ssh_connect_cmd": ssh_connect_cmd(pod),
         "idempotency_key": pod.idempotency_key,
+        "cluster_id": pod.cluster_id,
+        "cluster_node_index": pod.cluster_node_index,
         "created_at": iso(pod.created_at),
         "running_at": iso(pod.running_at),
         "failed_at": iso(pod.failed_at),

@@ -21,6 +21,8 @@ from lium_provider.domain.removal import (
     configured_default_hours,
 )
 from lium_provider.domain.stack import ADOPT_STACKS_ENV, STACK_ENV, adopted_tags, stack_identity, stack_tag
+from lium_provider.resources.cluster import ClusterResource
+from lium_provider.resources.cluster_offers import ClusterOffersDataSource
 from lium_provider.resources.data_sources import OffersDataSource, PodDataSource, TemplatesDataSource
 from lium_provider.resources.docker_credential import DockerCredentialResource
 from lium_provider.resources.inputs import PRINTABLE_NAME
@@ -201,8 +203,15 @@ class LiumProvider(Provider[LiumProviderConfig]):
     model = LiumProviderConfig
     # The Registry index page (docs/index.md) shows this, so it links the API reference next to it.
     description = f"{LiumProviderConfig.__doc__} The Lium API it relies on: [docs/lium-api.md](lium-api.md)."
-    resources = (PodResource, TemplateResource, DockerCredentialResource, VolumeResource, RunnerResource)
-    data_sources = (OffersDataSource, PodDataSource, TemplatesDataSource)
+    resources = (
+        PodResource,
+        ClusterResource,
+        TemplateResource,
+        DockerCredentialResource,
+        VolumeResource,
+        RunnerResource,
+    )
+    data_sources = (OffersDataSource, ClusterOffersDataSource, PodDataSource, TemplatesDataSource)
 
     def configure(self, ctx: Context, config: LiumProviderConfig) -> LiumSession:
         endpoint = config.endpoint or os.environ.get("LIUM_API_URL") or DEFAULT_ENDPOINT

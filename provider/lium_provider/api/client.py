@@ -19,6 +19,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
+from lium_provider.api.clusters import ClusterOffer, ClusterRemoval, ClusterRental, ClusterRentRequest
 from lium_provider.api.errors import InvalidArgument, LiumError, LiumNotFound, LiumProtocolError
 from lium_provider.api.models import (
     DockerCredential,
@@ -277,6 +278,37 @@ class LiumClient:
                 "rent answer has no pod_id (or id) string", method="POST", path=path, status=answer.status
             )
         return pod_id
+
+    # --- clusters -------------------------------------------------------------------------------------
+
+    def cluster_offers(self) -> list[ClusterOffer]:
+        """``GET /executors/infiniband-clusters``: the fabrics with their free nodes."""
+        return self._list(ClusterOffer, "/executors/infiniband-clusters")
+
+    def rent_cluster(self, body: ClusterRentRequest, *, idempotency_key: str) -> ClusterRental:
+        """One cluster rental (429s resent with the same key and body); a ``success: false`` answer is a
+        refusal (:class:`LiumError` with Lium's message). Nothing else is retried: an uncertain outcome
+        is for the caller to reconcile by the pod name every member carries."""
+        path = "/executors/cluster/rent"
+        data = self._call(
+            "POST", path, json_body=body.to_body(), headers={"Idempotency-Key": idempotency_key}
+        ).data
+        rental = parse_object(ClusterRental, data, method="POST", path=path)
+        if not rental.success:
+            raise LiumError(
+                f"cluster rental refused: {rental.message or 'no reason given'}",
+                method="POST",
+                path=path,
+                status=400,
+            )
+        return rental
+
+    def delete_cluster(self, cluster_id: str) -> ClusterRemoval | None:
+        """``DELETE /clusters/{id}``: every member starts deleting; None when no pod carries the id."""
+        try:
+            return self._object(ClusterRemoval, "DELETE", f"/clusters/{_segment(cluster_id)}")
+        except LiumNotFound:
+            return None
 
     # --- templates ------------------------------------------------------------------------------------
 

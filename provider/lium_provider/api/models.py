@@ -68,11 +68,15 @@ MIN_TERMINATION_HOURS, MAX_TERMINATION_HOURS = 1, 720
 TerminationHours = Annotated[int, Field(ge=MIN_TERMINATION_HOURS, le=MAX_TERMINATION_HOURS)]
 
 
-class _Response(BaseModel):
+class ResponseModel(BaseModel):
+    """An answer of Lium: unknown fields are ignored, so a newer server does not break the provider."""
+
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
-class _Request(BaseModel):
+class RequestModel(BaseModel):
+    """A body sent to Lium: exactly the fields declared."""
+
     model_config = ConfigDict(extra="forbid")
 
 
@@ -83,7 +87,7 @@ def _lift_nested_id(data: Any, field: str, nested: str) -> Any:
     return data
 
 
-class User(_Response):
+class User(ResponseModel):
     """``GET /users/me``."""
 
     id: NonEmptyStr
@@ -91,7 +95,7 @@ class User(_Response):
     balance: float | None = None
 
 
-class Pod(_Response):
+class Pod(ResponseModel):
     """A row of ``GET /pods`` or ``GET /pods/{id}``."""
 
     id: NonEmptyStr
@@ -115,6 +119,10 @@ class Pod(_Response):
     termination_hours: int | None = None
     # The public keys authorised for root, one OpenSSH line each (docs/lium-api.md#pod-row).
     ssh_keys: tuple[str, ...] = ()
+    # A member of a multi-node cluster (docs/lium-api.md#clusters): the rental, the rank, the overlay address.
+    cluster_id: str | None = None
+    cluster_node_index: Annotated[int, Field(ge=0)] | None = None
+    cluster_overlay_ip: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -193,7 +201,7 @@ class Pod(_Response):
         return host, port
 
 
-class Template(_Response):
+class Template(ResponseModel):
     """A template as returned by ``/templates`` routes."""
 
     id: NonEmptyStr
@@ -216,7 +224,7 @@ class Template(_Response):
     updated_at: UtcDatetime | None = None
 
 
-class TemplateSpec(_Request):
+class TemplateSpec(RequestModel):
     """Body of ``POST /templates`` and ``PUT /templates/{id}`` (the PUT takes the full body).
 
     With ``docker_image_tag=""`` Lium splits a full image reference itself (docs/lium-api.md#templates).
@@ -243,7 +251,7 @@ class TemplateSpec(_Request):
         return self.model_dump(mode="json")
 
 
-class DockerCredential(_Response):
+class DockerCredential(ResponseModel):
     """A private-registry credential. The password is never kept, even when the server echoes it."""
 
     id: NonEmptyStr
@@ -260,7 +268,7 @@ class DockerCredential(_Response):
         return data
 
 
-class Volume(_Response):
+class Volume(ResponseModel):
     """A network (S3-backed) volume (docs/lium-api.md#volumes)."""
 
     id: NonEmptyStr
@@ -272,7 +280,7 @@ class Volume(_Response):
     updated_at: UtcDatetime | None = None
 
 
-class Event(_Response):
+class Event(ResponseModel):
     """An entry of the account event log ``GET /users/me/events`` (docs/lium-api.md#account-events)."""
 
     id: str | None = None
@@ -299,7 +307,7 @@ class Event(_Response):
         return self.to_status == DELETED or self.sub_event_type == "pod-delete.success"
 
 
-class RentRequest(_Request):
+class RentRequest(RequestModel):
     """Body of ``POST /executors/{id}/rent`` (docs/lium-api.md#rent), as dstack sends it."""
 
     pod_name: Annotated[str, Field(min_length=1, max_length=63)]

@@ -541,7 +541,7 @@ class PodResource(Resource[PodModel]):
         if pod is None or pod.status != RUNNING:
             status = pod.status if pod else "gone"
             ctx.record(state.model_copy(update={"status": pod.status if pod else DELETED}))
-            raise TFError(f"Pod {pod_id} did not start ({status})", self._failure_reason(s, pod_id))
+            raise TFError(f"Pod {pod_id} did not start ({status})", failure_reason(s, pod_id))
         state = _apply_pod(state, pod).model_copy(
             update={
                 "started_at": rfc3339(started_at(pod)),
@@ -679,29 +679,11 @@ class PodResource(Resource[PodModel]):
         remaining = ctx.remaining()
         return self.default_timeouts["create"] if remaining is None else max(remaining, 0.0)
 
-    def _failure_reason(self, s: LiumSession, pod_id: str) -> str:
-        try:
-            events = s.client.events(pod_id=pod_id, limit=20)
-        except LiumError:
-            return "Lium gave no reason."
-        for event in events:
-            reason = " ".join(
-                x for x in (event.reason, getattr(event, "detail", None), getattr(event, "error", None)) if x
-            )
-            if reason:
-                return f"Lium says: {reason}"
-        return "Lium gave no reason."
-
     def _wait_for_ssh(self, ctx: Context, state: PodModel) -> str:
         """Wait until the pod's sshd answers and return its host key (pinned from now on)."""
         if not state.ssh_host or not state.ssh_port:
             raise TFError(f"Pod {state.id} is RUNNING but Lium gave no SSH address")
-        while True:
-            ctx.check()
-            key = fetch_host_key(state.ssh_host, state.ssh_port, timeout=5.0)
-            if key:
-                return key
-            ctx.sleep(SSH_POLL_SECONDS)
+        return wait_for_host_key(ctx, state.ssh_host, state.ssh_port)
 
     # -- update / read / delete ---------------------------------------------------------------------------
 
@@ -736,7 +718,7 @@ class PodResource(Resource[PodModel]):
             return state  # names no pod: the plan refuses it, a destroy forgets it (resources/ownership.py)
         with api_errors("reading the pod"):
             pod = s.watcher.current(ctx, state.id or "")  # a stack's reads share one listing
-        if pod is None or _gone(pod):
+        if pod is None or pod_gone(pod):
             return None
         refreshed = _with_schedule(_apply_pod(state, pod), pod)
         # Whose the pod is when the state does not say: a state from before the tag recorded the Lium
@@ -840,20 +822,45 @@ def delete_pod_and_wait(ctx: Context, s: LiumSession, pod_id: str) -> None:
             ctx.log.info("pod cannot be deleted yet, retrying", pod=pod_id, status=pod.status)
             ctx.sleep(2.0)
     try:
-        s.watcher.wait(ctx, pod_id, _gone, unlisted_is_gone=True)
+        s.watcher.wait(ctx, pod_id, pod_gone, unlisted_is_gone=True)
     except TimeoutError:
         # The listing is shared by every waiter and rate limited per account, so under a 429 storm the
         # next one may come after the deadline although the pod is long gone: ask for this pod alone
         # before failing the destroy.
         with api_errors("reading the pod"):
-            if _gone(s.client.get_pod(pod_id)):
+            if pod_gone(s.client.get_pod(pod_id)):
                 return
         raise
 
 
-def _gone(pod: Pod | None) -> bool:
+def pod_gone(pod: Pod | None) -> bool:
     """The pod is no more: unknown to Lium (404, or missing from a listing) or DELETED."""
     return pod is None or pod.status == DELETED
+
+
+def failure_reason(s: LiumSession, pod_id: str) -> str:
+    """Why a pod did not start, from its latest events: "Lium says: …", or that it gave no reason."""
+    try:
+        events = s.client.events(pod_id=pod_id, limit=20)
+    except LiumError:
+        return "Lium gave no reason."
+    for event in events:
+        reason = " ".join(
+            x for x in (event.reason, getattr(event, "detail", None), getattr(event, "error", None)) if x
+        )
+        if reason:
+            return f"Lium says: {reason}"
+    return "Lium gave no reason."
+
+
+def wait_for_host_key(ctx: Context, host: str, port: int) -> str:
+    """Wait until the sshd at ``host:port`` answers and return its host key (pinned from then on)."""
+    while True:
+        ctx.check()
+        key = fetch_host_key(host, port, timeout=5.0)
+        if key:
+            return key
+        ctx.sleep(SSH_POLL_SECONDS)
 
 
 def _delete_abandoned(ctx: Context, s: LiumSession, pod_id: str, lium_name: str) -> None:

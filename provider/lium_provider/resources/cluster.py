@@ -1,0 +1,540 @@
+"""``lium_cluster``: whole GPU nodes of one RDMA fabric, rented all or nothing as one multi-node cluster.
+
+The most expensive thing a stack rents, so it has every guarantee ``lium_pod`` has, for every member at
+once: the members are in Terraform's state the moment Lium names them (a failed, timed-out or cancelled
+wait still leaves them tracked); each carries a provisional removal deadline covering the create's
+timeout, set before any wait; a create abandoned by Terraform (killed, gone) removes the cluster; an
+uncertain rental is reconciled by the Lium name every member carries (this stack's tag and what the
+rental asks for), never sent again blindly, and a fresh runner adopts what a killed run rented; another
+stack's cluster is refused at plan and left alone by destroy (:mod:`lium_provider.resources.ownership`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lium_provider.api.clusters import CLUSTER_IMAGE_PREFIX, MIN_CLUSTER_NODES, ClusterRentRequest
+from lium_provider.api.errors import LiumError, is_definitive
+from lium_provider.api.models import (
+    DEAD_POD_STATES,
+    POD_GONE_TIMEOUT,
+    RUNNING,
+    Pod,
+    TerminationHours,
+    is_lium_id,
+)
+from lium_provider.domain.cluster_placement import ClusterChoice, choose_cluster
+from lium_provider.domain.offer_filter import MAX_GPUS_PER_NODE, OfferFilter
+from lium_provider.domain.removal import (
+    HOUR,
+    SCHEDULE_TOLERANCE,
+    imported_schedule,
+    parse_time,
+    provisional_hours,
+    removal_at,
+    rfc3339,
+    same_schedule,
+    set_removal,
+)
+from lium_provider.domain.stack import lium_pod_name, parse_lium_pod_name, rent_digest, tag_in_pod_name
+from lium_provider.resources.cluster_members import (
+    delete_cluster_and_wait,
+    members_of,
+    newest_cluster_template,
+    wait_for_members,
+)
+from lium_provider.resources.common import api_errors, check_access_on_create
+from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
+from lium_provider.resources.ownership import (
+    StackTag,
+    claim_create_name,
+    left_alone_at_delete,
+    plan_ownership,
+    refreshed_owner,
+    warn_if_foreign,
+)
+from lium_provider.session import LiumSession, session
+from lium_provider.sshkeys import public_key_line
+from tfbridge import (
+    TIMEOUTS_BLOCK,
+    Attribute,
+    Context,
+    PlanChange,
+    RequiresReplace,
+    Resource,
+    TFError,
+    Timeouts,
+    UseStateForUnknown,
+)
+
+_REPLACE = (RequiresReplace(),)
+_KEEP = (UseStateForUnknown(),)
+MAX_CLUSTER_NODES = 64
+DEGRADED = "DEGRADED"
+"""The cluster's ``status`` when some member is not running: the next apply replaces the whole cluster."""
+
+
+class ClusterNodeModel(BaseModel):
+    """One member of the cluster, in rank order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pod_id: Annotated[str | None, Attribute(computed=True, description="The member's pod id.")] = None
+    node_index: Annotated[
+        int | None, Attribute(computed=True, description="Its rank: node 0 is the master.")
+    ] = None
+    executor_id: Annotated[str | None, Attribute(computed=True, description="The node it rents whole.")] = (
+        None
+    )
+    overlay_ip: Annotated[
+        str | None,
+        Attribute(
+            computed=True, description="Its address on the cluster's private overlay (`10.42.0.<rank+1>`)."
+        ),
+    ] = None
+    ssh_host: Annotated[str | None, Attribute(computed=True, description="SSH host.")] = None
+    ssh_port: Annotated[int | None, Attribute(computed=True, description="SSH port.")] = None
+    ssh_host_key: Annotated[
+        str | None,
+        Attribute(computed=True, description="The member's SSH host key, pinned on first contact."),
+    ] = None
+
+
+class ClusterModel(OfferFilter):
+    """A multi-node GPU cluster: `node_count` whole nodes of one RDMA fabric (InfiniBand or RoCE), rented
+    all or nothing, each running Lium's cluster template, which joins the members on a private overlay
+    (`nodes[*].overlay_ip`; node 0 is the master). Placed on `fabric_id`, or on the fabric whose cheapest
+    matching free nodes cost least (the offer filter, checked per node; `gpu_count` is GPUs per node,
+    `max_price_per_hour` the most per node). Changing `name`, `node_count`, `template_id`, `fabric_id`,
+    `ssh_public_key` or a filter field, or a member that stopped running, replaces the whole cluster.
+    `termination_hours` moves every member's removal in place; every rental carries a provisional
+    deadline covering the create's timeout until the members answer SSH.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: Annotated[
+        str | None, Attribute(computed=True, plan=_KEEP, description="The cluster's id (`cluster_id`).")
+    ] = None
+    name: Annotated[
+        str,
+        Attribute(required=True, plan=_REPLACE, description="Cluster name (every member's pod name)."),
+        PRINTABLE_NAME,
+    ] = Field(min_length=1, max_length=63)
+    node_count: Annotated[
+        int, Attribute(required=True, plan=_REPLACE, description="How many whole nodes (at least 2).")
+    ] = Field(ge=MIN_CLUSTER_NODES, le=MAX_CLUSTER_NODES)
+    gpu_count: Annotated[
+        int | None,
+        Attribute(
+            optional=True, plan=_REPLACE, description="GPUs per node (members are whole nodes). Default: any."
+        ),
+    ] = Field(default=None, ge=1, le=MAX_GPUS_PER_NODE)
+    template_id: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            computed=True,
+            plan=(*_REPLACE, *_KEEP),
+            description=f"Template every member runs; it must be of Lium's cluster image (`{CLUSTER_IMAGE_PREFIX}`). "
+            "Default: the newest such template, as Lium's SDK picks it.",
+        ),
+        LIUM_ID,
+    ] = None
+    fabric_id: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            computed=True,
+            plan=(*_REPLACE, *_KEEP),
+            description="Rent on this fabric (see `lium_cluster_offers`). Default: the cheapest that fits.",
+        ),
+    ] = Field(default=None, min_length=1, max_length=100)
+    ssh_public_key: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            computed=True,
+            plan=(*_REPLACE, *_KEEP),
+            description="Public key authorised for root SSH on every member. Default: derived from the "
+            "provider's private key.",
+        ),
+        OPENSSH_PUBLIC_KEY,
+    ] = None
+    termination_hours: Annotated[
+        TerminationHours | None,
+        Attribute(
+            optional=True,
+            computed=True,
+            description="Lium removes every member this many hours after the cluster started. Default: the "
+            "provider's `default_termination_hours`, else none.",
+        ),
+    ] = None
+    removal_scheduled_at: Annotated[
+        str | None,
+        Attribute(computed=True, description="When Lium removes the members (RFC 3339, UTC); null: never."),
+    ] = None
+    started_at: Annotated[
+        str | None,
+        Attribute(computed=True, plan=_KEEP, description="When the cluster started (RFC 3339, UTC)."),
+    ] = None
+    status: Annotated[
+        str | None,
+        Attribute(computed=True, description=f"`RUNNING` when every member runs, else `{DEGRADED}`."),
+    ] = None
+    price_per_hour: Annotated[
+        float | None, Attribute(computed=True, plan=_KEEP, description="Billed USD per hour, all members.")
+    ] = None
+    nodes: Annotated[
+        list[ClusterNodeModel] | None,
+        Attribute(computed=True, plan=_KEEP, description="The members, in rank order."),
+    ] = None
+    lium_name: Annotated[
+        str | None,
+        Attribute(
+            computed=True,
+            plan=_KEEP,
+            description="The pod name sent to Lium for every member: `name`, `-`, the stack tag and 3 "
+            "characters of what the rental asks for; it recognises this stack's cluster from any machine.",
+        ),
+    ] = None
+    stack_tag: StackTag = None
+    timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
+
+
+def _digest(plan: ClusterModel, configured: ClusterModel) -> str:
+    return rent_digest(
+        "cluster", plan.template_id, plan.node_count, configured.fabric_id, configured.ssh_public_key
+    )
+
+
+def _filter(model: ClusterModel) -> OfferFilter:
+    return OfferFilter.of(dict(model), validate=False)
+
+
+def _members_state(state: ClusterModel, members: list[Pod], keys: dict[str, str | None]) -> ClusterModel:
+    """The state with ``members`` (rank order) as its nodes; known host keys kept."""
+    nodes = []
+    for pod in members:
+        target = pod.ssh_host_port()
+        nodes.append(
+            ClusterNodeModel(
+                pod_id=pod.id,
+                node_index=pod.cluster_node_index,
+                executor_id=pod.executor_id,
+                overlay_ip=pod.cluster_overlay_ip,
+                ssh_host=target[0] if target else None,
+                ssh_port=target[1] if target else None,
+                ssh_host_key=keys.get(pod.id),
+            )
+        )
+    running = len(members) == state.node_count and all(p.status == RUNNING for p in members)
+    prices = [p.price for p in members]
+    return state.model_copy(
+        update={
+            "nodes": nodes,
+            "status": RUNNING if running else DEGRADED,
+            "price_per_hour": round(sum(p or 0.0 for p in prices), 6) if None not in prices else None,
+        }
+    )
+
+
+def _host_keys(state: ClusterModel) -> dict[str, str | None]:
+    return {n.pod_id: n.ssh_host_key for n in state.nodes or [] if n.pod_id}
+
+
+class ClusterResource(Resource[ClusterModel]):
+    type_name = "lium_cluster"
+    model = ClusterModel
+    description = inspect.cleandoc(ClusterModel.__doc__ or "")
+    default_timeouts = {"create": 1800.0, "read": 300.0, "update": 300.0, "delete": POD_GONE_TIMEOUT}
+
+    # -- plan ------------------------------------------------------------------------------------
+
+    def modify_plan(self, ctx: Context, change: PlanChange[ClusterModel]) -> None:
+        plan_ownership(ctx, change, self.type_name)
+        check_access_on_create(ctx, change)
+        if change.config_is_null("termination_hours") and isinstance(ctx.provider, LiumSession):
+            change.set_planned("termination_hours", ctx.provider.default_termination_hours)
+        prior = change.prior
+        if prior is None:
+            self._plan_create(ctx, change)
+            return
+        if prior.status != RUNNING:
+            change.set_unknown("status")
+            change.require_replace("status")
+        if not change.requires_replace:
+            self._plan_removal(change, prior)
+
+    def _plan_create(self, ctx: Context, change: PlanChange[ClusterModel]) -> None:
+        """A create's template (Lium's newest cluster template unless set), its Lium name and, when the
+        placement is known, the fabric and price it gets: a plan that cannot be met fails here."""
+        claim_create_name(ctx, change, self.type_name)
+        s = session(ctx)
+        if change.config_is_null("template_id"):
+            with api_errors("finding Lium's cluster template"):
+                change.set_planned("template_id", newest_cluster_template(s.client).id)
+        if any(change.is_unknown(n) for n in ("name", "template_id", "node_count")) or any(
+            change.config_is_unknown(n) for n in ("fabric_id", "ssh_public_key")
+        ):
+            change.set_unknown("lium_name")
+        else:
+            digest = _digest(change.planned, change.config)
+            change.set_planned("lium_name", lium_pod_name(change.planned.name, s.stack_tag, digest))
+        # The nodes are chosen at apply (the cheapest then), so the price is known only after it; a
+        # placement that cannot be met now fails the plan.
+        change.set_unknown("price_per_hour")
+        if change.is_unknown("node_count") or any(
+            change.config_is_unknown(n) for n in (*OfferFilter.fields(), "fabric_id")
+        ):
+            return
+        self._choose(ctx, change.planned)
+
+    def _choose(self, ctx: Context, plan: ClusterModel) -> ClusterChoice:
+        s = session(ctx)
+        with api_errors("searching Lium's cluster offers"):
+            offers = s.client.cluster_offers()
+            feed = s.placement.offers()
+        choice = choose_cluster(offers, feed, _filter(plan), plan.node_count, plan.fabric_id)
+        if choice is None:
+            free = ", ".join(f"{o.fabric_id}: {len(o.nodes)} free" for o in offers) or "none"
+            raise TFError(
+                "No Lium fabric has enough free nodes for the cluster",
+                f"Searched for {plan.node_count} whole nodes"
+                + (f" on fabric {plan.fabric_id}" if plan.fabric_id else "")
+                + f" that match {_filter(plan).describe()}. Fabrics on offer: {free}.",
+                path=("fabric_id",) if plan.fabric_id else ("node_count",),
+            )
+        return choice
+
+    def _plan_removal(self, change: PlanChange[ClusterModel], prior: ClusterModel) -> None:
+        """In place: every member's removal time from the planned ``termination_hours``."""
+        if change.is_unknown("termination_hours"):
+            change.set_unknown("removal_scheduled_at")
+            return
+        started = parse_time(prior.started_at)
+        wanted = removal_at(started, change.planned.termination_hours)
+        if same_schedule(wanted, parse_time(prior.removal_scheduled_at)):
+            change.set_planned("removal_scheduled_at", prior.removal_scheduled_at)
+            return
+        if started is not None and wanted is not None and wanted <= datetime.now(UTC) + SCHEDULE_TOLERANCE:
+            raise TFError(
+                "termination_hours would remove the cluster in the past",
+                f"Cluster {prior.id} started at {prior.started_at}; set more hours, or delete the cluster.",
+                path=("termination_hours",),
+            )
+        change.set_planned("removal_scheduled_at", rfc3339(wanted))
+
+    # -- create ----------------------------------------------------------------------------------
+
+    def create(self, ctx: Context, plan: ClusterModel, config: ClusterModel) -> ClusterModel:
+        s = session(ctx)
+        public_key = plan.ssh_public_key or public_key_line(s.require_ssh_key("lium_cluster.ssh_public_key"))
+        template_id = plan.template_id
+        if template_id is None:
+            with api_errors("finding Lium's cluster template"):
+                template_id = newest_cluster_template(s.client).id
+        state = plan.model_copy(
+            update={"ssh_public_key": public_key, "template_id": template_id, "timeouts": plan.timeouts}
+        )
+        lium_name = plan.lium_name or lium_pod_name(plan.name, s.stack_tag, _digest(state, config))
+        state = state.model_copy(update={"lium_name": lium_name})
+        members = self._adopt_unrecorded(ctx, s, state)
+        if members is None:
+            members, fabric_id = self._rent(ctx, s, state, config)
+            state = state.model_copy(update={"fabric_id": fabric_id})
+        cluster_id = members[0].cluster_id or ""
+        state = _members_state(state.model_copy(update={"id": cluster_id}), members, {})
+        ctx.record(state)  # from here on, Terraform tracks every paid member whatever happens next
+        try:
+            state = self._set_provisional_deadline(ctx, s, state)
+            ctx.record(state)
+            return self._wait_until_ready(ctx, s, state)
+        except BaseException:
+            if ctx.abandoned:  # no state will ever hold this cluster: it must not outlive the process
+                self._delete_abandoned(ctx, s, cluster_id)
+            raise
+
+    def _rent(
+        self, ctx: Context, s: LiumSession, state: ClusterModel, config: ClusterModel
+    ) -> tuple[list[Pod], str]:
+        """Rent the cheapest fitting nodes: the members and their fabric. An answer that got lost is
+        found by the members' Lium name."""
+        ctx.check()
+        choice = self._choose(ctx, state.model_copy(update={"fabric_id": config.fabric_id}))
+        body = ClusterRentRequest(
+            pod_name=state.lium_name or state.name,
+            template_id=state.template_id or "",
+            executor_uuids=[n.executor_id for n in choice.nodes],
+            user_public_key=[state.ssh_public_key or ""],
+            initial_port_count=2,
+        )
+        key = str(uuid.uuid4())
+        try:
+            rental = s.client.rent_cluster(body, idempotency_key=key)
+        except LiumError as exc:
+            if is_definitive(exc):
+                raise TFError("Lium refused the cluster rental", str(exc)) from None
+            found = self._listed(s, body.pod_name, state.node_count)
+            if found is None:
+                raise TFError(
+                    "The cluster rental's outcome is unknown",
+                    f"{exc}. No cluster named {body.pod_name} is listed yet; the next apply adopts it if it "
+                    "was rented (its members carry this stack's name), and its members' removal deadline "
+                    "is then set. Nothing was rented a second time.",
+                ) from None
+            return found, choice.fabric_id
+        found = self._listed(s, body.pod_name, state.node_count, rental.cluster_id)
+        if found is None:
+            raise TFError(
+                "Lium rented the cluster but does not list all its members",
+                f"Cluster {rental.cluster_id} (pods {', '.join(rental.pod_ids)}): the next apply adopts it by "
+                "its name; nothing was rented a second time.",
+            )
+        return found, choice.fabric_id
+
+    def _listed(
+        self, s: LiumSession, lium_name: str, count: int, cluster_id: str | None = None
+    ) -> list[Pod] | None:
+        """The live members of this stack's cluster named ``lium_name`` (of ``cluster_id`` when known),
+        once all ``count`` are listed; None otherwise."""
+        with api_errors("listing the cluster's members"):
+            pods = s.client.list_pods()
+        clusters = members_of(pods, lium_name, cluster_id)
+        complete = [members for members in clusters.values() if len(members) == count]
+        return complete[0] if len(complete) == 1 else None
+
+    def _adopt_unrecorded(self, ctx: Context, s: LiumSession, state: ClusterModel) -> list[Pod] | None:
+        """A cluster an earlier, killed run of this stack rented for this instance: its members carry this
+        create's Lium name (name, stack tag and rental digest). Complete, it is adopted; short of members
+        (one was removed by hand), it is removed first. A cluster of any other name is never touched."""
+        with api_errors("looking for a cluster an interrupted run rented"):
+            pods = s.client.list_pods()
+        for cluster_id, members in members_of(pods, state.lium_name or "", None).items():
+            if len(members) == state.node_count and all(p.status not in DEAD_POD_STATES for p in members):
+                ctx.log.info("adopting a cluster an interrupted run of this stack rented", cluster=cluster_id)
+                return members
+            ctx.log.warn(
+                "removing this stack's unrecorded cluster that is short of members", cluster=cluster_id
+            )
+            delete_cluster_and_wait(ctx, s, cluster_id, [p.id for p in members])
+        return None
+
+    def _set_provisional_deadline(self, ctx: Context, s: LiumSession, state: ClusterModel) -> ClusterModel:
+        """Every member is removed by Lium itself if the create never finishes: its timeout (or the wanted
+        ``termination_hours``, when shorter) from now, before any wait."""
+        remaining = ctx.remaining()
+        seconds = self.default_timeouts["create"] if remaining is None else max(remaining, 0.0)
+        hours = provisional_hours(seconds)
+        if state.termination_hours is not None:
+            hours = min(hours, state.termination_hours)
+        at = datetime.now(UTC) + hours * HOUR
+        for node in state.nodes or []:
+            with api_errors("setting the cluster's provisional removal deadline"):
+                set_removal(s.client, node.pod_id or "", at)
+        return state.model_copy(update={"removal_scheduled_at": rfc3339(at)})
+
+    def _wait_until_ready(self, ctx: Context, s: LiumSession, state: ClusterModel) -> ClusterModel:
+        """Wait for every member to run and answer SSH; a member that dies fails the cluster at once."""
+        members, keys, failure = wait_for_members(ctx, s, [n.pod_id or "" for n in state.nodes or []])
+        state = _members_state(state, members, keys)
+        if failure is not None:
+            ctx.record(state)
+            raise TFError(f"Cluster {state.id} did not start", failure)
+        started = datetime.now(UTC)
+        state = state.model_copy(update={"started_at": rfc3339(started)})
+        ctx.record(state)
+        wanted = removal_at(started, state.termination_hours)
+        for node in state.nodes or []:
+            with api_errors("setting the cluster's removal deadline"):
+                set_removal(s.client, node.pod_id or "", wanted)
+        return state.model_copy(update={"removal_scheduled_at": rfc3339(wanted)})
+
+    def _delete_abandoned(self, ctx: Context, s: LiumSession, cluster_id: str) -> None:
+        """Remove a cluster whose create was abandoned; no wait (the process is exiting)."""
+        try:
+            s.client.delete_cluster(cluster_id)
+        except Exception as exc:  # the process exits anyway: the provisional deadline remains
+            ctx.log.warn(
+                "could not remove the cluster of an abandoned create",
+                cluster=cluster_id,
+                error=type(exc).__name__,
+            )
+            return
+        ctx.log.warn(
+            "removed the cluster of an abandoned create: Terraform is gone and cannot record it",
+            cluster=cluster_id,
+        )
+
+    # -- update / read / delete ------------------------------------------------------------------
+
+    def update(
+        self, ctx: Context, prior: ClusterModel, plan: ClusterModel, config: ClusterModel
+    ) -> ClusterModel:
+        """New timeouts or filter bounds are state only; a new removal time is set on every member."""
+        state = prior.model_copy(
+            update={
+                "termination_hours": plan.termination_hours,
+                "timeouts": plan.timeouts,
+                "stack_tag": plan.stack_tag,
+            }
+        )
+        if plan.removal_scheduled_at != prior.removal_scheduled_at:
+            wanted = parse_time(plan.removal_scheduled_at)
+            for node in prior.nodes or []:
+                with api_errors("moving the cluster's removal"):
+                    set_removal(session(ctx).client, node.pod_id or "", wanted)
+        return state.model_copy(update={"removal_scheduled_at": plan.removal_scheduled_at})
+
+    def read(self, ctx: Context, state: ClusterModel) -> ClusterModel | None:
+        s = session(ctx)
+        if not is_lium_id(state.id):
+            return state  # names no cluster: the plan refuses it, a destroy forgets it
+        with api_errors("reading the cluster's members"):
+            members = [
+                p
+                for p in s.client.list_pods()
+                if p.cluster_id == state.id and p.status not in DEAD_POD_STATES
+            ]
+        members.sort(key=lambda p: p.cluster_node_index or 0)
+        if not members:
+            return None
+        refreshed = state
+        if not state.name:  # just imported: what the members say
+            refreshed = self._imported(members, state)
+        refreshed = _members_state(refreshed, members, _host_keys(state))
+        owner = refreshed_owner(ctx, state.stack_tag, in_lium=tag_in_pod_name(members[0].pod_name))
+        refreshed = refreshed.model_copy(update={"stack_tag": owner})
+        warn_if_foreign(ctx, self.type_name, refreshed)
+        return refreshed
+
+    def _imported(self, members: list[Pod], state: ClusterModel) -> ClusterModel:
+        """An imported cluster's arguments, from what its members say (a config with them plans no change)."""
+        first = members[0]
+        parsed = parse_lium_pod_name(first.pod_name)
+        started, hours = imported_schedule(first)
+        removal = first.removal_scheduled_at
+        return state.model_copy(
+            update={
+                "name": parsed[0] if parsed else first.pod_name,
+                "lium_name": first.pod_name,
+                "node_count": len(members),
+                "template_id": first.template_id,
+                "ssh_public_key": first.ssh_keys[0] if first.ssh_keys else None,
+                "termination_hours": hours,
+                "started_at": rfc3339(started),
+                "removal_scheduled_at": rfc3339(removal),
+            }
+        )
+
+    def delete(self, ctx: Context, state: ClusterModel) -> None:
+        if left_alone_at_delete(ctx, self.type_name, state, in_lium=lambda: tag_in_pod_name(state.lium_name)):
+            return
+        delete_cluster_and_wait(
+            ctx, session(ctx), state.id or "", [n.pod_id or "" for n in state.nodes or []]
+        )

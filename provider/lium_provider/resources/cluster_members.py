@@ -1,0 +1,105 @@
+"""A cluster's members as pods: finding them by name, waiting for all of them, removing all of them.
+
+Lium has no cluster row: a cluster is the pods that share its ``cluster_id`` (docs/lium-api.md#clusters),
+so everything here reads the pod listing, through the pod watcher where a wait is involved (one listing
+serves every waiter of the stack, within Lium's polling budget).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from lium_provider.api.client import LiumClient
+from lium_provider.api.clusters import CLUSTER_IMAGE_PREFIX
+from lium_provider.api.errors import LiumError, is_definitive
+from lium_provider.api.models import DEAD_POD_STATES, RUNNING, Pod, Template
+from lium_provider.resources.pod import delete_pod_and_wait, failure_reason, pod_gone, wait_for_host_key
+from lium_provider.session import LiumSession
+from tfbridge import Context, TFError
+
+CONFLICT_RETRY_SECONDS = 2.0
+
+
+def newest_cluster_template(client: LiumClient) -> Template:
+    """Lium's cluster template, as its SDK picks it: of image ``daturaai/lium-cluster``, newest tag."""
+    candidates = [
+        t for t in client.list_templates() if (t.docker_image or "").startswith(CLUSTER_IMAGE_PREFIX)
+    ]
+    if not candidates:
+        raise TFError(
+            "Lium offers no cluster template",
+            f"No template of image {CLUSTER_IMAGE_PREFIX} is listed; set `template_id` to one.",
+            path=("template_id",),
+        )
+
+    def tag_key(template: Template) -> tuple[int, ...]:
+        parts = re.split(r"[.\-]", template.docker_image_tag or "0")
+        return tuple(int(p) if p.isdigit() else -1 for p in parts)
+
+    return max(candidates, key=tag_key)
+
+
+def members_of(pods: Iterable[Pod], lium_name: str, cluster_id: str | None) -> dict[str, list[Pod]]:
+    """The live cluster members named ``lium_name`` (of ``cluster_id`` only, when given), by cluster, in
+    rank order."""
+    clusters: dict[str, list[Pod]] = {}
+    for pod in pods:
+        if pod.pod_name != lium_name or not pod.cluster_id or pod.status in DEAD_POD_STATES:
+            continue
+        if cluster_id is None or pod.cluster_id == cluster_id:
+            clusters.setdefault(pod.cluster_id, []).append(pod)
+    for members in clusters.values():
+        members.sort(key=lambda p: p.cluster_node_index or 0)
+    return clusters
+
+
+def _ready_or_dead(pod: Pod | None) -> bool:
+    if pod is None or pod.status in DEAD_POD_STATES:
+        return True
+    return pod.status == RUNNING and pod.ssh_host_port() is not None
+
+
+def wait_for_members(
+    ctx: Context, s: LiumSession, pod_ids: list[str]
+) -> tuple[list[Pod], dict[str, str | None], str | None]:
+    """Wait until every member runs and answers SSH: the members, their pinned host keys, and why the
+    cluster failed (None when it did not). A member that is gone or dead fails it at once: the others
+    are paid for every second."""
+    members: list[Pod] = []
+    for pod_id in pod_ids:
+        pod = s.watcher.wait(ctx, pod_id, _ready_or_dead)
+        if pod is None or pod.status != RUNNING:
+            status = pod.status if pod else "gone"
+            return members, {}, f"Member pod {pod_id} is {status}. {failure_reason(s, pod_id)}"
+        members.append(pod)
+    keys: dict[str, str | None] = {}
+    for pod in members:
+        host, port = pod.ssh_host_port() or ("", 0)
+        keys[pod.id] = wait_for_host_key(ctx, host, port)
+    members.sort(key=lambda p: p.cluster_node_index or 0)
+    return members, keys, None
+
+
+def delete_cluster_and_wait(ctx: Context, s: LiumSession, cluster_id: str, pod_ids: list[str]) -> None:
+    """Remove every member with one ``DELETE /clusters/{id}`` and wait until each is gone.
+
+    A 409 (a member still being created, on a platform that does not cancel creates) or an uncertain
+    outcome is sent again after a pause; a 404 means no member is listed any more. A member the answer
+    says failed is deleted on its own.
+    """
+    while True:
+        try:
+            removal = s.client.delete_cluster(cluster_id)
+            break
+        except LiumError as exc:
+            if exc.status != 409 and is_definitive(exc):
+                raise TFError("Removing the cluster failed", str(exc)) from None
+            ctx.log.info("the cluster cannot be removed yet, retrying", cluster=cluster_id, error=str(exc))
+            ctx.sleep(CONFLICT_RETRY_SECONDS)
+    rows = removal.pods if removal is not None else []
+    for row in rows:
+        if not row.success and row.pod_id:
+            delete_pod_and_wait(ctx, s, row.pod_id)
+    for pod_id in dict.fromkeys([*pod_ids, *(row.pod_id for row in rows if row.pod_id)]):
+        s.watcher.wait(ctx, pod_id, pod_gone, unlisted_is_gone=True)

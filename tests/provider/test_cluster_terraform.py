@@ -1,0 +1,158 @@
+"""``lium_cluster`` through real Terraform against the emulator: a two-node cluster whose members reach
+each other on the overlay, destroy, a create killed with its ``terraform``, import, and the offers data
+source."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances, ssh_run
+from tests.support.procs import kill_provider_and_server, providers_in, wait_for
+from tests.support.terraform import Terraform, kill_group, reaped
+
+pytestmark = pytest.mark.terraform
+
+CLUSTER = """
+resource "lium_cluster" "c" {
+  name       = "%s"
+  node_count = 2
+%s}
+"""
+# The last member's sshd answers long after the rent: the create is still waiting when terraform dies.
+LATE_SSH = {
+    "seed": 3,
+    "rules": [
+        {"method": "POST", "path": "/executors/cluster/rent", "kind": "ssh_late", "seconds": 20, "first": 1}
+    ],
+}
+OFFERS = """
+data "lium_cluster_offers" "all" {}
+output "fabrics" { value = data.lium_cluster_offers.all.offers[*].fabric_id }
+output "free" { value = [for o in data.lium_cluster_offers.all.offers : length(o.free_nodes)] }
+"""
+WAIT_SECONDS = 60.0
+BANNER_PROBE = (
+    "python3 -c \"import socket; s = socket.create_connection(('%s', 22), timeout=10); "
+    'print(s.recv(64).decode().strip())"'
+)
+
+
+def live_members(account: Account) -> list[dict[str, Any]]:
+    return [p for p in account.live()["pods"] if p.get("cluster_id")]
+
+
+def member_as_pod(node: dict[str, Any]) -> dict[str, Any]:
+    """A member in the shape :func:`ssh_run` takes (a pod's state)."""
+    return {key: node[key] for key in ("ssh_host", "ssh_port", "ssh_host_key")}
+
+
+def test_a_two_node_cluster_applies_its_members_meet_on_the_overlay_and_destroy_leaves_nothing(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    tf = stack(CLUSTER % ("train", 'gpu = "H100"\n'))
+    tf.apply()
+    (cluster,) = instances(tf, "lium_cluster")
+    assert cluster["status"] == "RUNNING" and cluster["price_per_hour"] > 0
+    assert cluster["fabric_id"] == "ib-sjc-h100-01", "the only fabric of H100 nodes"
+    node0, node1 = cluster["nodes"]
+    assert [node0["node_index"], node1["node_index"]] == [0, 1]
+    assert [node0["overlay_ip"], node1["overlay_ip"]] == ["10.42.0.1", "10.42.0.2"]
+    assert all(n["ssh_host_key"].startswith("ssh-") for n in (node0, node1))
+    banner = ssh_run(account, member_as_pod(node0), BANNER_PROBE % node1["overlay_ip"])
+    assert banner.startswith("SSH-2.0-"), banner
+    code, plan = tf.plan_exitcode()
+    assert code == 0, plan
+    # two of the H100 fabric's three nodes are rented: it no longer offers a cluster
+    offers = stack(OFFERS)
+    offers.apply()
+    outputs = offers.show_json()["values"]["outputs"]
+    assert outputs["fabrics"]["value"] == ["roce-iad-a100-01"]
+    assert outputs["free"]["value"] == [2]
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_import_by_cluster_id_then_plan_shows_no_change(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    def one_stack() -> Terraform:  # two checkouts of one stack: its identity is set, not derived
+        tf = make_terraform(PROVIDER_BLOCK + CLUSTER % ("imported", ""), **account.env, LIUM_STACK="clusters")
+        tf.init()
+        return tf
+
+    tf = one_stack()
+    tf.apply()
+    (cluster,) = instances(tf, "lium_cluster")
+    other = one_stack()
+    other.run("import", "-no-color", "lium_cluster.c", cluster["id"])
+    (imported,) = instances(other, "lium_cluster")
+    assert [n["pod_id"] for n in imported["nodes"]] == [n["pod_id"] for n in cluster["nodes"]]
+    assert imported["template_id"] == cluster["template_id"] and imported["lium_name"] == cluster["lium_name"]
+    assert imported["name"] == "imported" and imported["node_count"] == 2
+    code, plan = other.plan_exitcode()
+    assert code == 0, plan
+    other.run("state", "rm", "lium_cluster.c")
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_terraform_killed_during_create_then_destroy_leaves_nothing(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    tf = stack(CLUSTER % ("killed", ""))
+    with account.faults(LATE_SSH), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
+        wait_for(
+            lambda: len(live_members(account)) == 2, "both members are rented", WAIT_SECONDS, process=process
+        )
+        os.kill(process.pid, signal.SIGKILL)  # a CI timeout: the provider sees its peer go
+        process.wait(timeout=WAIT_SECONDS)
+    assert process.returncode != 0
+    # the orphaned provider removes the cluster Terraform can no longer record, before it exits
+    wait_for(lambda: live_members(account) == [], "the killed run removes its cluster", WAIT_SECONDS)
+    wait_for(lambda: providers_in(tf.workdir) == [], "the killed run's provider exits", WAIT_SECONDS)
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_a_fresh_runner_adopts_the_cluster_a_killed_machine_rented(
+    make_terraform: Callable[..., Terraform], account: Account, tmp_path: Path
+) -> None:
+    body = PROVIDER_BLOCK + CLUSTER % ("adopted", "")
+
+    def runner(name: str) -> Terraform:  # a new CI runner: its own checkout, HOME and journal
+        home = tmp_path / name
+        home.mkdir()
+        env = {
+            **account.env,
+            "HOME": str(home),
+            "LIUM_STATE_DIR": str(home / "state"),
+            "LIUM_STACK": "fleet",
+            "TFBRIDGE_ZYGOTE": "0",  # the whole machine dies: server and launcher are found and killed
+        }
+        tf = make_terraform(body, **env)
+        tf.init()
+        return tf
+
+    first = runner("runner-1")
+    with account.faults(LATE_SSH), reaped(first.start("apply", "-auto-approve", "-no-color")) as process:
+        wait_for(
+            lambda: len(live_members(account)) == 2, "both members are rented", WAIT_SECONDS, process=process
+        )
+        kill_provider_and_server(process.pid)  # nothing is left to undo the rental
+        kill_group(process)
+        process.wait(timeout=WAIT_SECONDS)
+    rented = {p["id"] for p in live_members(account)}
+    assert len(rented) == 2
+    second = runner("runner-2")
+    second.apply()
+    (cluster,) = instances(second, "lium_cluster")
+    assert {n["pod_id"] for n in cluster["nodes"]} == rented, "the fresh runner rented a second cluster"
+    assert second.plan_exitcode()[0] == 0
+    second.destroy()
+    assert_nothing_left(account)
