@@ -10,6 +10,7 @@ import pwd
 import secrets
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -25,7 +26,7 @@ from lium_emulator.launcher import RunningEmulator, launch
 from lium_emulator.sandbox import idmap
 from lium_emulator.sandbox.confinement import KEPT_CAPABILITIES
 from lium_emulator.sandbox.manager import host_private_paths
-from tests.emulator.test_sandbox_support import make_client_key, manager_at, pod_spec, ssh
+from tests.emulator.test_sandbox_support import make_client_key, manager_at, pod_spec, poll, ssh
 from tests.emulator.test_sandbox_support import run as run_as_root
 from tests.emulator.testkit import (
     FAST_TIMINGS,
@@ -287,8 +288,9 @@ def test_other_pods_the_state_dir_and_host_homes_are_out_of_reach(pods: Pods) ->
     )
 
 
-def test_admin_routes_refuse_pods_even_with_the_key(pods: Pods) -> None:
-    port = httpx.URL(pods.emulator.root_url).port
+def admin_calls_from_pod(pods: Pods, port: int) -> list[tuple[int, Any]]:
+    """From the attacker pod to ``127.0.0.1:<port>``: admin routes with the real and the old default
+    key, then the Lium API's version; each as (status, body)."""
     request = (
         (
             "import json, sys, urllib.request\n"
@@ -305,13 +307,100 @@ def test_admin_routes_refuse_pods_even_with_the_key(pods: Pods) -> None:
         .replace("PORT", str(port))
         .replace("KEY", repr(pods.emulator.admin_key))
     )
-    put, get, default_key, version = json.loads(python_in_pod(pods, request))
+    calls: list[tuple[int, Any]] = json.loads(python_in_pod(pods, request))
+    return calls
+
+
+def test_admin_routes_refuse_pods_even_with_the_key(pods: Pods) -> None:
+    port = httpx.URL(pods.emulator.root_url).port
+    assert port is not None
+    put, get, default_key, version = admin_calls_from_pod(pods, port)
     for status, body in (put, get, default_key):
         assert (status, body["error"]["code"]) == (403, "admin_forbidden_from_pod"), body
     assert version[0] == 200  # the Lium API itself stays reachable from pods, as on Lium
     with http.client(base_url=pods.emulator.root_url, headers=pods.emulator.admin_headers) as admin:
         faults = admin.get("/_emulator/faults")
         assert faults.status_code == 200 and faults.json()["rules"] == []
+
+
+# What a client inside the attacker pod gets from host:port: the first line the server sends, "closed"
+# when the connection ends without one, or the error's name.
+CONNECT = """
+import socket, sys
+try:
+    with socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5) as s:
+        s.settimeout(5)
+        print(s.recv(256).decode(errors="replace").strip() or "closed")
+except OSError as e:
+    print(type(e).__name__)
+"""
+# A server in a pod: every connection to 0.0.0.0:<argv[1]> gets the line argv[2], then is closed.
+SERVE = """
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+s.listen()
+while True:
+    c, _ = s.accept()
+    c.sendall(sys.argv[2].encode() + b"\\n")
+    c.close()
+"""
+UNPUBLISHED_PORT = 7777
+
+
+def connect_from_pod(pods: Pods, host: str, port: int) -> str:
+    return succeeds(pods, f"python3 -c {shlex.quote(CONNECT)} {host} {port}").strip()
+
+
+@pytest.fixture(scope="module")
+def foreign(pods: Pods) -> Iterator[dict[str, Any]]:
+    """Another account's pod, publishing 22, 10022 and the emulator's own port (which, in a pod, is its
+    way to the emulator): a server answers on 10022 (published) and on an unpublished port."""
+    emulator_port = httpx.URL(pods.emulator.root_url).port
+    key = SshKey()
+    _, client = new_account(pods.emulator)
+    with client:
+        template = create_template(client, internal_ports=[22, 10022, emulator_port])
+        node = splittable_node(client, "RTX 4090")
+        row = wait_ssh_ready(client, rent_pod(client, node["id"], rent_body(template["id"], key.public)))
+        with root_shell(row, key) as shell:
+            for port, line in ((10022, "published-port"), (UNPUBLISHED_PORT, "unpublished-port")):
+                command = f"python3 -c {shlex.quote(SERVE)} {port} {line}"
+                assert run_as_root(shell, f"(nohup {command} > /dev/null 2>&1 < /dev/null &)")[0] == 0
+            listening = f"ss -ltn | grep -c -E ':(10022|{UNPUBLISHED_PORT}) '"
+            poll(lambda: run_as_root(shell, listening)[1].strip() == "2", 10, "the foreign pod's servers")
+            yield row
+
+
+def test_a_pod_cannot_reach_services_on_the_hosts_loopback(pods: Pods) -> None:
+    with socket.socket() as service:
+        service.bind(("127.0.0.1", 0))
+        service.listen()
+        service.setblocking(False)
+        port = service.getsockname()[1]
+        assert connect_from_pod(pods, "127.0.0.1", port) == "ConnectionRefusedError"
+        with pytest.raises(BlockingIOError):
+            service.accept()  # nothing ever arrived
+
+
+def test_another_accounts_pod_is_reachable_only_on_its_published_ports(
+    pods: Pods, foreign: dict[str, Any]
+) -> None:
+    mapping = {int(internal): host for internal, host in foreign["ports_mapping"].items()}
+    assert UNPUBLISHED_PORT not in mapping.values()
+    assert connect_from_pod(pods, "127.0.0.1", mapping[10022]) == "published-port"
+    assert connect_from_pod(pods, "127.0.0.1", mapping[22]).startswith("SSH-2.0-")
+    assert connect_from_pod(pods, "127.0.0.1", UNPUBLISHED_PORT) == "ConnectionRefusedError"
+
+
+def test_admin_routes_refuse_pods_through_another_pods_relay(pods: Pods, foreign: dict[str, Any]) -> None:
+    emulator_port = httpx.URL(pods.emulator.root_url).port
+    relayed = foreign["ports_mapping"][str(emulator_port)]
+    put, get, default_key, version = admin_calls_from_pod(pods, relayed)
+    for status, body in (put, get, default_key):
+        assert (status, body["error"]["code"]) == (403, "admin_forbidden_from_pod"), body
+    assert version[0] == 200  # the way through the other pod does reach the emulator
 
 
 def test_the_offers_limits_are_in_force_and_visible_in_the_pod(pods: Pods) -> None:
