@@ -265,6 +265,7 @@ class PortForwarder:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._serial: asyncio.Lock | None = None  # one operation at a time, on the current loop
         # Touched on the loop thread only:
         self._budgets: dict[str, _Budget] = {}
         self._groups: dict[str, _Group] = {}  # an owner's published and reverse listeners
@@ -323,25 +324,29 @@ class PortForwarder:
     def close(self) -> None:
         """Release everything and stop the thread (a later ``publish`` starts a new one)."""
         with self._lock:
-            loop, thread = self._loop, self._thread
-            self._loop = self._thread = None
-        if loop is None or thread is None:
+            loop, thread, serial = self._loop, self._thread, self._serial
+            self._loop = self._thread = self._serial = None
+        if loop is None or thread is None or serial is None:
             return
-        asyncio.run_coroutine_threadsafe(self._release_all(), loop).result(_CALL_TIMEOUT_SECONDS)
+        asyncio.run_coroutine_threadsafe(_one_at_a_time(serial, self._release_all()), loop).result(
+            _CALL_TIMEOUT_SECONDS
+        )
         loop.call_soon_threadsafe(loop.stop)
         thread.join(_CALL_TIMEOUT_SECONDS)
         loop.close()
 
     def _call(self, coro: Coroutine[Any, Any, _T]) -> _T:
         with self._lock:
-            if self._loop is None:
-                self._loop = asyncio.new_event_loop()
+            if self._loop is None or self._serial is None:
+                self._loop, self._serial = asyncio.new_event_loop(), asyncio.Lock()
                 self._thread = threading.Thread(
                     target=self._loop.run_forever, name="lium-portforward", daemon=True
                 )
                 self._thread.start()
-            loop = self._loop
-        return asyncio.run_coroutine_threadsafe(coro, loop).result(_CALL_TIMEOUT_SECONDS)
+            loop, serial = self._loop, self._serial
+        return asyncio.run_coroutine_threadsafe(_one_at_a_time(serial, coro), loop).result(
+            _CALL_TIMEOUT_SECONDS
+        )
 
     def _budget(self, pod: str) -> _Budget:
         return self._budgets.setdefault(pod, _Budget())
@@ -455,6 +460,14 @@ class PortForwarder:
             *(g for targets in self._mirrors.values() for g in targets.values()),
         ]
         return sum(len(group.relays) for group in groups)
+
+
+async def _one_at_a_time(serial: asyncio.Lock, coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` alone among the forwarder's operations: they await (starting a server yields to the
+    loop), and one pod's release in the middle of another's publish would leave listeners behind in a
+    namespace that is going away."""
+    async with serial:
+        return await coro
 
 
 def _dial_into(netns_fd: int, port: int) -> Dial:
