@@ -4,14 +4,18 @@ source."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lium_emulator.catalogs.nodes import Catalog
 from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances, ssh_run
 from tests.support.procs import kill_provider_and_server, providers_in, wait_for
 from tests.support.terraform import Terraform, kill_group, reaped
@@ -37,6 +41,7 @@ output "fabrics" { value = data.lium_cluster_offers.all.offers[*].fabric_id }
 output "free" { value = [for o in data.lium_cluster_offers.all.offers : length(o.free_nodes)] }
 """
 WAIT_SECONDS = 60.0
+CATALOG = Catalog.load(None)
 BANNER_PROBE = (
     "python3 -c \"import socket; s = socket.create_connection(('%s', 22), timeout=10); "
     'print(s.recv(64).decode().strip())"'
@@ -155,4 +160,32 @@ def test_a_fresh_runner_adopts_the_cluster_a_killed_machine_rented(
     assert {n["pod_id"] for n in cluster["nodes"]} == rented, "the fresh runner rented a second cluster"
     assert second.plan_exitcode()[0] == 0
     second.destroy()
+    assert_nothing_left(account)
+
+
+def test_plan_summary_prices_a_new_cluster_as_whole_nodes(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    tf = stack(CLUSTER % ("priced", '  gpu = "A100"\n  termination_hours = 3\n'))
+    tf.run("plan", "-input=false", "-no-color", "-out=plan.bin")
+    (tf.workdir / "plan.json").write_text(tf.run("show", "-json", "plan.bin").stdout)
+    summary = [sys.executable, "-m", "lium_provider.cli", "plan-summary", str(tf.workdir / "plan.json")]
+    env = {"PATH": "/usr/bin:/bin", "LIUM_API_URL": tf.env["LIUM_API_URL"]}
+    done = subprocess.run(
+        [*summary, "--format", "json"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    (cluster,) = json.loads(done.stdout)["stacks"][0]["pods"]
+    # members are alike whole nodes: two of the 8-GPU A100 nodes (the RoCE fabric's among them)
+    a100 = [n for n in CATALOG.nodes.values() if n.gpu_model.startswith("A100") and n.gpu_count == 8]
+    whole_a100 = sorted(n.price_per_gpu_hour * n.gpu_count for n in a100)
+    fabric = [n.price_per_gpu_hour * n.gpu_count for n in a100 if n.fabric_id == "roce-iad-a100-01"]
+    assert cluster["price_estimate"] is True and cluster["gpu_count"] == "2 x any"
+    assert cluster["price_per_hour_after"] == pytest.approx(sum(whole_a100[:2]))
+    assert cluster["worst_case_price_per_hour"] == pytest.approx(sum(whole_a100[-2:]))
+    assert cluster["worst_case_price_per_hour"] >= sum(fabric)
+    bounded = subprocess.run(
+        [*summary, "--max-hourly-total", "1"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert bounded.returncode == 3, bounded.stdout + bounded.stderr
     assert_nothing_left(account)

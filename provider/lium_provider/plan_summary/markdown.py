@@ -161,7 +161,7 @@ def _until_removal(spend: PodSpend | None) -> str:
 
 def _render_pods(stack: StackReport) -> list[str]:
     if not stack.pods:
-        return ["No `lium_pod` in this plan: no GPU cost.", ""]
+        return ["No `lium_pod` or `lium_cluster` in this plan: no GPU cost.", ""]
     after = stack.cost.after
     lines: list[str] = []
     if after.unknown:

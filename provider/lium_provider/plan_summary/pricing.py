@@ -65,6 +65,11 @@ class OfferBook:
             listed = self._listed_gpus.get(offer.executor_id, 0)
             self._listed_gpus[offer.executor_id] = max(listed, offer.gpu_count)
 
+    def offers_all(self) -> list[Offer] | None:
+        """Every offer of the feed; None when it cannot be read."""
+        self.fetch()
+        return self._all
+
     def offers(self, gpu_count: int) -> list[Offer] | None:
         """Every offer of ``gpu_count`` GPUs, cheapest first; None when the feed cannot be read."""
         self.fetch()
@@ -79,7 +84,7 @@ class OfferBook:
         return self._by_count[gpu_count]
 
 
-_KEPT_BASIS = {
+KEPT_BASIS = {
     "keep": "current rental",
     "update": "current rental",
     "destroy": "destroyed",
@@ -147,7 +152,7 @@ def price_pod(change: ResourceChange, book: OfferBook) -> PodCost:
     """What ``change`` leaves running and at what price: a kept pod its own, a new rental today's offer."""
     if change.action not in ("create", "replace"):
         price = known_price(change) if change.action in ("keep", "update", "forget") else None
-        basis = _KEPT_BASIS.get(change.action, change.action)
+        basis = KEPT_BASIS.get(change.action, change.action)
         return PodCost(change, change.text("before", "gpu"), change.text("before", "gpu_count"), price, basis)
     gpu = change.text("after", "gpu")
     count = change.value("after", "gpu_count")

@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from lium_provider.plan_summary.cluster_pricing import price_cluster
 from lium_provider.plan_summary.parsing import ResourceChange, parse_plan
 from lium_provider.plan_summary.pricing import OfferBook, PodCost, price_pod
 
 HOURS_PER_MONTH = 730
 POD_TYPE = "lium_pod"
+CLUSTER_TYPE = "lium_cluster"
 TERMINATION_ATTRIBUTE = "termination_hours"
 # The verbs a summary counts, in the order it names them.
 COUNTED_ACTIONS = ("create", "update", "replace", "destroy", "forget")
@@ -157,8 +159,9 @@ def cost_of(pods: Sequence[PodCost], spends: Sequence[PodSpend]) -> Cost:
 def report_stack(name: str, text: str, book: OfferBook) -> StackReport:
     """The report of plan JSON ``text``, priced with ``book``; PlanError if ``text`` is not a plan."""
     changes = parse_plan(text)
+    priced = {POD_TYPE: price_pod, CLUSTER_TYPE: price_cluster}
     pods = [
-        price_pod(c, book) for c in changes if c.type == POD_TYPE and c.action != "read" and not c.deposed
+        priced[c.type](c, book) for c in changes if c.type in priced and c.action != "read" and not c.deposed
     ]
     spends = [PodSpend(p, *termination_hours(p.change)) for p in pods if p.exists_after]
     return StackReport(name, tuple(changes), tuple(pods), tuple(spends), book.error)

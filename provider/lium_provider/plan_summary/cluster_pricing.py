@@ -1,0 +1,104 @@
+"""What a plan's ``lium_cluster`` instances cost per hour: a kept cluster its billed price, a new one an
+estimate from the public nodes feed.
+
+A cluster takes whole nodes of one fabric, and a fabric's nodes are alike, so a new one is priced as
+``node_count`` whole-node offers of the feed of one GPU model and size matching its filter (``gpu_count``
+is GPUs per node; unset, any size): the cheapest such set as the estimate (what create rents when one
+fabric holds them) and the dearest such set as the worst case, or
+``node_count x max_price_per_hour`` when that bounds every node. The feed does not say which fabric a
+node is on, so a new cluster's price is always an estimate until the apply picks its nodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lium_provider.domain.offer_filter import OfferFilter
+from lium_provider.domain.offers import Offer, matches
+from lium_provider.plan_summary.parsing import ResourceChange
+from lium_provider.plan_summary.pricing import (
+    KEPT_BASIS,
+    OfferBook,
+    PodCost,
+    WorstBasis,
+    known_price,
+)
+from lium_provider.plan_summary.values import code, usd
+
+
+def whole_node_offers(book: OfferBook) -> list[Offer] | None:
+    """Each node's offer of all its free GPUs, cheapest first; None when the feed cannot be read."""
+    book.fetch()
+    every = book.offers_all()
+    if every is None:
+        return None
+    largest: dict[str, Offer] = {}
+    for offer in every:
+        kept = largest.get(offer.executor_id)
+        if kept is None or offer.gpu_count > kept.gpu_count:
+            largest[offer.executor_id] = offer
+    whole = [o for o in largest.values() if book.free_gpus(o.executor_id) >= o.gpu_count]
+    return sorted(whole, key=lambda o: (o.price_per_hour, o.executor_id))
+
+
+def _shape(change: ResourceChange, when: str) -> str:
+    per_node = change.value(when, "gpu_count")
+    return f"{change.shown(when, 'node_count')} x {per_node if isinstance(per_node, int) else 'any'}"
+
+
+def price_cluster(change: ResourceChange, book: OfferBook) -> PodCost:
+    """What ``change`` leaves running and at what price per hour (all members together)."""
+    if change.action not in ("create", "replace"):
+        price = known_price(change) if change.action in ("keep", "update", "forget") else None
+        basis = KEPT_BASIS.get(change.action, change.action)
+        return PodCost(change, change.text("before", "gpu"), _shape(change, "before"), price, basis)
+    gpu, shape = change.text("after", "gpu"), _shape(change, "after")
+    count = change.value("after", "node_count")
+    if change.unknown("node_count") or not isinstance(count, int) or isinstance(count, bool):
+        return PodCost(change, gpu, shape, None, "node count known after apply")
+    values: dict[str, Any] = {}
+    unknown: list[str] = []
+    for attribute in OfferFilter.fields():
+        if change.sensitive("after", attribute):
+            return PodCost(change, gpu, shape, None, f"filter {code(attribute)} is sensitive")
+        if change.unknown(attribute):
+            unknown.append(attribute)
+        else:
+            values[attribute] = change.value("after", attribute)
+    try:
+        flt = OfferFilter.of(values)
+    except ValueError:
+        return PodCost(change, gpu, shape, None, "the offer filter is invalid")
+    offers = whole_node_offers(book)
+    if offers is None:
+        return PodCost(change, gpu, shape, None, "nodes feed unavailable")
+    matching = [
+        o
+        for o in offers
+        if matches(o, flt if flt.gpu_count else flt.model_copy(update={"gpu_count": o.gpu_count}))
+    ]
+    # A fabric's nodes are alike: the members are count nodes of one GPU model and size.
+    groups: dict[tuple[str, int], list[Offer]] = {}
+    for offer in matching:
+        groups.setdefault((offer.gpu_model, offer.gpu_count), []).append(offer)
+    fitting = [group for group in groups.values() if len(group) >= count]
+    if not fitting:
+        return PodCost(change, gpu, shape, None, f"no {count} alike whole nodes match the filter now")
+    cheapest = min((g[:count] for g in fitting), key=lambda chosen: sum(o.price_per_hour for o in chosen))
+    dearest = max((g[-count:] for g in fitting), key=lambda chosen: sum(o.price_per_hour for o in chosen))
+    for offer in cheapest:
+        book.take(offer)
+    price = round(sum(o.price_per_hour for o in cheapest), 6)
+    if flt.max_price_per_hour is not None:
+        worst, worst_basis = flt.max_price_per_hour * count, WorstBasis.MAX_PRICE
+        worst_text = f"{count} x `max_price_per_hour` {usd(flt.max_price_per_hour)}/h"
+    else:
+        worst, worst_basis = round(sum(o.price_per_hour for o in dearest), 6), WorstBasis.DEAREST_OFFER
+        worst_text = f"the {count} dearest alike matching nodes now {usd(worst)}/h"
+    chosen = ", ".join(code(a) for a in [*unknown, "fabric_id"])
+    basis = (
+        f"estimate: the {count} cheapest alike whole nodes of {len(matching)} matching now; {chosen} chosen at "
+        "apply; "
+        f"worst case {worst_text}"
+    )
+    return PodCost(change, cheapest[0].gpu_model, shape, price, basis, True, worst, worst_basis)
