@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -127,6 +128,33 @@ def test_pods_reach_every_pods_published_ports_at_their_advertised_addresses(
             manager.stop("adv-c")
             assert probe(pod_a, "127.0.0.1", c[22]) == "ConnectionRefusedError"
             assert probe(pod_a, "127.0.0.1", a[22]).startswith("SSH-2.0-")
+
+
+def loopback_listeners(client: paramiko.SSHClient) -> set[int]:
+    """Ports listening on 127.0.0.1 in the pod's network namespace."""
+    lines = check(client, "ss -Hltn").splitlines()
+    return {
+        int(line.split()[3].rsplit(":", 1)[1]) for line in lines if line.split()[3].startswith("127.0.0.1:")
+    }
+
+
+def test_pods_starting_and_stopping_at_once_leave_exactly_the_running_pods_addresses(
+    tmp_path: Path, key: ClientKey
+) -> None:
+    fds_before = len(os.listdir("/proc/self/fd"))
+    with manager_at(tmp_path / "root", 0) as manager:
+        first = [pod_spec(tmp_path, f"churn-{index}", key) for index in range(6)]
+        second = [pod_spec(tmp_path, f"churn-{index}", key) for index in range(6, 12)]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            ports = dict(zip([spec.pod_id for spec in first], pool.map(manager.start, first), strict=True))
+            started = pool.map(manager.start, second)
+            list(pool.map(manager.stop, [spec.pod_id for spec in first[1:]]))
+            ports.update(zip([spec.pod_id for spec in second], started, strict=True))
+        running = ["churn-0", *(spec.pod_id for spec in second)]
+        with ssh(ports["churn-0"][22], key) as survivor:
+            expected = {host for pod_id in running for host in ports[pod_id].values()}
+            assert loopback_listeners(survivor) == expected
+    assert len(os.listdir("/proc/self/fd")) == fds_before
 
 
 def test_a_port_the_pod_holds_itself_is_left_to_it(
