@@ -26,6 +26,7 @@ from lium_emulator.sandbox.portforward import MAX_CONNECTIONS_PER_POD
 from tests.emulator.test_sandbox_support import (
     ClientKey,
     check,
+    http_server,
     make_client_key,
     manager_at,
     pid_namespace,
@@ -291,6 +292,27 @@ def test_cluster_members_share_a_private_overlay_network(
     assert manager.overlay_members() == {}
     assert namespace_fds() == namespaces_before
     assert host_interfaces() == links_before
+
+
+# An entrypoint that looks at its network as its very first step, and reports on its output.
+AT_START = (
+    "import json, socket, urllib.request\n"
+    "names = [name for _, name in socket.if_nameindex()]\n"
+    "body = urllib.request.urlopen('http://127.0.0.1:PORT/marker', timeout=5).read().decode()\n"
+    "print(json.dumps([names, body]), flush=True)\n"
+)
+
+
+def test_the_entrypoint_starts_with_its_network_complete(tmp_path: Path, key: ClientKey) -> None:
+    with http_server({"/marker": b"the emulator"}) as port, manager_at(tmp_path / "root", port) as manager:
+        code = AT_START.replace("PORT", str(port))
+        spec = pod_spec(
+            tmp_path, "early", key, entrypoint="python3", startup_commands=f"-c {shlex.quote(code)}"
+        )
+        manager.start(dataclasses.replace(spec, overlay=OverlayMember("cluster-1", "10.42.0.1")))
+        log = manager.console_log("early")
+        report = poll(lambda: log.read_text().strip(), 10, "the entrypoint's report")
+        assert json.loads(report) == [["lo", "overlay0"], "the emulator"]
 
 
 def test_a_bad_overlay_address_is_refused_before_anything_starts(
