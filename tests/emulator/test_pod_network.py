@@ -277,6 +277,7 @@ def test_cluster_members_share_a_private_overlay_network(
             "ip addr del 10.42.0.1/24 dev overlay0",
             "ip link set overlay0 down",
             "ip link add evil0 type dummy",
+            "python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)'",
         ):
             status, output = run(pod_a, attack)
             assert status != 0 and "Operation not permitted" in output, (attack, output)
