@@ -81,7 +81,9 @@ def test_hcl_synth_is_valid_terraform(example: str, tmp_path: Path, terraform_en
     stack = synth(example, tmp_path, env=SYNTH_ENV, hcl=True)
     hcl = (stack / "cdk.tf").read_text()
     assert not (stack / "cdk.tf.json").exists()
-    assert ('resource "lium_pod"' in hcl or 'resource "lium_cluster"' in hcl) and 'source = "lium-stacks/lium"' in hcl
+    assert (
+        'resource "lium_pod"' in hcl or 'resource "lium_cluster"' in hcl
+    ) and 'source = "lium-stacks/lium"' in hcl
     tf = Terraform(stack, terraform_env)
     tf.run("init", "-backend=false", "-input=false", "-no-color")
     result = tf.run("validate", "-json")
