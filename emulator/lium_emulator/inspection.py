@@ -101,11 +101,13 @@ def _pod_report(pod: Pod, now: datetime) -> dict[str, Any]:
 
 
 def _idempotency_report(state: EmulatorState, user_id: str, pods: list[Pod]) -> list[dict[str, Any]]:
-    """Per key: the record's state (``ignored`` when the feature was off) and how many pods it rented."""
-    rent_counts: dict[str, int] = {}
+    """Per key: the record's state (``ignored`` when the feature was off) and how many rentals it made (a
+    cluster, with all its members, is one rental)."""
+    rentals: dict[str, set[str]] = {}
     for pod in pods:
         if pod.idempotency_key is not None:
-            rent_counts[pod.idempotency_key] = rent_counts.get(pod.idempotency_key, 0) + 1
+            rentals.setdefault(pod.idempotency_key, set()).add(pod.cluster_id or pod.id)
+    rent_counts = {key: len(made) for key, made in rentals.items()}
     records = {key: record for (owner, key), record in state.idempotency.items() if owner == user_id}
     report = []
     for key in sorted(set(records) | set(rent_counts)):

@@ -87,7 +87,8 @@ def _resource_name(lium_name: str) -> str:
 
 
 def duplicate_rentals(report: Mapping[str, Any], owners: Mapping[str, str] | None = None) -> list[str]:
-    """Second paid pods: two pods of one name billed at the same time, or one idempotency key renting twice.
+    """Second paid pods: two pods of one name billed at the same time (for a cluster's members, of one name
+    and rank: a second cluster), or one idempotency key renting twice.
 
     With ``owners`` (pod id → stack, for several stacks of the same names) names are compared per stack.
     """
@@ -98,6 +99,8 @@ def duplicate_rentals(report: Mapping[str, Any], owners: Mapping[str, str] | Non
         if interval is not None:
             owner = (owners or {}).get(pod["id"])
             name = _resource_name(pod["pod_name"])
+            if pod.get("cluster_node_index") is not None:  # a cluster's members share its name
+                name = f"{name} node {pod['cluster_node_index']}"
             name = f"{name} (stack {owner})" if owner else name
             by_name[name].append((*interval, pod["id"]))
     for name, intervals in by_name.items():

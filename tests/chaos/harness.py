@@ -264,7 +264,7 @@ class ScenarioRun:
                     result = self._chaos()
                 if s.phase == "apply" and result.returncode == 0:
                     self._check_plan_is_empty("after the chaos apply")
-            if s.category == "fresh-runner":
+            if s.category == "fresh-runner" or s.fresh_runner:
                 self._become_a_fresh_runner()
             elif s.category == "pg-killed-runner":
                 self._become_a_fresh_runner(new_checkout=True)

@@ -1,11 +1,11 @@
 """Chaos scenarios, generated deterministically from a seed: which stack, which fault, which moment.
 
 A scenario is data only (the harness runs it). Generation puts a *coverage list* first, so that any seed's
-first ``COVERED_WITHIN`` (32) scenarios include every fault kind the emulator can inject (faults.py) and every process fault
+first ``COVERED_WITHIN`` (33) scenarios include every fault kind the emulator can inject (faults.py) and every process fault
 (Ctrl-C during apply and during destroy, SIGKILL of terraform, SIGKILL of the provider, an emulator stop by
 SIGTERM and by SIGKILL) and every team case (two stacks of the same names in two directories and in two
 workspaces, recovery from a fresh runner, a runner killed with a ``pg`` state, a state copied into another
-stack, a pod host key change before destroy), then every API route not
+stack, a pod host key change before destroy, a cluster stack hit mid-create), then every API route not
 met yet (coverage faults fire for sure: on the first matches or always); after that, scenarios are drawn at random from the whole matrix. Every random choice
 comes from ``random.Random(f"{seed}/{index}")``, so a scenario depends only on the seed and its index.
 """
@@ -27,12 +27,16 @@ Category = Literal[
     "pg-killed-runner",
     "copied-state",
     "host-key-change",
+    "cluster",
 ]
 Phase = Literal["apply", "plan", "destroy"]
 Twin = Literal["", "directories", "workspaces"]
 # What hits a stack in the team categories when no fault rule does: a process fault of the harness.
 # "kill-machine": terraform and every provider process of the stack at once, as when the runner dies.
 Hit = Literal["", "sigint", "kill-terraform", "kill-provider", "kill-machine"]
+# What hits a cluster stack: a member failing mid-create (a fault on the cluster rental, which befalls its
+# last member), a kill during the create, or a kill followed by recovery from a fresh CI runner.
+ClusterHit = Literal["member-fails", "kill-terraform", "kill-provider", "fresh-runner"]
 # How a host-key-change scenario ends its stack: the command that must get past the changed key.
 HostKeyExit = Literal["", "destroy", "destroy -refresh=false", "apply -replace"]
 # The command run first in a stack that holds a copy of another stack's state.
@@ -41,7 +45,7 @@ Backend = Literal["local", "pg"]
 
 DEFAULT_SEED = 20260701
 # Every seed's coverage list fits in this many scenarios: the default count of a run.
-COVERED_WITHIN = 32
+COVERED_WITHIN = 33
 
 # Each API route the provider uses: (method, path pattern relative to /api), and the phases that send it.
 ROUTES: dict[str, tuple[str, str]] = {
@@ -121,6 +125,10 @@ TWIN_HITS: tuple[Hit, ...] = ("sigint", "kill-terraform", "kill-provider")
 FRESH_RUNNER_HITS: tuple[Hit, ...] = ("kill-terraform", "kill-provider")
 PG_RUNNER_HITS: tuple[Hit, ...] = ("kill-terraform", "kill-provider", "kill-machine")
 COPY_COMMANDS: tuple[CopyCommand, ...] = ("plan", "apply", "destroy")
+CLUSTER_HITS: tuple[ClusterHit, ...] = ("member-fails", "kill-terraform", "kill-provider", "fresh-runner")
+CLUSTER_RENT = ("POST", "/executors/cluster/rent")
+CLUSTER_IMAGE = "daturaai/lium-cluster:1.2.0"
+CLUSTER_NODES = 2
 HOST_KEY_EXITS: tuple[HostKeyExit, ...] = ("destroy", "destroy -refresh=false", "apply -replace")
 # Routes a twin stack (a template and pods, no credential or volume) sends while it applies.
 TWIN_ROUTES = tuple(
@@ -149,6 +157,7 @@ class Stack:
     create_timeout: int
     runner: bool = False  # a lium_runner on the first pod
     delete_timeout: int = DELETE_TIMEOUT
+    cluster: bool = False  # a two-node lium_cluster on Lium's cluster image (then no pod)
 
 
 @dataclass(frozen=True)
@@ -188,6 +197,7 @@ class Scenario:
     host_key_exit: HostKeyExit = ""
     backend: Backend = "local"
     copy_command: CopyCommand = ""
+    fresh_runner: bool = False  # recovery runs as a new CI runner (the fresh-runner and cluster categories)
 
     @property
     def action(self) -> str:
@@ -209,6 +219,8 @@ class Scenario:
             "pg-killed-runner": f"{self.hit}-rent+{self.delay:.1f}s",
             "copied-state": f"then-{self.copy_command}",
             "host-key-change": self.host_key_exit.replace(" ", ""),
+            "cluster": (f"{self.hit}-rent+{self.delay:.1f}s" if self.hit else self.variant)
+            + ("-fresh-runner" if self.fresh_runner and self.category == "cluster" else ""),
         }[self.category]
         return f"{self.index:03d}-{self.category}-{self.phase}-{detail}"
 
@@ -255,6 +267,7 @@ def coverage_cases(seed: int) -> list[Case]:
     first += [
         ("pg-killed-runner", rng.choice(PG_RUNNER_HITS), ""),
         ("copied-state", rng.choice(COPY_COMMANDS), ""),
+        ("cluster", rng.choice(CLUSTER_HITS), ""),
     ]
     rng.shuffle(first)
     routes: list[Case] = [
@@ -281,6 +294,8 @@ def _random_case(rng: random.Random) -> Case:
         return ("pg-killed-runner", rng.choice(PG_RUNNER_HITS), "")
     if draw < 0.50:
         return ("copied-state", rng.choice(COPY_COMMANDS), "")
+    if draw < 0.55:
+        return ("cluster", rng.choice(CLUSTER_HITS), "")
     variant = rng.choice(VARIANTS)
     return ("fault", variant, rng.choice(VARIANT_ROUTES[variant]))
 
@@ -299,6 +314,8 @@ def _build(index: int, seed: int, case: Case, rng: random.Random, *, sure: bool)
         return _pg_killed_runner(index, seed, detail, rng)
     if category == "copied-state":
         return _copied_state(index, seed, detail, rng)
+    if category == "cluster":
+        return _cluster(index, seed, detail, rng)
     return _process(index, seed, category, detail, rng)
 
 
@@ -553,6 +570,58 @@ def _copied_state(index: int, seed: int, detail: str, rng: random.Random) -> Sce
     return Scenario(index, seed, "copied-state", "apply", _stack(rng), copy_command=command)
 
 
+def _cluster(index: int, seed: int, detail: str, rng: random.Random) -> Scenario:
+    """A two-node cluster stack: a member failing mid-create, or a kill after the rental (its last member's
+    SSH held back so the kill lands mid-wait), then recovery, from a fresh CI runner for ``fresh-runner``."""
+    hit = next(h for h in CLUSTER_HITS if h == detail)
+    stack = Stack(pods=0, credential=False, volume=False, create_timeout=CREATE_TIMEOUT, cluster=True)
+    recover = rng.random() < 0.5
+    if hit == "member-fails":
+        rule = {
+            "name": "chaos-member-fails",
+            "method": CLUSTER_RENT[0],
+            "path": CLUSTER_RENT[1],
+            "kind": "creation_failed",
+            "message": "chaos: a cluster member failed to start",
+            "first": 1,
+        }
+        return Scenario(
+            index,
+            seed,
+            "cluster",
+            "apply",
+            stack,
+            rules=(rule,),
+            variant="member-fails",
+            recover_by_apply=recover,
+        )
+    late = {
+        "name": "chaos-member-late",
+        "method": CLUSTER_RENT[0],
+        "path": CLUSTER_RENT[1],
+        "kind": "ssh_late",
+        "seconds": round(rng.uniform(1.0, 4.0), 1),
+        "first": 1,
+    }
+    killed: Hit = "kill-provider" if hit == "kill-provider" else "kill-terraform"
+    if hit == "fresh-runner":
+        killed = rng.choice(FRESH_RUNNER_HITS)
+    return Scenario(
+        index,
+        seed,
+        "cluster",
+        "apply",
+        stack,
+        rules=(late,),
+        trigger="rent",
+        delay=round(rng.uniform(0.0, 0.8), 2),
+        signal="SIGKILL",
+        recover_by_apply=recover or hit == "fresh-runner",
+        hit=killed,
+        fresh_runner=hit == "fresh-runner",
+    )
+
+
 def _host_key_change(index: int, seed: int, rng: random.Random) -> Scenario:
     """A stack with a ``lium_runner``: after a clean apply the pod's host keys change, then it is ended.
 
@@ -585,6 +654,8 @@ def render(stack: Stack, prefix: str, private_image: str, *, labelled: bool = Fa
     if labelled:
         parts.append('variable "stack_label" {\n  type = string\n}\n')
         template_extra = f"\n  environment      = {{ {STACK_LABEL_VARIABLE} = var.stack_label }}"
+    if stack.cluster:
+        return _render_cluster(stack, prefix)
     image = "python:3.11-slim"
     if stack.credential:
         image = private_image
@@ -620,3 +691,19 @@ def render(stack: Stack, prefix: str, private_image: str, *, labelled: bool = Fa
             "  ssh_host_key = lium_pod.p0.ssh_host_key\n}\n"
         )
     return "".join(parts)
+
+
+def _render_cluster(stack: Stack, prefix: str) -> str:
+    """A cluster stack: a template of Lium's cluster image and a ``lium_cluster`` of two nodes on it."""
+    return (
+        'resource "lium_template" "t" {\n'
+        f'  name             = "{prefix}"\n'
+        f'  image            = "{CLUSTER_IMAGE}"\n'
+        '  entrypoint       = "/bin/sh"\n'
+        "  startup_commands = \"-c 'exec sleep infinity'\"\n}\n"
+        'resource "lium_cluster" "c" {\n'
+        f'  name        = "{prefix}"\n'
+        f"  node_count  = {CLUSTER_NODES}\n"
+        "  template_id = lium_template.t.id\n"
+        f'  timeouts {{\n    create = "{stack.create_timeout}s"\n    delete = "{stack.delete_timeout}s"\n  }}\n}}\n'
+    )

@@ -18,6 +18,7 @@ from tests.chaos.audit import (
     stack_owners,
 )
 from tests.chaos.scenarios import (
+    CLUSTER_HITS,
     COPY_COMMANDS,
     COVERED_WITHIN,
     DEFAULT_SEED,
@@ -59,11 +60,11 @@ def test_the_first_scenarios_cover_every_fault_kind_route_process_fault_and_team
         assert {s.variant for s in scenarios if s.category == "fault"} == set(VARIANTS)
         processes = {(s.category, s.signal if s.category == "restart" else s.phase) for s in scenarios}
         assert set(PROCESS_CASES) <= processes
-        assert {s.route for s in scenarios if s.variant} == set(ROUTES)
+        assert {s.route for s in scenarios if s.variant and s.category != "cluster"} == set(ROUTES)
         assert {s.twin for s in scenarios if s.category == "twin-stacks"} == set(TWINS)
         assert any(s.category == "fresh-runner" for s in scenarios)
         assert any(s.category == "host-key-change" for s in scenarios)
-        assert {s.category for s in scenarios} >= {"pg-killed-runner", "copied-state"}
+        assert {s.category for s in scenarios} >= {"pg-killed-runner", "copied-state", "cluster"}
         assert len({s.name for s in scenarios}) == COVERED_WITHIN
 
 
@@ -87,6 +88,13 @@ def test_team_scenarios_are_well_formed() -> None:
     host_keys = [s for s in scenarios if s.category == "host-key-change"]
     assert {s.host_key_exit for s in host_keys} == set(HOST_KEY_EXITS)
     assert all(s.stack.runner and s.stack.pods == 1 and not s.stack.credential for s in host_keys)
+    clusters = [s for s in scenarios if s.category == "cluster"]
+    assert all(s.stack.cluster and s.stack.pods == 0 for s in clusters)
+    assert {s.variant or ("fresh-runner" if s.fresh_runner else s.hit) for s in clusters} == set(CLUSTER_HITS)
+    for cluster in clusters:
+        assert bool(cluster.variant) != bool(cluster.hit), "a member fails, or a process is killed"
+        assert all(rule["path"] == "/executors/cluster/rent" for rule in cluster.rules)
+    assert not any(s.fresh_runner for s in scenarios if s.category != "cluster")
 
 
 def test_every_generated_fault_plan_is_valid_for_the_emulator() -> None:
@@ -94,7 +102,7 @@ def test_every_generated_fault_plan_is_valid_for_the_emulator() -> None:
     for scenario in generate(DEFAULT_SEED, 500):
         plan = FaultPlan.model_validate(scenario.fault_plan)
         kinds |= {rule.kind for rule in plan.rules}
-        assert scenario.stack.pods in (1, 2)
+        assert scenario.stack.pods in ((0,) if scenario.stack.cluster else (1, 2))
         if scenario.route.startswith("credential"):
             assert scenario.stack.credential
     assert kinds == set(get_args(FaultKind)), "every kind the emulator can inject is generated"
@@ -216,3 +224,20 @@ def test_two_stacks_of_the_same_names_are_told_apart() -> None:
         "b": [*own["b"], exchange("POST", "/api/executors/e3/rent", "ka", {"template_id": "tpl-b"})],
     }
     assert cross_stack_effects(report, stolen_key, {}) == ["stacks a and b both sent rent key ka"]
+
+
+def test_a_clusters_members_are_not_second_paid_pods_but_a_second_cluster_is() -> None:
+    def member(pod_id: str, rank: int, cluster: str, start: str) -> dict[str, Any]:
+        return {
+            "id": pod_id,
+            "pod_name": "train-abcdefgh123",
+            "running_at": start,
+            "billed_seconds": 60,
+            "cluster_id": cluster,
+            "cluster_node_index": rank,
+        }
+
+    one = [member("a", 0, "c1", "2026-12-01T00:00:00"), member("b", 1, "c1", "2026-12-01T00:00:00")]
+    assert duplicate_rentals({"pods": one, "idempotency_keys": []}) == []
+    two = [*one, member("c", 0, "c2", "2026-12-01T00:00:30"), member("d", 1, "c2", "2026-12-01T00:00:30")]
+    assert len(duplicate_rentals({"pods": two, "idempotency_keys": []})) == 2

@@ -22,6 +22,8 @@ from lium_provider.api.clusters import CLUSTER_IMAGE_PREFIX, MIN_CLUSTER_NODES, 
 from lium_provider.api.errors import LiumError, is_definitive
 from lium_provider.api.models import (
     DEAD_POD_STATES,
+    DELETED,
+    DELETING,
     POD_GONE_TIMEOUT,
     RUNNING,
     Pod,
@@ -495,11 +497,13 @@ class ClusterResource(Resource[ClusterModel]):
         s = session(ctx)
         if not is_lium_id(state.id):
             return state  # names no cluster: the plan refuses it, a destroy forgets it
+        # A member that failed to start is still listed (and is removed with the cluster): the cluster
+        # is degraded, not gone, until every member is deleting or deleted.
         with api_errors("reading the cluster's members"):
             members = [
                 p
                 for p in s.client.list_pods()
-                if p.cluster_id == state.id and p.status not in DEAD_POD_STATES
+                if p.cluster_id == state.id and p.status not in (DELETING, DELETED)
             ]
         members.sort(key=lambda p: p.cluster_node_index or 0)
         if not members:
