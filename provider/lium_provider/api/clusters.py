@@ -10,7 +10,8 @@ from lium_provider.api.models import NonEmptyStr, RequestModel, ResponseModel
 
 CLUSTER_IMAGE_PREFIX = "daturaai/lium-cluster"
 """Every cluster member runs a template of this image; Lium refuses a cluster rental of any other."""
-MIN_CLUSTER_NODES = 2
+MIN_CLUSTER_NODES, MAX_CLUSTER_NODES = 2, 64
+"""How many whole nodes a cluster may have (the emulator takes at most 64 in one rental)."""
 
 
 class ClusterNode(ResponseModel):
@@ -38,7 +39,9 @@ class ClusterRentRequest(RequestModel):
 
     pod_name: Annotated[str, Field(min_length=1, max_length=63)]
     template_id: NonEmptyStr
-    executor_uuids: Annotated[list[NonEmptyStr], Field(min_length=MIN_CLUSTER_NODES)]
+    executor_uuids: Annotated[
+        list[NonEmptyStr], Field(min_length=MIN_CLUSTER_NODES, max_length=MAX_CLUSTER_NODES)
+    ]
     user_public_key: list[NonEmptyStr]
     initial_port_count: Annotated[int, Field(ge=0, le=200)] | None = None
     enable_volume_encryption: bool = False

@@ -138,6 +138,14 @@ def rent_digest(*rent_fields: object) -> str:
     return _base32(json.dumps(rent_fields, sort_keys=True, default=str), DIGEST_LENGTH)
 
 
+def cluster_rent_digest(
+    template_id: str | None, node_count: int | None, fabric_id: str | None, ssh_public_key: str | None
+) -> str:
+    """The rent digest of a cluster's members' Lium name: what the rental asks for (template, node count,
+    a chosen fabric and key), marked as a cluster's so no pod's digest equals it."""
+    return rent_digest("cluster", template_id, node_count, fabric_id, ssh_public_key)
+
+
 def lium_pod_name(name: str, tag: str, digest: str) -> str:
     """The pod name sent to Lium: ``<name>-<tag><digest>``, within Lium's 63 characters.
 

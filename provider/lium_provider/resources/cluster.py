@@ -18,7 +18,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lium_provider.api.clusters import CLUSTER_IMAGE_PREFIX, MIN_CLUSTER_NODES, ClusterRentRequest
+from lium_provider.api.clusters import (
+    CLUSTER_IMAGE_PREFIX,
+    MAX_CLUSTER_NODES,
+    MIN_CLUSTER_NODES,
+    ClusterRentRequest,
+)
 from lium_provider.api.errors import LiumError, is_definitive
 from lium_provider.api.models import (
     DEAD_POD_STATES,
@@ -43,7 +48,12 @@ from lium_provider.domain.removal import (
     same_schedule,
     set_removal,
 )
-from lium_provider.domain.stack import lium_pod_name, parse_lium_pod_name, rent_digest, tag_in_pod_name
+from lium_provider.domain.stack import (
+    cluster_rent_digest,
+    lium_pod_name,
+    parse_lium_pod_name,
+    tag_in_pod_name,
+)
 from lium_provider.resources.cluster_members import (
     delete_cluster_and_wait,
     members_of,
@@ -76,7 +86,6 @@ from tfbridge import (
 
 _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
-MAX_CLUSTER_NODES = 64
 DEGRADED = "DEGRADED"
 """The cluster's ``status`` when some member is not running: the next apply replaces the whole cluster."""
 
@@ -210,8 +219,8 @@ class ClusterModel(OfferFilter):
 
 
 def _digest(plan: ClusterModel, configured: ClusterModel) -> str:
-    return rent_digest(
-        "cluster", plan.template_id, plan.node_count, configured.fabric_id, configured.ssh_public_key
+    return cluster_rent_digest(
+        plan.template_id, plan.node_count, configured.fabric_id, configured.ssh_public_key
     )
 
 

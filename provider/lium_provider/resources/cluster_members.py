@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from lium_provider.api.client import LiumClient
 from lium_provider.api.clusters import CLUSTER_IMAGE_PREFIX
 from lium_provider.api.errors import LiumError, is_definitive
-from lium_provider.api.models import DEAD_POD_STATES, RUNNING, Pod, Template
+from lium_provider.api.models import DEAD_POD_STATES, RUNNING, TERMINAL_POD_STATES, Pod, Template
 from lium_provider.resources.pod import delete_pod_and_wait, failure_reason, pod_gone, wait_for_host_key
 from lium_provider.session import LiumSession
 from tfbridge import Context, TFError
@@ -42,10 +42,10 @@ def newest_cluster_template(client: LiumClient) -> Template:
 
 def members_of(pods: Iterable[Pod], lium_name: str, cluster_id: str | None) -> dict[str, list[Pod]]:
     """The live cluster members named ``lium_name`` (of ``cluster_id`` only, when given), by cluster, in
-    rank order."""
+    rank order. A member on its way out (deleting: an abandoned create's cluster) is not live."""
     clusters: dict[str, list[Pod]] = {}
     for pod in pods:
-        if pod.pod_name != lium_name or not pod.cluster_id or pod.status in DEAD_POD_STATES:
+        if pod.pod_name != lium_name or not pod.cluster_id or pod.status in TERMINAL_POD_STATES:
             continue
         if cluster_id is None or pod.cluster_id == cluster_id:
             clusters.setdefault(pod.cluster_id, []).append(pod)

@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from lium_provider.api.clusters import MAX_CLUSTER_NODES, MIN_CLUSTER_NODES
 from lium_provider.api.models import Pod
 from lium_provider.domain.removal import imported_schedule
-from lium_provider.domain.stack import parse_lium_pod_name, rent_digest, tag_in
+from lium_provider.domain.stack import cluster_rent_digest, parse_lium_pod_name, rent_digest, tag_in
 from lium_provider.resources.common import api_errors
 from lium_provider.session import LiumSession
 from lium_provider.sshkeys import fingerprint, same_public_key
@@ -56,7 +57,8 @@ def name_made_by_lium_pod(pod: Pod, template_tag: Callable[[], str | None]) -> t
     A name shaped like ``<name>-<tag><digest>`` may be a person's (``gpu-workstation``), so the shape
     alone is not taken as a stack's mark: its rent digest must be that of the pod's own template, count
     and volume (with or without its executor and one of its keys, as the configuration may have named
-    them), or its template (``template_tag()``, called only then) must carry the same tag.
+    them) — for a cluster's member, of its cluster's template, any member count and key, without a
+    fabric —, or its template (``template_tag()``, called only then) must carry the same tag.
     """
     parsed = parse_lium_pod_name(pod.pod_name)
     if parsed is None:
@@ -67,6 +69,12 @@ def name_made_by_lium_pod(pod: Pod, template_tag: Callable[[], str | None]) -> t
         for executor in (None, pod.executor_id)
         for key in (None, *pod.ssh_keys)
     }
+    if pod.cluster_id:  # a lium_cluster's member: its row does not say how many members (nor a fabric)
+        digests |= {
+            cluster_rent_digest(pod.template_id, count, None, key)
+            for count in range(MIN_CLUSTER_NODES, MAX_CLUSTER_NODES + 1)
+            for key in (None, *pod.ssh_keys)
+        }
     return (name, tag) if digest in digests or template_tag() == tag else None
 
 
