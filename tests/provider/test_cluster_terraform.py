@@ -73,6 +73,20 @@ def test_a_two_node_cluster_applies_its_members_meet_on_the_overlay_and_destroy_
     assert banner.startswith("SSH-2.0-"), banner
     code, plan = tf.plan_exitcode()
     assert code == 0, plan
+    # in place: the removal moves on every member; a filter field replaces the whole cluster
+    tf.write(PROVIDER_BLOCK + CLUSTER % ("train", 'gpu = "H100"\n  termination_hours = 5\n'))
+    code, plan = tf.plan_exitcode()
+    assert code == 2 and "1 to change, 0 to destroy" in plan, plan
+    tf.apply()
+    (moved,) = instances(tf, "lium_cluster")
+    assert moved["id"] == cluster["id"] and moved["removal_scheduled_at"] is not None
+    with account.api() as api:
+        removals = {api.get(f"/pods/{n['pod_id']}").json()["removal_scheduled_at"] for n in cluster["nodes"]}
+    assert len(removals) == 1 and None not in removals, removals
+    tf.write(PROVIDER_BLOCK + CLUSTER % ("train", 'gpu = "H100"\n  termination_hours = 5\n  spot = true\n'))
+    code, plan = tf.plan_exitcode()
+    assert code == 2 and "# forces replacement" in plan and "spot" in plan, plan
+    tf.write(PROVIDER_BLOCK + CLUSTER % ("train", 'gpu = "H100"\n  termination_hours = 5\n'))
     # two of the H100 fabric's three nodes are rented: it no longer offers a cluster
     offers = stack(OFFERS)
     offers.apply()
@@ -80,6 +94,19 @@ def test_a_two_node_cluster_applies_its_members_meet_on_the_overlay_and_destroy_
     assert outputs["fabrics"]["value"] == ["roce-iad-a100-01"]
     assert outputs["free"]["value"] == [2]
     tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_a_cluster_no_fabric_can_take_now_is_planned_with_a_warning_and_refused_at_apply(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    tf = stack(CLUSTER % ("nowhere", '  gpu = "H100"\n  spot = true\n'))
+    code, plan = tf.plan_exitcode()
+    assert code == 2 and "No Lium fabric has enough free nodes for the cluster now" in plan, plan
+    failed = tf.apply(check=False)
+    assert failed.returncode != 0
+    assert "No Lium fabric has enough free nodes for the cluster" in failed.stdout + failed.stderr
+    assert "spot = True" in failed.stdout + failed.stderr, "the error says what was searched for"
     assert_nothing_left(account)
 
 

@@ -11,6 +11,7 @@ stack's cluster is refused at plan and left alone by destroy (:mod:`lium_provide
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import uuid
 from datetime import UTC, datetime
@@ -79,6 +80,7 @@ from tfbridge import (
     PlanChange,
     RequiresReplace,
     Resource,
+    Schema,
     TFError,
     Timeouts,
     UseStateForUnknown,
@@ -265,6 +267,19 @@ class ClusterResource(Resource[ClusterModel]):
     description = inspect.cleandoc(ClusterModel.__doc__ or "")
     default_timeouts = {"create": 1800.0, "read": 300.0, "update": 300.0, "delete": POD_GONE_TIMEOUT}
 
+    @classmethod
+    def schema(cls) -> Schema:
+        """The model's schema, with every offer-filter field forcing replacement: the filter chose the
+        nodes, and a cluster cannot move (the shared fields carry no plan rule of their own)."""
+        schema = super().schema()
+        attributes = dict(schema.block.attributes)
+        for name in OfferFilter.fields():
+            attr = attributes[name]
+            if RequiresReplace not in {type(rule) for rule in attr.spec.plan}:
+                spec = dataclasses.replace(attr.spec, plan=(*attr.spec.plan, *_REPLACE))
+                attributes[name] = dataclasses.replace(attr, spec=spec)
+        return dataclasses.replace(schema, block=dataclasses.replace(schema.block, attributes=attributes))
+
     # -- plan ------------------------------------------------------------------------------------
 
     def modify_plan(self, ctx: Context, change: PlanChange[ClusterModel]) -> None:
@@ -283,8 +298,8 @@ class ClusterResource(Resource[ClusterModel]):
             self._plan_removal(change, prior)
 
     def _plan_create(self, ctx: Context, change: PlanChange[ClusterModel]) -> None:
-        """A create's template (Lium's newest cluster template unless set), its Lium name and, when the
-        placement is known, the fabric and price it gets: a plan that cannot be met fails here."""
+        """A create's template (Lium's newest cluster template unless set) and its Lium name; when the
+        placement is known, a warning if no fabric could take the cluster now."""
         claim_create_name(ctx, change, self.type_name)
         s = session(ctx)
         if change.config_is_null("template_id"):
@@ -297,16 +312,23 @@ class ClusterResource(Resource[ClusterModel]):
         else:
             digest = _digest(change.planned, change.config)
             change.set_planned("lium_name", lium_pod_name(change.planned.name, s.stack_tag, digest))
-        # The nodes are chosen at apply (the cheapest then), so the price is known only after it; a
-        # placement that cannot be met now fails the plan.
+        # The nodes are chosen at apply (the cheapest then), so the price is known only after it.
         change.set_unknown("price_per_hour")
         if change.is_unknown("node_count") or any(
             change.config_is_unknown(n) for n in (*OfferFilter.fields(), "fabric_id")
         ):
             return
-        self._choose(ctx, change.planned)
+        try:
+            self._choose(ctx, change.planned)
+        except TFError as shortage:
+            # Only a warning: a create planned to replace a cluster cannot see the nodes its
+            # predecessor frees, and nodes come and go before the apply, which checks again.
+            ctx.warn(
+                shortage.summary + " now", shortage.detail + " The apply fails unless nodes free up first."
+            )
 
     def _choose(self, ctx: Context, plan: ClusterModel) -> ClusterChoice:
+        """The fabric and nodes the cluster would get now; the error says what is on offer."""
         s = session(ctx)
         with api_errors("searching Lium's cluster offers"):
             offers = s.client.cluster_offers()
@@ -314,11 +336,15 @@ class ClusterResource(Resource[ClusterModel]):
         choice = choose_cluster(offers, feed, _filter(plan), plan.node_count, plan.fabric_id)
         if choice is None:
             free = ", ".join(f"{o.fabric_id}: {len(o.nodes)} free" for o in offers) or "none"
+            wanted = [
+                f"{n} = {getattr(plan, n)!r}" for n in OfferFilter.fields() if getattr(plan, n) is not None
+            ]
             raise TFError(
                 "No Lium fabric has enough free nodes for the cluster",
-                f"Searched for {plan.node_count} whole nodes"
-                + (f" on fabric {plan.fabric_id}" if plan.fabric_id else "")
-                + f" that match {_filter(plan).describe()}. Fabrics on offer: {free}.",
+                f"Searched for {plan.node_count} whole free nodes of one fabric"
+                + (f" (fabric {plan.fabric_id})" if plan.fabric_id else "")
+                + (f" with {', '.join(wanted)}" if wanted else "")
+                + f". Fabrics on offer: {free}.",
                 path=("fabric_id",) if plan.fabric_id else ("node_count",),
             )
         return choice
