@@ -337,7 +337,9 @@ class ClusterResource(Resource[ClusterModel]):
         if choice is None:
             free = ", ".join(f"{o.fabric_id}: {len(o.nodes)} free" for o in offers) or "none"
             wanted = [
-                f"{n} = {getattr(plan, n)!r}" for n in OfferFilter.fields() if getattr(plan, n) is not None
+                f"{n} = {json.dumps(getattr(plan, n))}"
+                for n in OfferFilter.fields()
+                if getattr(plan, n) is not None
             ]
             raise TFError(
                 "No Lium fabric has enough free nodes for the cluster",
