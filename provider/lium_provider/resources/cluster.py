@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import uuid
 from datetime import UTC, datetime
 from typing import Annotated
