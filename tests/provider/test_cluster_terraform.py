@@ -106,7 +106,8 @@ def test_a_cluster_no_fabric_can_take_now_is_planned_with_a_warning_and_refused_
     failed = tf.apply(check=False)
     assert failed.returncode != 0
     assert "No Lium fabric has enough free nodes for the cluster" in failed.stdout + failed.stderr
-    assert "spot = True" in failed.stdout + failed.stderr, "the error says what was searched for"
+    said = " ".join((failed.stdout + failed.stderr).split())  # Terraform wraps the detail
+    assert 'with gpu = "H100", spot = true.' in said, "the error says what was searched for"
     assert_nothing_left(account)
 
 
