@@ -6,6 +6,7 @@ import json
 import shlex
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -113,6 +114,24 @@ def test_one_member_failing_releases_the_whole_cluster(
     assert statement["status"] == "CREATION_FAILED"
     with pytest.raises(PodStartError, match=r"CREATION_FAILED|vanished"):
         user.lium.wait_cluster_ready(cluster, timeout=5, poll_interval=1)
+    # billed only for what ran: the failed member nothing, the released one its moment of running
+    report = httpx.get(
+        f"{user.emulator.root_url}/_emulator/resources",
+        params={"user_id": user.http.get("/users/me").json()["id"]},
+        headers=user.emulator.admin_headers,
+        timeout=30,
+    ).json()
+    billed = {p["id"]: p for p in report["accounts"][0]["pods"]}
+    assert billed[failed.id]["billed_seconds"] == 0
+    ran = billed[released.id]
+    assert (
+        ran["running_at"] is None
+        or ran["billed_seconds"]
+        <= (
+            datetime.fromisoformat(ran["deleting_at"]) - datetime.fromisoformat(ran["running_at"])
+        ).total_seconds()
+        + 0.001
+    )
 
 
 def _status(http: httpx.Client, pod_id: str) -> str | None:
