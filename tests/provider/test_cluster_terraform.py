@@ -217,3 +217,28 @@ def test_plan_summary_prices_a_new_cluster_as_whole_nodes(
     )
     assert bounded.returncode == 3, bounded.stdout + bounded.stderr
     assert_nothing_left(account)
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"kind": "drop_after_commit", "first": 1},  # rented, answer lost: found by its members' name
+        {"kind": "status", "status": 503, "first": 1},  # not executed: the same key rents it once
+        {"kind": "status", "status": 502, "after_commit": True, "first": 1},  # rented, then an error
+    ],
+    ids=["dropped-answer", "refused-503", "error-after-commit"],
+)
+def test_an_uncertain_rental_answer_ends_with_exactly_one_cluster(
+    stack: Callable[[str], Terraform], account: Account, rule: dict[str, Any]
+) -> None:
+    tf = stack(CLUSTER % ("uncertain", ""))
+    plan = {"rules": [{"method": "POST", "path": "/executors/cluster/rent", **rule}]}
+    with account.faults(plan):
+        tf.apply()
+    (cluster,) = instances(tf, "lium_cluster")
+    assert cluster["status"] == "RUNNING"
+    clusters = {p.get("cluster_id") for p in account.report()["pods"] if p.get("cluster_id")}
+    assert clusters == {cluster["id"]}, "a second cluster was rented"
+    assert tf.plan_exitcode()[0] == 0
+    tf.destroy()
+    assert_nothing_left(account)

@@ -14,12 +14,14 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import time
 import uuid
 from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lium_provider.api.client import RENT_IDEMPOTENCY
 from lium_provider.api.clusters import (
     CLUSTER_IMAGE_PREFIX,
     MAX_CLUSTER_NODES,
@@ -89,6 +91,8 @@ from tfbridge import (
 
 _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
+LISTING_WAIT_SECONDS = 60.0  # how long the pod listing may lag a cluster rental
+LISTING_POLL_SECONDS = 2.0  # within Lium's ~60 listings a minute per account
 DEGRADED = "DEGRADED"
 """The cluster's ``status`` when some member is not running: the next apply replaces the whole cluster."""
 
@@ -420,34 +424,70 @@ class ClusterResource(Resource[ClusterModel]):
         except LiumError as exc:
             if is_definitive(exc):
                 raise TFError("Lium refused the cluster rental", str(exc)) from None
-            found = self._listed(s, body.pod_name, state.node_count)
+            # A replay of the same key is Lium's own answer: asked for first where the server keeps keys;
+            # elsewhere the listing is watched for a while, as it may lag the rental.
+            resendable = RENT_IDEMPOTENCY in s.client.version_features()
+            found = self._await_members(ctx, s, body.pod_name, state.node_count, [], wait=not resendable)
+            if found is None and resendable:
+                found = self._resend(ctx, s, body, key, state.node_count)
             if found is None:
                 raise TFError(
                     "The cluster rental's outcome is unknown",
-                    f"{exc}. No cluster named {body.pod_name} is listed yet; the next apply adopts it if it "
-                    "was rented (its members carry this stack's name), and its members' removal deadline "
-                    "is then set. Nothing was rented a second time.",
+                    f"{exc}. No cluster named {body.pod_name} is listed; the next apply adopts it if it was "
+                    "rented (its members carry this stack's name) and sets its removal deadline. Nothing "
+                    "was rented a second time.",
                 ) from None
             return found, choice.fabric_id
-        found = self._listed(s, body.pod_name, state.node_count, rental.cluster_id)
+        found = self._await_members(ctx, s, body.pod_name, state.node_count, rental.pod_ids)
         if found is None:
             raise TFError(
                 "Lium rented the cluster but does not list all its members",
-                f"Cluster {rental.cluster_id} (pods {', '.join(rental.pod_ids)}): the next apply adopts it by "
-                "its name; nothing was rented a second time.",
+                f"Pods {', '.join(rental.pod_ids) or '(not named)'} were rented as cluster {body.pod_name}: the "
+                "next apply adopts it by that name; nothing was rented a second time.",
             )
         return found, choice.fabric_id
 
-    def _listed(
-        self, s: LiumSession, lium_name: str, count: int, cluster_id: str | None = None
+    def _resend(
+        self, ctx: Context, s: LiumSession, body: ClusterRentRequest, key: str, count: int
     ) -> list[Pod] | None:
-        """The live members of this stack's cluster named ``lium_name`` (of ``cluster_id`` when known),
-        once all ``count`` are listed; None otherwise."""
-        with api_errors("listing the cluster's members"):
-            pods = s.client.list_pods()
-        clusters = members_of(pods, lium_name, cluster_id)
-        complete = [members for members in clusters.values() if len(members) == count]
-        return complete[0] if len(complete) == 1 else None
+        """The same order with the same key: Lium replays the first answer, or takes the order once."""
+        try:
+            rental = s.client.rent_cluster(body, idempotency_key=key)
+        except LiumError as exc:
+            if is_definitive(exc) and exc.idempotent_replayed:
+                raise TFError("Lium refused the cluster rental", str(exc)) from None
+            return None  # still no answer: reported as unknown, never ordered with a new key
+        return self._await_members(ctx, s, body.pod_name, count, rental.pod_ids)
+
+    def _await_members(
+        self,
+        ctx: Context,
+        s: LiumSession,
+        lium_name: str,
+        count: int,
+        pod_ids: list[str],
+        *,
+        wait: bool = True,
+    ) -> list[Pod] | None:
+        """The members of the cluster just rented, once all ``count`` are listed (the listing may lag the
+        rental): those ``pod_ids`` when Lium named them, else this stack's only complete cluster of
+        ``lium_name`` (any earlier one was adopted or removed before the rental). None after
+        :data:`LISTING_WAIT_SECONDS`, or after one listing without ``wait``."""
+        deadline = time.monotonic() + LISTING_WAIT_SECONDS
+        while True:
+            with api_errors("listing the cluster's members"):
+                pods = s.client.list_pods()
+            if pod_ids:
+                members = [p for p in pods if p.id in pod_ids]
+                if len(members) == len(pod_ids) and len({p.cluster_id for p in members}) == 1:
+                    return sorted(members, key=lambda p: p.cluster_node_index or 0)
+            else:
+                complete = [m for m in members_of(pods, lium_name, None).values() if len(m) == count]
+                if len(complete) == 1:
+                    return complete[0]
+            if not wait or time.monotonic() >= deadline:
+                return None
+            ctx.sleep(LISTING_POLL_SECONDS)
 
     def _adopt_unrecorded(self, ctx: Context, s: LiumSession, state: ClusterModel) -> list[Pod] | None:
         """A cluster an earlier, killed run of this stack rented for this instance: its members carry this
