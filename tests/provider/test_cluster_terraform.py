@@ -18,7 +18,7 @@ import pytest
 from lium_emulator.catalogs.nodes import Catalog
 from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances, ssh_run
 from tests.support.procs import kill_provider_and_server, providers_in, wait_for
-from tests.support.terraform import Terraform, kill_group, reaped
+from tests.support.terraform import Terraform, interrupt, kill_group, reaped
 
 pytestmark = pytest.mark.terraform
 
@@ -240,5 +240,22 @@ def test_an_uncertain_rental_answer_ends_with_exactly_one_cluster(
     clusters = {p.get("cluster_id") for p in account.report()["pods"] if p.get("cluster_id")}
     assert clusters == {cluster["id"]}, "a second cluster was rented"
     assert tf.plan_exitcode()[0] == 0
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_ctrl_c_during_create_keeps_the_cluster_tracked_and_destroy_removes_it(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    tf = stack(CLUSTER % ("interrupted", ""))
+    with account.faults(LATE_SSH), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
+        wait_for(
+            lambda: len(live_members(account)) == 2, "both members are rented", WAIT_SECONDS, process=process
+        )
+        interrupt(process)
+        process.wait(timeout=WAIT_SECONDS)
+    assert process.returncode != 0
+    (tracked,) = instances(tf, "lium_cluster")  # recorded (tainted) though the wait was cut short
+    assert {n["pod_id"] for n in tracked["nodes"]} == {p["id"] for p in live_members(account)}
     tf.destroy()
     assert_nothing_left(account)
