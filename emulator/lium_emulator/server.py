@@ -97,6 +97,10 @@ def serve(config: EmulatorConfig) -> int:
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=5,
+        # No proxy stands in front of the emulator, and pods' requests arrive from 127.0.0.1 like the
+        # host's: honouring X-Forwarded-For from there would let a pod pass for another client
+        # (the admin routes' pod check, rate limits per address) just by sending the header.
+        proxy_headers=False,
     )
     server = _Server(uvicorn_config, announce)
     server.run(sockets=[listener])

@@ -288,16 +288,18 @@ def test_other_pods_the_state_dir_and_host_homes_are_out_of_reach(pods: Pods) ->
     )
 
 
-def admin_calls_from_pod(pods: Pods, port: int) -> list[tuple[int, Any]]:
+def admin_calls_from_pod(
+    pods: Pods, port: int, headers: dict[str, str] | None = None
+) -> list[tuple[int, Any]]:
     """From the attacker pod to ``127.0.0.1:<port>``: admin routes with the real and the old default
-    key, then the Lium API's version; each as (status, body)."""
+    key, then the Lium API's version; each as (status, body). ``headers`` go along with every call."""
     request = (
         (
             "import json, sys, urllib.request\n"
             "def call(method, path, key):\n"
             "    req = urllib.request.Request(f'http://127.0.0.1:{PORT}{path}', method=method,\n"
             '        data=b\'{"rules": [{"kind": "status", "status": 503}]}\' if method == \'PUT\' else None,\n'
-            "        headers={'X-Emulator-Admin': key, 'Content-Type': 'application/json'})\n"
+            "        headers={'X-Emulator-Admin': key, 'Content-Type': 'application/json', **HEADERS})\n"
             "    try:\n"
             "        with urllib.request.urlopen(req, timeout=10) as r: return r.status, json.load(r)\n"
             "    except urllib.error.HTTPError as e: return e.code, json.load(e)\n"
@@ -306,6 +308,7 @@ def admin_calls_from_pod(pods: Pods, port: int) -> list[tuple[int, Any]]:
         )
         .replace("PORT", str(port))
         .replace("KEY", repr(pods.emulator.admin_key))
+        .replace("HEADERS", repr(headers or {}))
     )
     calls: list[tuple[int, Any]] = json.loads(python_in_pod(pods, request))
     return calls
@@ -318,6 +321,21 @@ def test_admin_routes_refuse_pods_even_with_the_key(pods: Pods) -> None:
     for status, body in (put, get, default_key):
         assert (status, body["error"]["code"]) == (403, "admin_forbidden_from_pod"), body
     assert version[0] == 200  # the Lium API itself stays reachable from pods, as on Lium
+    with http.client(base_url=pods.emulator.root_url, headers=pods.emulator.admin_headers) as admin:
+        faults = admin.get("/_emulator/faults")
+        assert faults.status_code == 200 and faults.json()["rules"] == []
+
+
+def test_admin_routes_refuse_pods_that_claim_another_client_address(pods: Pods) -> None:
+    # Proxy headers name a client only a trusted proxy may vouch for; a pod's request arrives from
+    # 127.0.0.1 like the host's, so honouring them would let the pod pass for any address.
+    port = httpx.URL(pods.emulator.root_url).port
+    assert port is not None
+    claims = {"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https", "Forwarded": "for=203.0.113.9"}
+    put, get, default_key, version = admin_calls_from_pod(pods, port, claims)
+    for status, body in (put, get, default_key):
+        assert (status, body["error"]["code"]) == (403, "admin_forbidden_from_pod"), body
+    assert version[0] == 200
     with http.client(base_url=pods.emulator.root_url, headers=pods.emulator.admin_headers) as admin:
         faults = admin.get("/_emulator/faults")
         assert faults.status_code == 200 and faults.json()["rules"] == []
