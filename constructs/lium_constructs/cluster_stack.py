@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from constructs import Construct
 from lium_constructs._cdk import cdk
 from lium_constructs.generated import Cluster, OfferFilter, Runner, Template
-from lium_constructs.runner_options import RunnerOptions
+from lium_constructs.runner_options import RunnerOptions, runner_on
 
 CLUSTER_IMAGE_PREFIX = "daturaai/lium-cluster"
 """Lium runs a cluster only on its cluster image (``lium_cluster.template_id``)."""
@@ -107,16 +107,13 @@ def declare_cluster(
                 "MASTER_ADDR": master,
                 "MASTER_PORT": str(rendezvous_port),
             }
-            runner = Runner(
+            runner = runner_on(
                 scope,
                 f"runner-{rank}",
+                runner_options,
                 pod_id=node.pod_id,
                 ssh_host_key=node.ssh_host_key,
-                runner_version=runner_options.version,
-                runner_download_url=runner_options.download_url,
-                smoke_test=runner_options.smoke_test,
                 environment={**(runner_options.environment or {}), **rendezvous},
-                authorized_keys=runner_options.authorized_keys,
                 provider=provider,
             )
             runner.override_logical_id(f"{base}_{rank}")

@@ -21,7 +21,7 @@ from constructs import Construct
 from lium_constructs._cdk import cdk
 from lium_constructs.cluster_stack import DEFAULT_RENDEZVOUS_PORT, check_cluster_arguments, declare_cluster
 from lium_constructs.generated import Cluster, DockerCredential, OfferFilter, Pod, Runner, Template
-from lium_constructs.runner_options import DEFAULT_RUNNER, RunnerOptions
+from lium_constructs.runner_options import DEFAULT_RUNNER, RunnerOptions, runner_on
 from lium_constructs.secrets import SecretVariable
 
 KEEP_ALIVE_ENTRYPOINT = "/bin/sh"
@@ -173,16 +173,13 @@ class GpuStack(Construct):
             pod.override_logical_id(logical)
             self.pods.append(pod)
             if runner is not None:
-                pod_runner = Runner(
+                pod_runner = runner_on(
                     self,
                     f"runner-{index}",
+                    runner,
                     pod_id=pod.id,
                     ssh_host_key=pod.ssh_host_key,
-                    runner_version=runner.version,
-                    runner_download_url=runner.download_url,
-                    smoke_test=runner.smoke_test,
                     environment=runner.environment,
-                    authorized_keys=runner.authorized_keys,
                     provider=provider,
                 )
                 pod_runner.override_logical_id(logical)
@@ -190,17 +187,7 @@ class GpuStack(Construct):
         self.ssh_commands = [f"ssh -p {cdk.Token.as_string(p.ssh_port)} root@{p.ssh_host}" for p in self.pods]
         self.prices = [p.price_per_hour for p in self.pods]
         self.hourly_price = cdk.Token.as_number(cdk.Fn.sum(self.prices)) if self.pods else 0.0
-        self._output(output_prefix + "ssh_commands", self.ssh_commands, "root SSH command per pod")
-        if runner is not None:
-            ports = [r.runner_ssh_port for r in self.runners]
-            self._output(output_prefix + "runner_ports", ports, "external port of each runner's sshd")
-        if runner is not None and runner.smoke_test:
-            outputs = [r.smoke_test_output for r in self.runners]
-            self._output(output_prefix + "smoke_test_outputs", outputs, "last lines of each smoke test")
-        self._output(output_prefix + "price_per_hour", self.prices, "billed USD per hour, per pod")
-        self._output(
-            output_prefix + "stack_price_per_hour", self.hourly_price, "billed USD per hour, all pods"
-        )
+        self._output_common(output_prefix, runner, "pod")
 
     def _declare_cluster(
         self,
@@ -235,25 +222,26 @@ class GpuStack(Construct):
         self.prices = [parts.cluster.price_per_hour]
         self.hourly_price = parts.cluster.price_per_hour
         self._output(
-            output_prefix + "ssh_commands", self.ssh_commands, "root SSH command per node, rank order"
-        )
-        self._output(
             output_prefix + "rendezvous_address", members[0].overlay_ip, "MASTER_ADDR: node 0's overlay"
         )
         self._output(
             output_prefix + "rendezvous_port", rendezvous_port, "MASTER_PORT of a distributed launch"
         )
         self._output(output_prefix + "world_size", nodes, "WORLD_SIZE: the nodes of the cluster")
+        self._output_common(output_prefix, runner, "node")
+
+    def _output_common(self, prefix: str, runner: RunnerOptions | None, unit: str) -> None:
+        """The outputs of both forms: per ``unit`` (pod or node, in order) and for the whole stack."""
+        self._output(prefix + "ssh_commands", self.ssh_commands, f"root SSH command per {unit}")
         if runner is not None:
             ports = [r.runner_ssh_port for r in self.runners]
-            self._output(output_prefix + "runner_ports", ports, "external port of each runner's sshd")
+            self._output(prefix + "runner_ports", ports, "external port of each runner's sshd")
         if runner is not None and runner.smoke_test:
             outputs = [r.smoke_test_output for r in self.runners]
-            self._output(output_prefix + "smoke_test_outputs", outputs, "last lines of each smoke test")
-        self._output(output_prefix + "price_per_hour", self.prices, "billed USD per hour, the whole cluster")
-        self._output(
-            output_prefix + "stack_price_per_hour", self.hourly_price, "billed USD per hour, all nodes"
-        )
+            self._output(prefix + "smoke_test_outputs", outputs, "last lines of each smoke test")
+        per = "the whole cluster" if self.cluster is not None else "per pod"
+        self._output(prefix + "price_per_hour", self.prices, f"billed USD per hour, {per}")
+        self._output(prefix + "stack_price_per_hour", self.hourly_price, f"billed USD per hour, all {unit}s")
 
     def _output(self, name: str, value: object, description: str) -> None:
         cdk.TerraformOutput(self, name, value=value, description=description, static_id=True)

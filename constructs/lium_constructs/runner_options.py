@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from constructs import Construct
+from lium_constructs._cdk import cdk
+from lium_constructs.generated import Runner
+
 
 @dataclass(frozen=True)
 class RunnerOptions:
@@ -23,3 +27,28 @@ class RunnerOptions:
 
 
 DEFAULT_RUNNER = RunnerOptions()
+
+
+def runner_on(
+    scope: Construct,
+    id_: str,
+    options: RunnerOptions,
+    *,
+    pod_id: str,
+    ssh_host_key: str,
+    environment: Mapping[str, str] | None,
+    provider: cdk.TerraformProvider | None,
+) -> Runner:
+    """The ``lium_runner`` of ``options`` on one pod (or cluster node), with ``environment`` as its own."""
+    return Runner(
+        scope,
+        id_,
+        pod_id=pod_id,
+        ssh_host_key=ssh_host_key,
+        runner_version=options.version,
+        runner_download_url=options.download_url,
+        smoke_test=options.smoke_test,
+        environment=environment,
+        authorized_keys=options.authorized_keys,
+        provider=provider,
+    )

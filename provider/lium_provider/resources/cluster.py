@@ -64,7 +64,7 @@ from lium_provider.resources.cluster_members import (
     newest_cluster_template,
     wait_for_members,
 )
-from lium_provider.resources.common import api_errors, check_access_on_create
+from lium_provider.resources.common import api_errors, check_access_on_create, with_plan_rules
 from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.resources.ownership import (
     StackTag,
@@ -262,6 +262,23 @@ def _members_state(state: ClusterModel, members: list[Pod], keys: dict[str, str 
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class _Rented:
+    """What a rental left: its fabric, the cluster and members Lium's answer named, and the members
+    themselves when they were already listed (an uncertain answer is settled by the listing)."""
+
+    fabric_id: str | None
+    cluster_id: str | None
+    pod_ids: list[str]
+    members: list[Pod] | None = None
+
+
+def _rented_state(state: ClusterModel, cluster_id: str, pod_ids: list[str]) -> ClusterModel:
+    """The state of a cluster known only from its rental's answer: its id and its members' pod ids."""
+    nodes = [ClusterNodeModel(pod_id=pod_id, node_index=rank) for rank, pod_id in enumerate(pod_ids)]
+    return state.model_copy(update={"id": cluster_id, "nodes": nodes, "status": DEGRADED})
+
+
 def _host_keys(state: ClusterModel) -> dict[str, str | None]:
     return {n.pod_id: n.ssh_host_key for n in state.nodes or [] if n.pod_id}
 
@@ -276,14 +293,9 @@ class ClusterResource(Resource[ClusterModel]):
     def schema(cls) -> Schema:
         """The model's schema, with every offer-filter field forcing replacement: the filter chose the
         nodes, and a cluster cannot move (the shared fields carry no plan rule of their own)."""
-        schema = super().schema()
-        attributes = dict(schema.block.attributes)
-        for name in OfferFilter.fields():
-            attr = attributes[name]
-            if RequiresReplace not in {type(rule) for rule in attr.spec.plan}:
-                spec = dataclasses.replace(attr.spec, plan=(*attr.spec.plan, *_REPLACE))
-                attributes[name] = dataclasses.replace(attr, spec=spec)
-        return dataclasses.replace(schema, block=dataclasses.replace(schema.block, attributes=attributes))
+        # gpu_count is the cluster's own field, already replacing
+        rules = {name: _REPLACE for name in OfferFilter.fields() if name != "gpu_count"}
+        return with_plan_rules(super().schema(), rules)
 
     # -- plan ------------------------------------------------------------------------------------
 
@@ -388,27 +400,33 @@ class ClusterResource(Resource[ClusterModel]):
         )
         lium_name = plan.lium_name or lium_pod_name(plan.name, s.stack_tag, _digest(state, config))
         state = state.model_copy(update={"lium_name": lium_name})
-        members = self._adopt_unrecorded(ctx, s, state)
-        if members is None:
-            members, fabric_id = self._rent(ctx, s, state, config)
-            state = state.model_copy(update={"fabric_id": fabric_id})
-        cluster_id = members[0].cluster_id or ""
-        state = _members_state(state.model_copy(update={"id": cluster_id}), members, {})
-        ctx.record(state)  # from here on, Terraform tracks every paid member whatever happens next
+        adopted = self._adopt_unrecorded(ctx, s, state)
+        if adopted is not None:
+            rented = _Rented(state.fabric_id, adopted[0].cluster_id, [p.id for p in adopted], adopted)
+        else:
+            rented = self._rent(ctx, s, state, config)
+            state = state.model_copy(update={"fabric_id": rented.fabric_id})
+            if rented.members is None and rented.cluster_id:
+                # Lium's answer names the cluster: tracked from here on, so a Ctrl-C or a failed listing
+                # below still leaves every paid member in the state (tainted) for the next destroy.
+                ctx.record(_rented_state(state, rented.cluster_id, rented.pod_ids))
+        cluster_id = rented.cluster_id or ""
         try:
+            members = rented.members or self._members_rented(ctx, s, state, rented.pod_ids)
+            cluster_id = members[0].cluster_id or ""
+            state = _members_state(state.model_copy(update={"id": cluster_id}), members, {})
+            ctx.record(state)  # from here on, Terraform tracks every paid member whatever happens next
             state = self._set_provisional_deadline(ctx, s, state)
             ctx.record(state)
             return self._wait_until_ready(ctx, s, state)
         except BaseException:
-            if ctx.abandoned:  # no state will ever hold this cluster: it must not outlive the process
+            if ctx.abandoned and cluster_id:  # no state will ever hold it: it must not outlive the process
                 self._delete_abandoned(ctx, s, cluster_id)
             raise
 
-    def _rent(
-        self, ctx: Context, s: LiumSession, state: ClusterModel, config: ClusterModel
-    ) -> tuple[list[Pod], str]:
-        """Rent the cheapest fitting nodes: the members and their fabric. An answer that got lost is
-        found by the members' Lium name."""
+    def _rent(self, ctx: Context, s: LiumSession, state: ClusterModel, config: ClusterModel) -> _Rented:
+        """Rent the cheapest fitting nodes: what Lium's answer names (the members are listed by the
+        caller, once it tracks them), or the members found by their Lium name when the answer got lost."""
         ctx.check()
         choice = self._choose(ctx, state.model_copy(update={"fabric_id": config.fabric_id}))
         body = ClusterRentRequest(
@@ -437,15 +455,22 @@ class ClusterResource(Resource[ClusterModel]):
                     "rented (its members carry this stack's name) and sets its removal deadline. Nothing "
                     "was rented a second time.",
                 ) from None
-            return found, choice.fabric_id
-        found = self._await_members(ctx, s, body.pod_name, state.node_count, rental.pod_ids)
+            return _Rented(choice.fabric_id, found[0].cluster_id, [p.id for p in found], found)
+        return _Rented(choice.fabric_id, rental.cluster_id, rental.pod_ids)
+
+    def _members_rented(
+        self, ctx: Context, s: LiumSession, state: ClusterModel, pod_ids: list[str]
+    ) -> list[Pod]:
+        """The members of the cluster just rented, as the listing shows them once it has caught up."""
+        lium_name = state.lium_name or state.name
+        found = self._await_members(ctx, s, lium_name, state.node_count, pod_ids)
         if found is None:
             raise TFError(
                 "Lium rented the cluster but does not list all its members",
-                f"Pods {', '.join(rental.pod_ids) or '(not named)'} were rented as cluster {body.pod_name}: the "
-                "next apply adopts it by that name; nothing was rented a second time.",
+                f"Pods {', '.join(pod_ids) or '(not named)'} were rented as cluster {lium_name}: the next "
+                "apply adopts it by that name; nothing was rented a second time.",
             )
-        return found, choice.fabric_id
+        return found
 
     def _resend(
         self, ctx: Context, s: LiumSession, body: ClusterRentRequest, key: str, count: int

@@ -9,7 +9,8 @@ an uncertain delete is checked and repeated until the object is gone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -17,7 +18,8 @@ from typing import Any, TypeVar
 from lium_provider.api.errors import LiumAuthError, LiumError, LiumNotFound, is_definitive
 from lium_provider.api.models import CLOCK_SKEW
 from lium_provider.session import LiumSession, access_error
-from tfbridge import Context, PlanChange, TFError
+from tfbridge import Context, PlanChange, Schema, TFError
+from tfbridge.schema import PlanRule
 
 T = TypeVar("T")
 RECONCILE_ROUNDS = 5
@@ -111,3 +113,14 @@ def newest(items: list[T], created: Callable[[T], datetime | None], since: datet
             "with `lium-tf sweep --name-prefix`, delete this stack's one if it exists, and apply again.",
         )
     return recent[0] if recent else None
+
+
+def with_plan_rules(schema: Schema, rules: Mapping[str, tuple[PlanRule, ...]]) -> Schema:
+    """``schema`` with ``rules`` added to the named attributes' plan rules: how a resource gives fields it
+    shares with a data source (the offer filter) rules only a managed resource has."""
+    attributes = dict(schema.block.attributes)
+    for name, added in rules.items():
+        attr = attributes[name]
+        spec = dataclasses.replace(attr.spec, plan=(*attr.spec.plan, *added))
+        attributes[name] = dataclasses.replace(attr, spec=spec)
+    return dataclasses.replace(schema, block=dataclasses.replace(schema.block, attributes=attributes))

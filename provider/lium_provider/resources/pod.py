@@ -9,7 +9,6 @@ blindly. Every rent attempt is journalled on disk before it is sent (see :mod:`l
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import math
 from collections.abc import Iterable
@@ -51,7 +50,7 @@ from lium_provider.domain.removal import (
     started_at,
 )
 from lium_provider.domain.stack import lium_pod_name, rent_digest, tag_in_pod_name
-from lium_provider.resources.common import api_errors, check_access_on_create
+from lium_provider.resources.common import api_errors, check_access_on_create, with_plan_rules
 from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.resources.ownership import (
     StackTag,
@@ -366,13 +365,7 @@ class PodResource(Resource[PodModel]):
         The fields are declared once, on the offer filter ``lium_offers`` shares; a data source has no
         plan, so these resource-only rules are added here rather than on the shared fields.
         """
-        schema = super().schema()
-        attributes = dict(schema.block.attributes)
-        for name, rules in FILTER_PLAN_RULES.items():
-            attr = attributes[name]
-            spec = dataclasses.replace(attr.spec, plan=(*attr.spec.plan, *rules))
-            attributes[name] = dataclasses.replace(attr, spec=spec)
-        return dataclasses.replace(schema, block=dataclasses.replace(schema.block, attributes=attributes))
+        return with_plan_rules(super().schema(), FILTER_PLAN_RULES)
 
     # -- plan ------------------------------------------------------------------------------------
 
