@@ -38,3 +38,12 @@ def faults(emulator: RunningEmulator, plan: Mapping[str, Any] = NO_FAULTS) -> It
         yield
     finally:
         put_fault_plan(emulator, NO_FAULTS)
+
+
+def fault_counters(emulator: RunningEmulator) -> dict[str, dict[str, int]]:
+    """Per rule of the emulator's fault plan, how many requests it matched and how often it fired: a
+    test waits on them to act while a request is held (``latency``), not on a clock."""
+    response = http.get(f"{emulator.root_url}/_emulator/faults", headers=emulator.admin_headers, timeout=30)
+    assert response.status_code == 200, response.text
+    counters: dict[str, dict[str, int]] = response.json()["counters"]
+    return counters

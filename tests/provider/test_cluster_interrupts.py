@@ -1,0 +1,57 @@
+"""``lium_cluster`` interrupted where CI interrupts it: a Ctrl-C while the rental is on its way, a create
+abandoned when the cluster's removal meets a fault. Whatever happens, the rented cluster is either in the
+state (and ``terraform destroy`` removes it) or already removed: never billed unknown to Terraform."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.support.faults import fault_counters
+from tests.support.lium import Account, assert_nothing_left, instances
+from tests.support.procs import wait_for
+from tests.support.terraform import Terraform, interrupt, reaped
+
+pytestmark = pytest.mark.terraform
+
+CLUSTER = """
+resource "lium_cluster" "c" {
+  name       = "%s"
+  node_count = 2
+}
+"""
+WAIT_SECONDS = 60.0
+# The emulator holds the rental this long before it commits (and answers), so a signal sent once the
+# request has arrived lands while it is on its way.
+RENT_HELD_SECONDS = 5
+
+
+def live_members(account: Account) -> list[dict[str, Any]]:
+    return [p for p in account.live()["pods"] if p.get("cluster_id")]
+
+
+def test_ctrl_c_while_the_rental_is_on_its_way_leaves_the_cluster_in_the_state(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    tf = stack(CLUSTER % "interrupted")
+    held = {"name": "held", "method": "POST", "path": "/executors/cluster/rent", "kind": "latency"}
+    plan = {"rules": [{**held, "seconds": RENT_HELD_SECONDS, "first": 1}]}
+    with account.faults(plan), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
+        wait_for(
+            lambda: fault_counters(account.emulator)["held"]["matched"] == 1,
+            "the rental reaches Lium",
+            WAIT_SECONDS,
+            process=process,
+        )
+        interrupt(process)  # Ctrl-C: the rental is answered after Terraform asked the provider to stop
+        output, _ = process.communicate(timeout=WAIT_SECONDS * 2)
+    assert process.returncode != 0 and "cancelled" in output, output
+    rented = {p["id"] for p in live_members(account)}
+    assert len(rented) == 2, "the held rental was answered"
+    # Lium's answer named the cluster: the state tracks it (tainted), so destroy knows what to remove
+    (cluster,) = instances(tf, "lium_cluster")
+    assert {n["pod_id"] for n in cluster["nodes"]} == rented
+    tf.destroy()
+    assert_nothing_left(account)
