@@ -4,6 +4,8 @@ state (and ``terraform destroy`` removes it) or already removed: never billed un
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +13,7 @@ import pytest
 
 from tests.support.faults import fault_counters
 from tests.support.lium import Account, assert_nothing_left, instances
-from tests.support.procs import wait_for
+from tests.support.procs import providers_in, wait_for
 from tests.support.terraform import Terraform, interrupt, reaped
 
 pytestmark = pytest.mark.terraform
@@ -26,6 +28,14 @@ WAIT_SECONDS = 60.0
 # The emulator holds the rental this long before it commits (and answers), so a signal sent once the
 # request has arrived lands while it is on its way.
 RENT_HELD_SECONDS = 5
+# The last member's sshd answers long after the rental: the create is still waiting when terraform dies.
+LATE_SSH = {
+    "method": "POST",
+    "path": "/executors/cluster/rent",
+    "kind": "ssh_late",
+    "seconds": 30,
+    "first": 1,
+}
 
 
 def live_members(account: Account) -> list[dict[str, Any]]:
@@ -54,4 +64,37 @@ def test_ctrl_c_while_the_rental_is_on_its_way_leaves_the_cluster_in_the_state(
     (cluster,) = instances(tf, "lium_cluster")
     assert {n["pod_id"] for n in cluster["nodes"]} == rented
     tf.destroy()
+    assert_nothing_left(account)
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"kind": "status", "status": 503},
+        {"kind": "status", "status": 409, "code": "pod_state_conflict"},  # a member still being created
+        {"kind": "drop_after_commit"},
+        {"kind": "rate_limit", "seconds": 1},
+    ],
+    ids=["503", "409", "dropped", "429"],
+)
+def test_an_abandoned_create_removes_its_cluster_through_a_failed_removal_request(
+    stack: Callable[[str], Terraform], account: Account, fault: dict[str, Any]
+) -> None:
+    tf = stack(CLUSTER % "abandoned")
+    removal = {"name": "removal", "method": "DELETE", "path": "/clusters/*", "first": 1, **fault}
+    with account.faults({"rules": [LATE_SSH, removal]}):
+        with reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
+            wait_for(
+                lambda: len(live_members(account)) == 2,
+                "both members are rented",
+                WAIT_SECONDS,
+                process=process,
+            )
+            os.kill(process.pid, signal.SIGKILL)  # a CI timeout: no state will ever hold the cluster
+            process.wait(timeout=WAIT_SECONDS)
+        wait_for(lambda: providers_in(tf.workdir) == [], "the orphaned provider exits", WAIT_SECONDS)
+        assert fault_counters(account.emulator)["removal"]["fired"] == 1
+    # the orphaned provider sent the removal again: nothing is billed, though no command runs again
+    assert [p["status"] for p in live_members(account) if p["status"] != "DELETING"] == []
+    wait_for(lambda: live_members(account) == [], "the members are gone", WAIT_SECONDS)
     assert_nothing_left(account)

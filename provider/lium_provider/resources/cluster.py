@@ -64,7 +64,12 @@ from lium_provider.resources.cluster_members import (
     newest_cluster_template,
     wait_for_members,
 )
-from lium_provider.resources.common import api_errors, check_access_on_create, with_plan_rules
+from lium_provider.resources.common import (
+    api_errors,
+    check_access_on_create,
+    undo_abandoned,
+    with_plan_rules,
+)
 from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.resources.ownership import (
     StackTag,
@@ -561,14 +566,13 @@ class ClusterResource(Resource[ClusterModel]):
         return state.model_copy(update={"removal_scheduled_at": rfc3339(wanted)})
 
     def _delete_abandoned(self, ctx: Context, s: LiumSession, cluster_id: str) -> None:
-        """Remove a cluster whose create was abandoned; no wait (the process is exiting)."""
-        try:
-            s.client.delete_cluster(cluster_id)
-        except Exception as exc:  # the process exits anyway: the provisional deadline remains
+        """Remove a cluster whose create was abandoned; no wait for its members (the process is exiting)."""
+        error = undo_abandoned(lambda: s.client.delete_cluster(cluster_id))
+        if error is not None:  # the process exits anyway: the provisional deadline remains
             ctx.log.warn(
                 "could not remove the cluster of an abandoned create",
                 cluster=cluster_id,
-                error=type(exc).__name__,
+                error=type(error).__name__,
             )
             return
         ctx.log.warn(

@@ -10,6 +10,7 @@ an uncertain delete is checked and repeated until the object is gone.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -24,6 +25,10 @@ from tfbridge.schema import PlanRule
 T = TypeVar("T")
 RECONCILE_ROUNDS = 5
 RECONCILE_PAUSE_SECONDS = 1.0
+ABANDONED_UNDO_SECONDS = 6.0
+"""How long an abandoned create keeps sending the delete of what it rented: within the 8 s the bridge
+gives in-flight calls once Terraform is gone (``tfbridge.serving.handshake.ABANDON_GRACE_SECONDS``)."""
+ABANDONED_UNDO_PAUSE_SECONDS = 0.5
 
 
 @contextmanager
@@ -124,3 +129,23 @@ def with_plan_rules(schema: Schema, rules: Mapping[str, tuple[PlanRule, ...]]) -
         spec = dataclasses.replace(attr.spec, plan=(*attr.spec.plan, *added))
         attributes[name] = dataclasses.replace(attr, spec=spec)
     return dataclasses.replace(schema, block=dataclasses.replace(schema.block, attributes=attributes))
+
+
+def undo_abandoned(remove: Callable[[], object]) -> Exception | None:
+    """Send ``remove`` (an idempotent delete) for what an abandoned create rented, again after anything
+    but a definitive refusal (a 5xx, a lost answer, a 409 while a member is still being created, a
+    429), for at most :data:`ABANDONED_UNDO_SECONDS`: no state will ever hold the object, so one failed
+    request would leave it billed until its removal deadline. The last error when it was not done.
+
+    The pauses are plain sleeps: the operation's own waits end at once, since abandoning cancels it."""
+    deadline = time.monotonic() + ABANDONED_UNDO_SECONDS
+    while True:
+        try:
+            remove()
+            return None
+        except Exception as exc:
+            if isinstance(exc, LiumError) and exc.status not in (409, 429) and is_definitive(exc):
+                return exc
+            if time.monotonic() + ABANDONED_UNDO_PAUSE_SECONDS >= deadline:
+                return exc
+        time.sleep(ABANDONED_UNDO_PAUSE_SECONDS)

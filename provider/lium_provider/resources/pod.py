@@ -50,7 +50,12 @@ from lium_provider.domain.removal import (
     started_at,
 )
 from lium_provider.domain.stack import lium_pod_name, rent_digest, tag_in_pod_name
-from lium_provider.resources.common import api_errors, check_access_on_create, with_plan_rules
+from lium_provider.resources.common import (
+    api_errors,
+    check_access_on_create,
+    undo_abandoned,
+    with_plan_rules,
+)
 from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.resources.ownership import (
     StackTag,
@@ -858,10 +863,11 @@ def wait_for_host_key(ctx: Context, host: str, port: int) -> str:
 
 def _delete_abandoned(ctx: Context, s: LiumSession, pod_id: str, lium_name: str) -> None:
     """Send DELETE for a pod whose create was abandoned; no wait for DELETED (the process is exiting)."""
-    try:
-        s.client.delete_pod(pod_id)
-    except Exception as exc:  # the process exits anyway: the removal deadline and sweep remain
-        ctx.log.warn("could not delete the pod of an abandoned create", pod=pod_id, error=type(exc).__name__)
+    error = undo_abandoned(lambda: s.client.delete_pod(pod_id))
+    if error is not None:  # the process exits anyway: the removal deadline and sweep remain
+        ctx.log.warn(
+            "could not delete the pod of an abandoned create", pod=pod_id, error=type(error).__name__
+        )
         return
     ctx.log.warn("deleted the pod of an abandoned create: Terraform is gone and cannot record it", pod=pod_id)
     s.journal.forget(lium_name)
