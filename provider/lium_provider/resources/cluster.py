@@ -59,6 +59,7 @@ from lium_provider.domain.stack import (
     tag_in_pod_name,
 )
 from lium_provider.resources.cluster_members import (
+    check_cluster_template,
     delete_cluster_and_wait,
     members_of,
     newest_cluster_template,
@@ -77,6 +78,7 @@ from lium_provider.resources.ownership import (
     left_alone_at_delete,
     plan_ownership,
     refreshed_owner,
+    refuse_unless_destroying,
     warn_if_foreign,
 )
 from lium_provider.session import LiumSession, session
@@ -327,6 +329,12 @@ class ClusterResource(Resource[ClusterModel]):
         if change.config_is_null("template_id"):
             with api_errors("finding Lium's cluster template"):
                 change.set_planned("template_id", newest_cluster_template(s.client).id)
+        elif not change.is_unknown("template_id"):
+            try:
+                with api_errors("reading the cluster's template", path=("template_id",)):
+                    check_cluster_template(s.client, change.planned.template_id or "")
+            except TFError as refused:  # never in the plan a destroy refreshes with: it would block it
+                refuse_unless_destroying(refused)
         if any(change.is_unknown(n) for n in ("name", "template_id", "node_count")) or any(
             change.config_is_unknown(n) for n in ("fabric_id", "ssh_public_key")
         ):
@@ -400,6 +408,9 @@ class ClusterResource(Resource[ClusterModel]):
         if template_id is None:
             with api_errors("finding Lium's cluster template"):
                 template_id = newest_cluster_template(s.client).id
+        else:  # the configuration's, known perhaps only now (a template created in the same apply)
+            with api_errors("reading the cluster's template", path=("template_id",)):
+                check_cluster_template(s.client, template_id)
         state = plan.model_copy(
             update={"ssh_public_key": public_key, "template_id": template_id, "timeouts": plan.timeouts}
         )

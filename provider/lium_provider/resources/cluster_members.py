@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 
 from lium_provider.api.client import LiumClient
-from lium_provider.api.clusters import CLUSTER_IMAGE_PREFIX
+from lium_provider.api.clusters import CLUSTER_IMAGE_PREFIX, is_cluster_image
 from lium_provider.api.errors import LiumError, is_definitive
 from lium_provider.api.models import DEAD_POD_STATES, RUNNING, TERMINAL_POD_STATES, Pod, Template
 from lium_provider.resources.pod import delete_pod_and_wait, failure_reason, pod_gone, wait_for_host_key
@@ -23,9 +23,7 @@ CONFLICT_RETRY_SECONDS = 2.0
 
 def newest_cluster_template(client: LiumClient) -> Template:
     """Lium's cluster template, as its SDK picks it: of image ``daturaai/lium-cluster``, newest tag."""
-    candidates = [
-        t for t in client.list_templates() if (t.docker_image or "").startswith(CLUSTER_IMAGE_PREFIX)
-    ]
+    candidates = [t for t in client.list_templates() if is_cluster_image(t.docker_image)]
     if not candidates:
         raise TFError(
             "Lium offers no cluster template",
@@ -38,6 +36,26 @@ def newest_cluster_template(client: LiumClient) -> Template:
         return tuple(int(p) if p.isdigit() else -1 for p in parts)
 
     return max(candidates, key=tag_key)
+
+
+def check_cluster_template(client: LiumClient, template_id: str) -> None:
+    """Refuse, naming ``template_id``, a template that does not exist or is not of Lium's cluster image:
+    Lium would refuse the rental (``cluster_template_required``), so the plan says so first."""
+    template = client.get_template(template_id)
+    if template is None:
+        raise TFError(
+            "The cluster's template does not exist",
+            f"No template {template_id} is visible to this API key.",
+            path=("template_id",),
+        )
+    if not is_cluster_image(template.docker_image):
+        raise TFError(
+            "The cluster's template is not of Lium's cluster image",
+            f"Template {template_id} runs {template.docker_image}; every cluster member must run "
+            f"{CLUSTER_IMAGE_PREFIX}:<tag>, which joins the members on their overlay. Leave `template_id` "
+            "unset for Lium's newest cluster template, or use a template of that image.",
+            path=("template_id",),
+        )
 
 
 def members_of(pods: Iterable[Pod], lium_name: str, cluster_id: str | None) -> dict[str, list[Pod]]:

@@ -1,0 +1,54 @@
+"""``lium_cluster`` refuses what Lium would refuse, naming the attribute: a template not of Lium's cluster
+image fails the plan when its id is known then, and the apply before any rental when it is not."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.support.lium import Account, assert_nothing_left
+from tests.support.terraform import Terraform
+
+pytestmark = pytest.mark.terraform
+
+PYTHON_TEMPLATE = """
+resource "lium_template" "t" {
+  name  = "not-a-cluster-image"
+  image = "python:3.11-slim"
+}
+"""
+CLUSTER = """
+resource "lium_cluster" "c" {
+  name        = "wrong-image"
+  node_count  = 2
+  template_id = %s
+}
+"""
+
+
+def test_a_template_of_another_image_fails_the_plan_naming_template_id(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    with account.api() as api:
+        public = [t for t in api.get("/templates").json() if t["docker_image"] == "python"]
+    tf = stack(CLUSTER % f'"{public[0]["id"]}"')
+    plan = tf.run("plan", "-input=false", "-no-color", check=False)
+    assert plan.returncode == 1, plan.stdout
+    assert "is not of Lium's cluster image" in plan.stderr, plan.stderr
+    assert "template_id =" in plan.stderr, "the error points at the attribute"
+    assert_nothing_left(account)
+
+
+def test_a_template_made_in_the_same_apply_is_checked_before_the_rental(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    tf = stack(PYTHON_TEMPLATE + CLUSTER % "lium_template.t.id")
+    applied = tf.apply(check=False)
+    assert applied.returncode == 1, applied.stdout
+    assert "is not of Lium's cluster image" in applied.stderr, applied.stderr
+    assert "template_id =" in applied.stderr, "the error points at the attribute"
+    assert "cluster_template_required" not in applied.stderr, "nothing was sent to Lium to refuse"
+    assert account.report()["pods"] == []
+    tf.destroy()
+    assert_nothing_left(account)
