@@ -95,6 +95,7 @@ from tfbridge import (
     Timeouts,
     UseStateForUnknown,
 )
+from tfbridge.schema import PlanRule
 
 _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
@@ -301,7 +302,12 @@ class ClusterResource(Resource[ClusterModel]):
         """The model's schema, with every offer-filter field forcing replacement: the filter chose the
         nodes, and a cluster cannot move (the shared fields carry no plan rule of their own)."""
         # gpu_count is the cluster's own field, already replacing
-        rules = {name: _REPLACE for name in OfferFilter.fields() if name != "gpu_count"}
+        rules: dict[str, tuple[PlanRule, ...]] = {
+            name: _REPLACE for name in OfferFilter.fields() if name != "gpu_count"
+        }
+        # The shared gpu is computed (a pod records the GPU it rented) but a cluster never sets it: unset,
+        # it keeps its null state, or it would be unknown, and force a replacement, in every change.
+        rules["gpu"] = (*_KEEP, *_REPLACE)
         return with_plan_rules(super().schema(), rules)
 
     # -- plan ------------------------------------------------------------------------------------
