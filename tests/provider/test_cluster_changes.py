@@ -34,3 +34,24 @@ def test_new_termination_hours_move_the_removal_in_place_without_a_gpu_filter(
     assert tf.plan_exitcode()[0] == 0
     tf.destroy()
     assert_nothing_left(account)
+
+
+def test_a_new_filter_under_create_before_destroy_rents_a_new_cluster_and_removes_the_old(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    keep_up = "  lifecycle {\n    create_before_destroy = true\n  }\n"
+    tf = stack(CLUSTER % keep_up)
+    tf.apply()
+    (old,) = instances(tf, "lium_cluster")
+    assert old["fabric_id"] == "roce-iad-a100-01", "the cheapest fabric"
+    tf.write(PROVIDER_BLOCK + CLUSTER % (keep_up + '  gpu = "H100"\n'))
+    tf.apply()
+    (new,) = instances(tf, "lium_cluster")
+    # the replacement did not adopt the cluster it replaces (then removed by the deposed object's destroy)
+    assert new["id"] != old["id"] and new["fabric_id"] == "ib-sjc-h100-01"
+    with account.api() as api:
+        members = [api.get(f"/pods/{n['pod_id']}").json() for n in new["nodes"]]
+    assert [m["status"] for m in members] == ["RUNNING", "RUNNING"]
+    assert tf.plan_exitcode()[0] == 0
+    tf.destroy()
+    assert_nothing_left(account)

@@ -139,11 +139,19 @@ def rent_digest(*rent_fields: object) -> str:
 
 
 def cluster_rent_digest(
-    template_id: str | None, node_count: int | None, fabric_id: str | None, ssh_public_key: str | None
+    template_id: str | None,
+    node_count: int | None,
+    fabric_id: str | None,
+    ssh_public_key: str | None,
+    placement: Mapping[str, object] | None = None,
 ) -> str:
     """The rent digest of a cluster's members' Lium name: what the rental asks for (template, node count,
-    a chosen fabric and key), marked as a cluster's so no pod's digest equals it."""
-    return rent_digest("cluster", template_id, node_count, fabric_id, ssh_public_key)
+    a chosen fabric and key), marked as a cluster's so no pod's digest equals it. ``placement`` is the
+    offer filter's set fields: a new filter replaces the cluster, and under ``create_before_destroy`` the
+    replacement must not carry, and so adopt, the name of the cluster it replaces. Without one the digest
+    is what it was before filters counted, so a cluster rented without a filter keeps proving its stack."""
+    fields: tuple[object, ...] = ("cluster", template_id, node_count, fabric_id, ssh_public_key)
+    return rent_digest(*fields, dict(placement)) if placement else rent_digest(*fields)
 
 
 def lium_pod_name(name: str, tag: str, digest: str) -> str:

@@ -234,8 +234,9 @@ class ClusterModel(OfferFilter):
 
 
 def _digest(plan: ClusterModel, configured: ClusterModel) -> str:
+    placement = _filter(configured).model_dump(mode="json", exclude_none=True)
     return cluster_rent_digest(
-        plan.template_id, plan.node_count, configured.fabric_id, configured.ssh_public_key
+        plan.template_id, plan.node_count, configured.fabric_id, configured.ssh_public_key, placement
     )
 
 
@@ -342,7 +343,7 @@ class ClusterResource(Resource[ClusterModel]):
             except TFError as refused:  # never in the plan a destroy refreshes with: it would block it
                 refuse_unless_destroying(refused)
         if any(change.is_unknown(n) for n in ("name", "template_id", "node_count")) or any(
-            change.config_is_unknown(n) for n in ("fabric_id", "ssh_public_key")
+            change.config_is_unknown(n) for n in ("fabric_id", "ssh_public_key", *OfferFilter.fields())
         ):
             change.set_unknown("lium_name")
         else:
