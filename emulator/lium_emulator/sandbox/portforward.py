@@ -18,11 +18,17 @@ Three kinds, as a container runtime and the hosts' network provide them:
 
 One pod may hold at most :data:`MAX_CONNECTIONS_PER_POD` relayed connections at once: those to its
 published ports from the host, and those it opens itself (to the emulator, to advertised addresses);
-further ones are closed as they arrive. Each costs the emulator three descriptors, and without the
-cap one pod opening thousands of idle connections would exhaust the emulator's open files and stop it
-serving every other pod. The advertised addresses take a listener per published port per pod (n pods
-of p ports: n x n x p), so the emulator raises its soft open-files limit to the hard one, and these
-listeners use at most half of it; beyond that, a pod starting does not get them (logged).
+further ones are closed as they arrive. Each costs the emulator up to three descriptors, and without
+the cap one pod opening thousands of idle connections would exhaust the emulator's open files and stop
+it serving every other pod. Many pods together would all the same, so the connections pods open are
+also bounded in all (:func:`pods_connection_budget`): past that budget a pod still opens up to its
+fair share of it (the budget over the number of pods), never past twice the budget in all. The host's
+connections to published ports count only against their pod's share: the host is not hostile.
+
+The emulator raises its soft open-files limit to the hard one and shares it out: the advertised
+addresses take a listener per published port per pod (n pods of p ports: n x n x p) and use at most
+half of it (beyond that, a pod starting does not get them; logged); published ports at most an eighth
+(a pod whose ports do not fit does not start); the connections pods open at most a quarter.
 
 Relays are asyncio protocols with flow control (a full outgoing buffer pauses reading on the other
 side) and half-close, so bulk transfers and SSH both work without a coroutine per chunk. Everything
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import functools
 import logging
 import os
@@ -51,15 +58,44 @@ _T = TypeVar("_T")
 _LOOPBACK = "127.0.0.1"
 _CALL_TIMEOUT_SECONDS = 30.0
 MAX_CONNECTIONS_PER_POD = 256
+# The descriptors a connection a pod opens costs the emulator at most: its end in the pod's namespace,
+# the end the relay dials, and (to the emulator) the server's accepted socket.
+_FDS_PER_POD_CONNECTION = 3
 
 Dial = Callable[[], Awaitable[socket.socket]]
 
 
+def pods_connection_budget(open_files: int) -> int:
+    """How many connections pods may open in all before each is held to its fair share, given the
+    emulator's open-files limit: an eighth of the descriptors, so a quarter at most with every pod at
+    its share on top."""
+    return open_files // 8 // _FDS_PER_POD_CONNECTION
+
+
 @dataclass
 class _Budget:
-    """One pod's relayed connections open now (their accepted ends), for MAX_CONNECTIONS_PER_POD."""
+    """One pod's relayed connections open now (their accepted ends), for MAX_CONNECTIONS_PER_POD;
+    ``opened`` of them are the ones the pod opened."""
 
     open: int = 0
+    opened: int = 0
+
+
+@dataclass
+class _PodsBudget:
+    """The connections all pods opened (to the emulator, to advertised addresses), open now."""
+
+    budget: int
+    pods: int = 0
+    open: int = 0
+
+    def admits(self, pod: _Budget) -> bool:
+        """Whether ``pod`` may open one more: while the pods' total is within the budget, and beyond it
+        up to the pod's fair share, never past twice the budget (so pods already over their share, say
+        from before others started, cannot take the others' shares)."""
+        if self.open < self.budget:
+            return True
+        return self.open < 2 * self.budget and pod.opened < self.budget // max(1, self.pods)
 
 
 @dataclass
@@ -165,28 +201,38 @@ class _InboundEnd(_RelayEnd):
     """An accepted connection: held (not read) until the upstream connection is established.
 
     With ``track``, the upstream socket's local address is in it from before the first relayed byte
-    until the connection closes.
+    until the connection closes. ``pods`` is set when a pod opened it (it counts there too).
     """
 
-    def __init__(self, group: _Group, dial: Dial, track: _Addresses | None) -> None:
+    def __init__(self, group: _Group, dial: Dial, track: _Addresses | None, pods: _PodsBudget | None) -> None:
         super().__init__(group)
         self._dial = dial
         self._track = track
+        self._pods = pods
         self._counted = False
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._counted:
             self._counted = False
             self.group.budget.open -= 1
+            if self._pods is not None:
+                self._pods.open -= 1
+                self.group.budget.opened -= 1
         super().connection_lost(exc)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         assert self.transport is not None
-        if self.group.budget.open >= MAX_CONNECTIONS_PER_POD:
+        budget = self.group.budget
+        if budget.open >= MAX_CONNECTIONS_PER_POD or (
+            self._pods is not None and not self._pods.admits(budget)
+        ):
             self.transport.abort()  # over the pod's share: refused before anything is dialled
             return
-        self.group.budget.open += 1
+        budget.open += 1
+        if self._pods is not None:
+            self._pods.open += 1
+            budget.opened += 1
         self._counted = True
         self.transport.pause_reading()
         task = asyncio.get_running_loop().create_task(self._link())
@@ -272,7 +318,12 @@ class PortForwarder:
         self._members: dict[str, _Member] = {}
         self._mirrors: dict[str, dict[str, _Group]] = {}  # in pod -> of pod -> advertised-address listeners
         self._mirror_listeners = 0
-        self._max_mirror_listeners = _raise_open_files_limit() // 2
+        open_files = _raise_open_files_limit()
+        self._max_mirror_listeners = open_files // 2
+        self._pods_budget = _PodsBudget(pods_connection_budget(open_files))
+        # Host listeners of published ports, per owner (under _lock: counted before they are made).
+        self._published: dict[str, int] = {}
+        self._max_published = open_files // 8
         self._reverse_connections = _Addresses()
 
     def publish(
@@ -282,6 +333,7 @@ class PortForwarder:
         ``preferred`` host port of an internal port where it is free, else any free one. The host ports
         become reachable from every pod that published ports too, and theirs from this one."""
         ports = list(dict.fromkeys(internal_ports))
+        self._reserve_published(owner, len(ports))
         listeners: list[socket.socket] = []
         try:
             for port in ports:
@@ -291,10 +343,25 @@ class PortForwarder:
         except BaseException:
             for sock in listeners:
                 sock.close()
+            self._reserve_published(owner, -len(ports))
             raise
         served = [(s, _dial_into(fd, p)) for p, s in zip(ports, listeners, strict=True)]
         self._call(self._publish(owner, fd, served, mapping))
         return mapping
+
+    def _reserve_published(self, owner: str, count: int) -> None:
+        """Count ``count`` more host listeners for ``owner`` (fewer when negative); refused with EMFILE
+        beyond an eighth of the open-files limit, before any is made: a pod asking for thousands of
+        ports would otherwise take the descriptors every other pod and the server need."""
+        with self._lock:
+            in_use = sum(self._published.values())
+            if count > 0 and in_use + count > self._max_published:
+                raise OSError(
+                    errno.EMFILE,
+                    f"{count} ports to publish, {in_use} published already: the emulator publishes at "
+                    f"most {self._max_published} at once (an eighth of its open-files limit)",
+                )
+            self._published[owner] = self._published.get(owner, 0) + count
 
     def reverse(self, owner: str, netns_fd: int, port: int) -> None:
         """Make ``127.0.0.1:<port>`` inside the namespace reach the host's ``127.0.0.1:<port>``."""
@@ -303,7 +370,9 @@ class PortForwarder:
         def dial_host() -> Awaitable[socket.socket]:
             return _connect(socket.socket(socket.AF_INET, socket.SOCK_STREAM), port)
 
-        self._call(self._serve_own(owner, [(listener, dial_host)], self._reverse_connections))
+        self._call(
+            self._serve_own(owner, [(listener, dial_host)], self._reverse_connections, self._pods_budget)
+        )
 
     def is_reverse_connection(self, address: tuple[str, int]) -> bool:
         """True while ``address`` (host, port) is the host side of a connection relayed out of a pod."""
@@ -314,6 +383,8 @@ class PortForwarder:
         pod; its host ports are free when this returns."""
         if self._loop is not None:
             self._call(self._release(owner))
+        with self._lock:
+            self._published.pop(owner, None)
 
     def connection_count(self) -> int:
         """Relayed sockets currently open (two per live connection)."""
@@ -326,6 +397,7 @@ class PortForwarder:
         with self._lock:
             loop, thread, serial = self._loop, self._thread, self._serial
             self._loop = self._thread = self._serial = None
+            self._published.clear()
         if loop is None or thread is None or serial is None:
             return
         asyncio.run_coroutine_threadsafe(_one_at_a_time(serial, self._release_all()), loop).result(
@@ -349,21 +421,27 @@ class PortForwarder:
         )
 
     def _budget(self, pod: str) -> _Budget:
-        return self._budgets.setdefault(pod, _Budget())
+        budget = self._budgets.setdefault(pod, _Budget())
+        self._pods_budget.pods = len(self._budgets)
+        return budget
 
     def _own_group(self, owner: str) -> _Group:
         return self._groups.setdefault(owner, _Group(self._budget(owner)))
 
     async def _serve_own(
-        self, owner: str, listeners: list[tuple[socket.socket, Dial]], track: _Addresses | None
+        self,
+        owner: str,
+        listeners: list[tuple[socket.socket, Dial]],
+        track: _Addresses | None,
+        pods: _PodsBudget | None,
     ) -> None:
-        await self._serve(self._own_group(owner), listeners, track)
+        await self._serve(self._own_group(owner), listeners, track, pods)
 
     async def _publish(
         self, owner: str, netns_fd: int, listeners: list[tuple[socket.socket, Dial]], mapping: dict[int, int]
     ) -> None:
         self._own_group(owner).netns_fds.append(netns_fd)
-        await self._serve_own(owner, listeners, None)
+        await self._serve_own(owner, listeners, None, None)  # the host's connections
         joining = owner not in self._members
         self._members.setdefault(owner, _Member(netns_fd, {})).published.update(mapping)
         left_out = 0
@@ -404,19 +482,23 @@ class PortForwarder:
             listeners.append((sock, _dial_into(target_fd, internal)))
         served = len(group.servers)
         try:
-            await self._serve(group, listeners, None)
+            await self._serve(group, listeners, None, self._pods_budget)
         finally:
             self._mirror_listeners += len(group.servers) - served
         return left_out
 
     async def _serve(
-        self, group: _Group, listeners: list[tuple[socket.socket, Dial]], track: _Addresses | None
+        self,
+        group: _Group,
+        listeners: list[tuple[socket.socket, Dial]],
+        track: _Addresses | None,
+        pods: _PodsBudget | None,
     ) -> None:
         loop = asyncio.get_running_loop()
         for index, (sock, dial) in enumerate(listeners):
             try:
                 server = await loop.create_server(
-                    functools.partial(_InboundEnd, group, dial, track), sock=sock
+                    functools.partial(_InboundEnd, group, dial, track, pods), sock=sock
                 )
             except BaseException:
                 for unserved, _ in listeners[index:]:
@@ -431,6 +513,7 @@ class PortForwarder:
                 mirrors.append(targets.pop(owner))
         self._members.pop(owner, None)
         self._budgets.pop(owner, None)
+        self._pods_budget.pods = len(self._budgets)
         self._mirror_listeners -= sum(len(group.servers) for group in mirrors)
         own = self._groups.pop(owner, None)
         groups = mirrors + ([own] if own is not None else [])

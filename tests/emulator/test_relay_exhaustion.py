@@ -1,0 +1,175 @@
+"""Hostile pods and users cannot exhaust the emulator's open files through its relays: many pods
+holding every connection they may open to the emulator leave it serving the host and starting pods
+(docs/emulator.md, "Pod networking")."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+import paramiko
+import pytest
+
+from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.sandbox.portforward import MAX_CONNECTIONS_PER_POD, pods_connection_budget
+from tests.emulator.testkit import (
+    FAST_TIMINGS,
+    SshKey,
+    create_template,
+    new_account,
+    rent_body,
+    rent_pod,
+    splittable_node,
+    ssh_target,
+    wait_ssh_ready,
+    wait_status,
+)
+from tests.support import http
+
+pytestmark = pytest.mark.sandbox  # every test here starts an emulator with pods
+
+# The emulator's open-files limit in these tests: low enough that a few pods holding their whole
+# share of connections (three descriptors each: the pod's end, the host's end, the server's) would
+# use up every one.
+OPEN_FILES = 2048
+CONSOLE_SCRIPT = Path(sys.executable).with_name("lium-emulator")
+FLOODERS = 3
+# Inside a pod: COUNT connections to the emulator at 127.0.0.1:PORT, each with a request it never
+# finishes (so the server keeps it); prints how many the relay kept open, then holds them
+# until its standard input closes.
+FLOOD = """
+import json, select, socket, sys, time
+held = []
+deadline = time.monotonic() + 60
+for _ in range(COUNT):
+    if time.monotonic() > deadline:
+        break
+    try:
+        sock = socket.create_connection(("127.0.0.1", PORT), timeout=2)
+        sock.sendall(b"GET /api/version HTTP/1.1\\r\\nHost: x\\r\\n")
+        held.append(sock)
+    except OSError:
+        pass
+# The relay takes connections in order: once a last one is answered (or refused), it has decided on
+# every earlier one, and those it refused are closed. The server never answers an unfinished request,
+# so a held connection that is readable was closed.
+with socket.create_connection(("127.0.0.1", PORT), timeout=30) as last:
+    last.sendall(b"GET /_emulator/health HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n")
+    try:
+        while last.recv(65536):
+            pass
+    except OSError:
+        pass
+closed, _, _ = select.select(held, [], [], 0)
+print(json.dumps(len(held) - len(closed)), flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.fixture
+def low_open_files_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Emulators launched in the test start with OPEN_FILES as their hard open-files limit (``launch``
+    runs ``sys.executable``; this process cannot lower its own hard limit and raise it back)."""
+    wrapper = tmp_path / "python-low-nofile"
+    wrapper.write_text(f'#!/bin/sh\nexec prlimit --nofile={OPEN_FILES}:{OPEN_FILES} {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(wrapper))
+
+
+def root_shell(pod: dict[str, object], key: SshKey) -> paramiko.SSHClient:
+    host, port = ssh_target(pod)
+    client = paramiko.SSHClient()
+    client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+    client.connect(host, port=port, username="root", pkey=key.pkey, allow_agent=False, look_for_keys=False)
+    return client
+
+
+def open_files(emulator: RunningEmulator) -> int:
+    return len(os.listdir(f"/proc/{emulator.process.pid}/fd"))
+
+
+@pytest.mark.usefixtures("low_open_files_limit")
+def test_pods_holding_every_connection_they_may_open_leave_the_emulator_serving() -> None:
+    key = SshKey()
+    emulator = launch(FAST_TIMINGS)
+    try:
+        with ExitStack() as floods:
+            port = httpx.URL(emulator.root_url).port
+            _, client = new_account(emulator)
+            floods.enter_context(client)
+            template = create_template(client)
+            node = splittable_node(client, "RTX 4090")
+            rows = [
+                wait_ssh_ready(client, rent_pod(client, node["id"], rent_body(template["id"], key.public)))
+                for _ in range(FLOODERS)
+            ]
+            code = FLOOD.replace("COUNT", str(MAX_CONNECTIONS_PER_POD - 6)).replace("PORT", str(port))
+            held = []
+            for row in rows:
+                shell = floods.enter_context(root_shell(row, key))
+                channel = shell.get_transport().open_session(timeout=30)  # type: ignore[union-attr]
+                floods.callback(channel.close)
+                channel.exec_command(f"python3 -c {shlex.quote(code)}")
+                with channel.makefile("r") as output:
+                    held.append(json.loads(output.readline()))
+            # The emulator still serves the host, starts pods, and lets the host into the flooding pods.
+            assert open_files(emulator) < OPEN_FILES // 2
+            with http.client(base_url=emulator.root_url, timeout=10) as host:
+                assert host.get("/_emulator/health").json()["status"] == "ok"
+            late = wait_ssh_ready(client, rent_pod(client, node["id"], rent_body(template["id"], key.public)))
+            with root_shell(late, key) as shell:
+                _, stdout, _ = shell.exec_command("echo served", timeout=30)
+                assert stdout.read() == b"served\n"
+            with root_shell(rows[0], key) as shell:
+                _, stdout, _ = shell.exec_command("echo served", timeout=30)
+                assert stdout.read() == b"served\n"
+            # Every pod got its fair part of what pods may open together, and no more than that was open.
+            budget = pods_connection_budget(OPEN_FILES)
+            assert all(count >= budget // FLOODERS for count in held), held
+            assert sum(held) <= 2 * budget, held
+    finally:
+        assert emulator.stop() == 0
+
+
+def test_a_pod_publishing_more_ports_than_the_emulator_can_hold_fails_alone(
+    tmp_path: Path, low_open_files_limit: None
+) -> None:
+    # A catalog whose nodes offer nearly as many ports as the emulator has open files: the API lets a
+    # template of that many ports through, the emulator must not.
+    generated = subprocess.run(
+        [CONSOLE_SCRIPT, "catalog", "--count", "1", "--gpus-per-node", "2"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    catalog = json.loads(generated.stdout)
+    for entry in catalog["nodes"]:
+        entry["port_count"] = OPEN_FILES
+    nodes_file = tmp_path / "nodes.json"
+    nodes_file.write_text(json.dumps(catalog))
+    key = SshKey()
+    emulator = launch([*FAST_TIMINGS, "--nodes", str(nodes_file)])
+    try:
+        _, client = new_account(emulator)
+        with client:
+            node = catalog["nodes"][0]["id"]
+            many = create_template(client, internal_ports=list(range(20000, 20000 + OPEN_FILES - 200)))
+            greedy = rent_pod(client, node, rent_body(many["id"], key.public))
+            failure = wait_status(client, greedy, "CREATION_FAILED")["last_event"]
+            assert failure["reason"] == "sandbox_error", failure
+            assert "open-files limit" in failure["detail"], failure
+            # Nothing of it is left, and the next pod starts and serves.
+            template = create_template(client)
+            row = wait_ssh_ready(client, rent_pod(client, node, rent_body(template["id"], key.public)))
+            with root_shell(row, key) as shell:
+                _, stdout, _ = shell.exec_command("echo served", timeout=30)
+                assert stdout.read() == b"served\n"
+            assert open_files(emulator) < OPEN_FILES // 8
+    finally:
+        assert emulator.stop() == 0
