@@ -9,6 +9,7 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -16,11 +17,13 @@ import httpx
 import paramiko
 import pytest
 
+from lium_emulator.catalogs.images import CLUSTER_IMAGE_REPOSITORY
 from lium_emulator.launcher import RunningEmulator, launch
 from lium_emulator.sandbox.portforward import MAX_CONNECTIONS_PER_POD, pods_connection_budget
 from tests.emulator.testkit import (
     FAST_TIMINGS,
     SshKey,
+    assert_error,
     create_template,
     new_account,
     rent_body,
@@ -173,3 +176,46 @@ def test_a_pod_publishing_more_ports_than_the_emulator_can_hold_fails_alone(
             assert open_files(emulator) < OPEN_FILES // 8
     finally:
         assert emulator.stop() == 0
+
+
+def free_ports(client: httpx.Client, node_id: str) -> int:
+    (row,) = [r for r in client.get("/executors").json() if r["id"] == node_id]
+    count: int = row["specs"]["available_port_count"]
+    return count
+
+
+def publishing(count: int) -> list[int]:
+    """Internal ports of a template whose pods publish ``count`` ports (22 and these)."""
+    return [22, *range(20000, 20000 + count - 1)]
+
+
+def test_a_template_needs_a_free_port_of_its_node_for_every_port(
+    emulator: RunningEmulator, make_account: Callable[..., httpx.Client]
+) -> None:
+    client = make_account()
+    node = splittable_node(client, "RTX 4090")["id"]
+    free = free_ports(client, node)
+    small = create_template(client, internal_ports=publishing(2))
+    # A pod may take every free port of its node, and then the node has none for another.
+    holder = rent_pod(client, node, rent_body(create_template(client, internal_ports=publishing(free))["id"]))
+    assert free_ports(client, node) == 0
+    assert_error(
+        client.post(f"/executors/{node}/rent", json=rent_body(small["id"])), 400, "node_ports_unavailable"
+    )
+    # A template switch gets back the ports the pod holds, and no more.
+    wait_status(client, holder, "RUNNING")
+    wider = create_template(client, internal_ports=publishing(free + 1))
+    switched = client.put(f"/pods/{holder}/switch-template", json={"template_id": wider["id"]})
+    assert_error(switched, 400, "node_ports_unavailable")
+    assert client.put(f"/pods/{holder}/switch-template", json={"template_id": small["id"]}).status_code == 200
+    # Each member of a cluster needs the ports on its own node.
+    (offer, *_) = client.get("/executors/infiniband-clusters").json()
+    members = [row["id"] for row in offer["nodes"][:2]]
+    most = max(free_ports(client, member) for member in members)
+    wide = create_template(client, image=CLUSTER_IMAGE_REPOSITORY, internal_ports=publishing(most + 1))
+    cluster = client.post(
+        "/executors/cluster/rent",
+        json={"pod_name": "wide", "template_id": wide["id"], "executor_uuids": members},
+    )
+    assert_error(cluster, 400, "node_ports_unavailable")
+    assert not [pod for pod in client.get("/pods").json() if pod["cluster_id"]]

@@ -19,6 +19,7 @@ from lium_emulator.api.rent import (
     IdempotencyKey,
     answer_once,
     check_balance,
+    check_ports,
     commit_pod,
     new_pod,
     rentable_template,
@@ -155,6 +156,8 @@ def _rent_cluster(
         raise decision.rent_refusal
     nodes = _cluster_nodes(runtime, body)
     template = _cluster_template(runtime, account, body)
+    for node in nodes:
+        check_ports(runtime, node, template)
     cluster_id = str(uuid.uuid4())
     last_rank = len(nodes) - 1
     pods = [

@@ -14,9 +14,9 @@ from lium_emulator.api.models import (
     SwitchTemplateRequest,
 )
 from lium_emulator.api.owned import owned
-from lium_emulator.api.rent import attachable_volume_id, rentable_template
+from lium_emulator.api.rent import attachable_volume_id, check_ports, rentable_template
 from lium_emulator.errors import ApiError
-from lium_emulator.lifecycle import REBOOTABLE_STATUSES, REMOVABLE_STATUSES
+from lium_emulator.lifecycle import REBOOTABLE_STATUSES, REMOVABLE_STATUSES, pod_internal_ports
 from lium_emulator.records.entities import VISIBLE_STATUSES, Account, Pod
 from lium_emulator.records.timeutil import iso, to_naive_utc, utcnow
 from lium_emulator.runtime import Runtime
@@ -103,6 +103,9 @@ async def switch_template(
     """Reboot the pod into a new container of another template (checked as a rent checks it)."""
     pod = _rebootable_pod(runtime, account, pod_id)
     template = rentable_template(runtime, account, body.template_id)
+    node = runtime.state.catalog.get(pod.executor_id)
+    if node is not None:  # a node gone from a changed --nodes catalog has no ports to count
+        check_ports(runtime, node, template, held=len(pod_internal_ports(pod.template.internal_ports)))
     runtime.lifecycle.begin_reboot(pod, actor=account, template=template)
     return _detailed_row(runtime, pod)
 

@@ -21,10 +21,12 @@ from lium_emulator.api.templates import visible_template
 from lium_emulator.catalogs.nodes import Node, pod_share
 from lium_emulator.errors import ApiError
 from lium_emulator.faults import FaultDecision
+from lium_emulator.lifecycle import pod_internal_ports
 from lium_emulator.records.entities import Account, Pod, PodFaults, Template
 from lium_emulator.records.idempotency import request_fingerprint
 from lium_emulator.records.timeutil import utcnow
 from lium_emulator.runtime import Runtime
+from lium_emulator.views import available_ports
 
 router = APIRouter()
 
@@ -171,6 +173,22 @@ def rentable_template(runtime: Runtime, account: Account, template_id: UUID) -> 
     return template
 
 
+def check_ports(runtime: Runtime, node: Node, template: Template, *, held: int = 0) -> None:
+    """400 ``node_ports_unavailable`` unless ``node`` has a free external port for each port a pod of
+    ``template`` publishes (22 and its internal ports); ``held`` are the ports the pod holds on the node
+    already (a template switch gives them back). Each is a host listener of the emulator's: a template
+    of thousands of ports must not get them for the asking."""
+    needed = len(pod_internal_ports(template.internal_ports))
+    free = available_ports(runtime.state, node) + held
+    if needed > free:
+        raise ApiError(
+            400,
+            "node_ports_unavailable",
+            f"The node has {free} free external ports; this template publishes {needed} (22 and its "
+            f"internal ports).",
+        )
+
+
 def attachable_volume_id(runtime: Runtime, account: Account, volume_id: UUID | None) -> str | None:
     """The caller's volume that no active pod holds, or None when none is asked for."""
     if volume_id is None:
@@ -203,6 +221,7 @@ def _rent(
         raise decision.rent_refusal
     gpu_count = validated_gpu_count(runtime, node, body.gpu_count)
     template = rentable_template(runtime, account, body.template_id)
+    check_ports(runtime, node, template)
     volume_id = attachable_volume_id(runtime, account, body.volume_id)
     pod = new_pod(
         account,
