@@ -7,6 +7,10 @@ is GPUs per node; unset, any size): the cheapest such set as the estimate (what 
 fabric holds them) and the dearest such set as the worst case, or
 ``node_count x max_price_per_hour`` when that bounds every node. The feed does not say which fabric a
 node is on, so a new cluster's price is always an estimate until the apply picks its nodes.
+
+A replacement that deletes the old cluster first frees its nodes before the create rents: they are not
+in the feed now (a fully rented node is not listed), yet the create may take them, so the worst case
+counts them too, each at the old cluster's price per member (its nodes are alike).
 """
 
 from __future__ import annotations
@@ -39,6 +43,22 @@ def whole_node_offers(book: OfferBook) -> list[Offer] | None:
             largest[offer.executor_id] = offer
     whole = [o for o in largest.values() if book.free_gpus(o.executor_id) >= o.gpu_count]
     return sorted(whole, key=lambda o: (o.price_per_hour, o.executor_id))
+
+
+def _freed_node_prices(change: ResourceChange) -> list[float]:
+    """The price of each node a replacement frees before its create (the old cluster is deleted first:
+    Terraform's ``["delete", "create"]``), at the old cluster's price per member; none otherwise."""
+    if change.actions != ("delete", "create"):
+        return []
+    nodes, price = change.value("before", "nodes"), change.value("before", "price_per_hour")
+    if (
+        not isinstance(nodes, list)
+        or not nodes
+        or isinstance(price, bool)
+        or not isinstance(price, int | float)
+    ):
+        return []
+    return [price / len(nodes)] * len(nodes)
 
 
 def _shape(change: ResourceChange, when: str) -> str:
@@ -85,7 +105,9 @@ def price_cluster(change: ResourceChange, book: OfferBook) -> PodCost:
     if not fitting:
         return PodCost(change, gpu, shape, None, f"no {count} alike whole nodes match the filter now")
     cheapest = min((g[:count] for g in fitting), key=lambda chosen: sum(o.price_per_hour for o in chosen))
-    dearest = max((g[-count:] for g in fitting), key=lambda chosen: sum(o.price_per_hour for o in chosen))
+    freed = _freed_node_prices(change)
+    sets = [sorted([o.price_per_hour for o in group] + freed)[-count:] for group in [*groups.values(), []]]
+    dearest = max(sum(prices) for prices in sets if len(prices) == count)
     for offer in cheapest:
         book.take(offer)
     price = round(sum(o.price_per_hour for o in cheapest), 6)
@@ -93,8 +115,9 @@ def price_cluster(change: ResourceChange, book: OfferBook) -> PodCost:
         worst, worst_basis = flt.max_price_per_hour * count, WorstBasis.MAX_PRICE
         worst_text = f"{count} x `max_price_per_hour` {usd(flt.max_price_per_hour)}/h"
     else:
-        worst, worst_basis = round(sum(o.price_per_hour for o in dearest), 6), WorstBasis.DEAREST_OFFER
-        worst_text = f"the {count} dearest alike matching nodes now {usd(worst)}/h"
+        worst, worst_basis = round(dearest, 6), WorstBasis.DEAREST_OFFER
+        freeing = f" or freed by the cluster it replaces ({len(freed)})" if freed else ""
+        worst_text = f"the {count} dearest alike matching nodes now{freeing} {usd(worst)}/h"
     chosen = ", ".join(code(a) for a in [*unknown, "fabric_id"])
     basis = (
         f"estimate: the {count} cheapest alike whole nodes of {len(matching)} matching now; {chosen} chosen at "
