@@ -1,14 +1,25 @@
 """Hostile and sloppy requests get the contract's codes in Lium's envelope: never a 500, never a redirect,
 never another account's data."""
 
+import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.emulator.testkit import assert_error, create_template, rent, rent_body, rent_pod, splittable_node
+from lium_emulator.api.edge import MAX_BODY_BYTES
+from lium_emulator.launcher import RunningEmulator
+from tests.emulator.testkit import (
+    assert_error,
+    create_template,
+    dstack_template,
+    rent,
+    rent_body,
+    rent_pod,
+    splittable_node,
+)
 
 RANDOM_ID = str(uuid.UUID(int=0x1234, version=4))
 JSON = {"Content-Type": "application/json"}
@@ -164,3 +175,36 @@ def test_public_templates_are_read_only(account: httpx.Client) -> None:
         403,
         "template_read_only",
     )
+
+
+def test_a_body_past_the_limit_is_refused_unread(emulator: RunningEmulator, account: httpx.Client) -> None:
+    # Every request's body is read into memory before anything else (the API key included) is
+    # looked at: a body of a gigabyte, from anyone who reaches the port (a pod too), would take a
+    # gigabyte of the emulator's memory.
+    port = httpx.URL(emulator.root_url).port
+    assert port is not None
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(
+            b"POST /api/templates HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 1073741824\r\n\r\n"
+        )
+        answer = b""
+        while b"\r\n\r\n" not in answer:  # refused before a byte of the body is sent
+            chunk = sock.recv(4096)
+            assert chunk, answer
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 413 "), answer
+
+    # Without a declared length (chunked), the body is counted as it comes.
+    def chunks() -> Iterator[bytes]:
+        yield b'{"name": "'
+        for _ in range(MAX_BODY_BYTES // 65536 + 1):
+            yield b"a" * 65536
+        yield b'"}'
+
+    assert_error(account.post("/templates", content=chunks(), headers=JSON), 413, "request_too_large")
+    # A body within the limit is read as before: a template with a 1 MiB environment.
+    environment = {"BLOB": "x" * (1024 * 1024)}
+    created = account.post("/templates", json=dstack_template("big-env", environment=environment))
+    assert created.status_code == 200, created.text[:200]
+    assert account.get(f"/templates/{created.json()['id']}").json()["environment"] == environment

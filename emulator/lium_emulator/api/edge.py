@@ -1,4 +1,5 @@
-"""The outermost ASGI layer: request ids on every response, and the fault plan on ``/api`` routes.
+"""The outermost ASGI layer: request ids on every response, a bound on request bodies, and the fault
+plan on ``/api`` routes.
 
 It wraps the FastAPI app directly (not through ``add_middleware``) so that it receives the server's
 own ``send``: dropping a connection with no response at all (fault ``drop_after_commit``) needs the
@@ -12,6 +13,7 @@ import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from lium_emulator.errors import ApiError
 from lium_emulator.faults import FaultDecision, FaultEngine
 
 Scope = MutableMapping[str, Any]
@@ -21,6 +23,8 @@ Send = Callable[[Message], Awaitable[None]]
 AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 API_PREFIX = "/api"
+MAX_BODY_BYTES = 4 * 1024 * 1024
+"""The largest request body read (the largest the API takes, a template's, stays well under it)."""
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +52,16 @@ class EdgeMiddleware:
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
         tagged_send = _with_request_id(send, request_id)
+        # The routes read the whole body into memory before they check anything, the API key included:
+        # without a bound, anyone reaching the port (a pod too) could make the emulator hold gigabytes.
+        bounded = await _bounded_body(scope, receive)
+        if bounded is None:
+            error = ApiError(
+                413, "request_too_large", f"The request body is larger than {MAX_BODY_BYTES} bytes."
+            )
+            await _send_response(tagged_send, error.status, error.body(request_id), error.headers)
+            return
+        receive = bounded
         path: str = scope["path"]
         if not path.startswith(API_PREFIX + "/"):
             await self._app(scope, receive, tagged_send)
@@ -100,6 +114,31 @@ def garble(body: bytes, how: str) -> tuple[bytes, str]:
         swapped: Any = [data] if isinstance(data, dict) else {"data": data}
         return json.dumps(swapped).encode(), "application/json"
     return b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html"
+
+
+async def _bounded_body(scope: Scope, receive: Receive) -> Receive | None:
+    """A ``receive`` that replays the request's body, read here up to ``MAX_BODY_BYTES``; None when the
+    body is larger (declared or sent), in which case the rest is never read."""
+    declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        return None
+    read: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        read.append(message)
+        if message["type"] != "http.request":
+            break  # the client went away: the app sees it
+        size += len(message.get("body", b""))
+        if size > MAX_BODY_BYTES:
+            return None
+        if not message.get("more_body", False):
+            break
+
+    async def replay() -> Message:
+        return read.pop(0) if read else await receive()
+
+    return replay
 
 
 def _with_request_id(send: Send, request_id: str) -> Send:
