@@ -11,17 +11,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from constructs import Construct
 from lium_constructs._cdk import cdk
 from lium_constructs.generated import Cluster, OfferFilter, Runner, Template
 from lium_constructs.runner_options import RunnerOptions, runner_on
+from lium_provider.api.clusters import (
+    CLUSTER_IMAGE_PREFIX,
+    MAX_CLUSTER_NODES,
+    MIN_CLUSTER_NODES,
+    is_cluster_image,
+)
 
-CLUSTER_IMAGE_PREFIX = "daturaai/lium-cluster"
-"""Lium runs a cluster only on its cluster image (``lium_cluster.template_id``)."""
 RUNNER_PORTS = [22, 10022]
 """SSH and the runner's sshd, published on every member."""
 DEFAULT_RENDEZVOUS_PORT = 29500
+POD_GPU_COUNT = OfferFilter().gpu_count
+"""The offer filter's default size (one GPU per pod), which says nothing about a cluster's nodes."""
 
 
 @dataclass(frozen=True)
@@ -33,18 +40,27 @@ class ClusterParts:
     runners: list[Runner]
 
 
+def _whole_number(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def check_cluster_arguments(
-    nodes: int, count: int, image: str, registry: object, volume_id: str | None
+    nodes: object, count: int, image: str, registry: object, volume_id: str | None, rendezvous_port: object
 ) -> None:
-    """Refuse what a cluster cannot have, naming the argument."""
-    if nodes < 2:
-        raise ValueError("nodes must be at least 2 (a cluster has two nodes or more; use count for pods)")
+    """Refuse what a cluster cannot have, naming the argument: at synth, not at the plan (or never)."""
+    if not (_whole_number(nodes) and MIN_CLUSTER_NODES <= nodes <= MAX_CLUSTER_NODES):
+        raise ValueError(
+            f"nodes must be a whole number from {MIN_CLUSTER_NODES} to {MAX_CLUSTER_NODES}, got {nodes!r} "
+            "(a cluster has two whole nodes or more; use count for single pods)"
+        )
     if count != 1:
         raise ValueError("give either nodes (one cluster of whole nodes) or count (separate pods), not both")
-    if not image.startswith(CLUSTER_IMAGE_PREFIX):
+    if not is_cluster_image(image):
         raise ValueError(
-            f"image must be Lium's cluster image ({CLUSTER_IMAGE_PREFIX}:<tag>) when nodes is set"
+            f"image must be Lium's cluster image ({CLUSTER_IMAGE_PREFIX}:<tag>) when nodes is set, got {image!r}"
         )
+    if not (_whole_number(rendezvous_port) and 1 <= rendezvous_port <= 65535):
+        raise ValueError(f"rendezvous_port must be a TCP port (1 to 65535), got {rendezvous_port!r}")
     if registry is not None:
         raise ValueError("registry: Lium's cluster image is public; a cluster takes no registry login")
     if volume_id is not None:
@@ -82,8 +98,11 @@ def declare_cluster(
         provider=provider,
     )
     template.override_logical_id(base)
-    # A pod's size (gpu_count, 1 by default) is not a cluster's: its members are whole nodes.
-    arguments = {k: v for k, v in offer.arguments().items() if k != "gpu_count"}
+    # A pod's default size (one GPU) is not a cluster's: its members are whole nodes of any size. Any other
+    # gpu_count asks for nodes of that many GPUs, as lium_cluster's own gpu_count does.
+    arguments = offer.arguments()
+    if arguments.get("gpu_count") == POD_GPU_COUNT:
+        del arguments["gpu_count"]
     cluster = Cluster(
         scope,
         "cluster",

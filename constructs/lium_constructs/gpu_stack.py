@@ -93,15 +93,15 @@ class GpuStack(Construct):
             nodes: Declare one multi-node cluster of this many whole nodes (2 or more) instead of ``count``
                 pods: a ``lium_cluster`` on Lium's cluster ``image`` (``daturaai/lium-cluster:<tag>``), with
                 the runner on every node given ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``;
-                ``offer`` is then checked per node, its ``gpu_count`` unused (members are whole nodes). No
-                ``registry`` or ``volume_id`` (see
+                ``offer`` is then checked per node, its ``gpu_count`` the GPUs per node (the default, one,
+                means any size: members are whole nodes). No ``registry`` or ``volume_id`` (see
                 :mod:`lium_constructs.cluster_stack`).
             rendezvous_port: ``MASTER_PORT`` of a cluster's distributed launch.
         """
         super().__init__(scope, id_)
         self.cluster: Cluster | None = None
         if nodes is not None:
-            check_cluster_arguments(nodes, count, image, registry, volume_id)
+            check_cluster_arguments(nodes, count, image, registry, volume_id, rendezvous_port)
             self._declare_cluster(
                 _identifier(id_), name or id_, nodes, image, offer or OfferFilter(), entrypoint,
                 startup_commands, environment, ssh_public_key, termination_hours, runner, rendezvous_port,
