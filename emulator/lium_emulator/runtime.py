@@ -1,5 +1,6 @@
 """Assembles one emulator: state, fault engine, sandboxes and pod lifecycle, from an ``EmulatorConfig``."""
 
+import ipaddress
 import json
 import os
 import re
@@ -62,6 +63,15 @@ class Runtime:
         os.close(self.work_dir_lock)
 
 
+def dialable(host: str) -> str:
+    """The address a process on this host dials to reach a server listening on ``host``: the loopback
+    address of its family for an unspecified one (``0.0.0.0``, ``::``), else ``host`` itself."""
+    address = ipaddress.ip_address(host)
+    if address.is_unspecified:
+        return "::1" if address.version == 6 else "127.0.0.1"
+    return str(address)
+
+
 def load_fault_plan(path: Path | None) -> FaultPlan:
     """The plan in ``path`` (JSON), or an empty plan."""
     if path is None:
@@ -69,10 +79,11 @@ def load_fault_plan(path: Path | None) -> FaultPlan:
     return FaultPlan.model_validate(json.loads(path.read_text()))
 
 
-def build_runtime(config: EmulatorConfig, port: int) -> Runtime:
+def build_runtime(config: EmulatorConfig, port: int, host: str = "127.0.0.1") -> Runtime:
     """Load or create the state, clean up sandboxes a previous run left behind, wire everything up.
 
-    ``port`` is the port the HTTP server listens on; pods reach the emulator at 127.0.0.1:``port``.
+    ``host`` and ``port`` are the address the HTTP server listens on; pods reach the emulator at
+    127.0.0.1:``port``, relayed to that address (loopback for an unspecified one).
     """
     catalog = Catalog.load(config.nodes_file)
     plan = load_fault_plan(config.faults_file)
@@ -93,7 +104,7 @@ def build_runtime(config: EmulatorConfig, port: int) -> Runtime:
     sandbox_root = work_dir / "sandboxes"
     stale_pods = reaped + SandboxManager.cleanup_stale(sandbox_root)
     watchdog = Watchdog.start(work_dir, temporary=config.state_dir is None)
-    sandboxes = SandboxManager(sandbox_root, emulator_port=port)
+    sandboxes = SandboxManager(sandbox_root, emulator_port=port, emulator_host=dialable(host))
     faults = FaultEngine(plan)
     return Runtime(
         config=config,

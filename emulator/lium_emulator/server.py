@@ -76,7 +76,10 @@ def serve(config: EmulatorConfig) -> int:
     """Serve until SIGTERM/SIGINT; every pod is torn down before returning. Returns the exit status."""
     try:
         listener = bind_listener(config.host, config.port)
-        runtime = build_runtime(config, listener.getsockname()[1])
+        host, port = listener.getsockname()[:2]
+        # Pods' way to the emulator leads to this very address: the host's 127.0.0.1:<port> may be
+        # another service when --host is not loopback or any.
+        runtime = build_runtime(config, port, host)
         if config.admin_key_generated and config.state_dir is not None:
             _write_admin_key(config.state_dir / ADMIN_KEY_FILE, config.admin_key)
     except (OSError, ValueError, SandboxError) as error:

@@ -511,3 +511,57 @@ def test_without_admin_key_each_start_generates_one_written_0600(tmp_path: Path)
             process.send_signal(signal.SIGTERM)
             assert process.wait(30) == 0
     assert len(set(keys)) == 2 and all(len(key) >= 32 for key in keys)
+
+
+# Inside a pod: GET (with the admin key) http://127.0.0.1:PORT<path> for each path of argv; prints
+# [status, first bytes of the answer] each, or the error's name.
+GET_IN_POD = """
+import json, sys, urllib.request
+answers = []
+for path in sys.argv[2:]:
+    request = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}{path}", headers={"X-Emulator-Admin": KEY})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            answers.append([answer.status, answer.read(4000).decode(errors="replace")])
+    except urllib.error.HTTPError as e:
+        answers.append([e.code, e.read(4000).decode(errors="replace")])
+    except OSError as e:
+        answers.append([0, type(e).__name__])
+print(json.dumps(answers))
+"""
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "::1"])
+def test_a_pods_way_to_the_emulator_leads_to_it_whatever_address_it_listens_on(host: str) -> None:
+    # Pods reach the emulator at 127.0.0.1:<its port>. When it listens on another address (--host),
+    # the host's own 127.0.0.1:<that port> is some other service, which a pod must not reach.
+    key = SshKey()
+    emulator = launch([*FAST_TIMINGS, "--host", host])
+    try:
+        port = httpx.URL(emulator.root_url).port
+        assert port is not None
+        with socket.socket() as service:
+            service.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            service.bind(("127.0.0.1", port))
+            service.listen()
+            service.setblocking(False)
+            _, client = new_account(emulator)
+            with client:
+                template = create_template(client)
+                node = splittable_node(client, "RTX 4090")
+                row = wait_ssh_ready(
+                    client, rent_pod(client, node["id"], rent_body(template["id"], key.public))
+                )
+                code = GET_IN_POD.replace("KEY", repr(emulator.admin_key))
+                with root_shell(row, key) as shell:
+                    status, output = run_as_root(
+                        shell, f"python3 -c {shlex.quote(code)} {port} /_emulator/health /_emulator/resources"
+                    )
+            assert status == 0, output
+            (health_status, health), (admin_status, admin) = json.loads(output)
+            assert (health_status, json.loads(health)["status"]) == (200, "ok"), health
+            assert (admin_status, json.loads(admin)["error"]["code"]) == (403, "admin_forbidden_from_pod")
+            with pytest.raises(BlockingIOError):
+                service.accept()  # the host's service never saw a connection
+    finally:
+        assert emulator.stop() == 0

@@ -496,13 +496,14 @@ def _write_private(path: Path, data: bytes) -> None:
 class SandboxManager:
     """Starts, watches and tears down the emulator's pod sandboxes under ``root_dir``."""
 
-    def __init__(self, root_dir: Path, *, emulator_port: int) -> None:
+    def __init__(self, root_dir: Path, *, emulator_port: int, emulator_host: str = "127.0.0.1") -> None:
         self._root_dir = root_dir.resolve()
         # The overlay mount option string cannot carry these characters.
         if any(c in str(self._root_dir) for c in ",: \t\n"):
             raise SandboxError(f"sandbox root {self._root_dir} must not contain commas, colons or spaces")
         self._pods_dir = self._root_dir / "pods"
         self._emulator_port = emulator_port
+        self._emulator_host = emulator_host  # where a pod's way to the emulator leads on the host
         self._forwarder = PortForwarder()
         self._overlays = OverlayNetworks()
         self._cgroups = CgroupLimits(str(self._root_dir))
@@ -680,7 +681,7 @@ class SandboxManager:
         def wire(netns: int) -> None:
             # The emulator's port first: an advertised address of another pod never takes its place.
             if self._emulator_port:
-                self._forwarder.reverse(spec.pod_id, netns, self._emulator_port)
+                self._forwarder.reverse(spec.pod_id, netns, self._emulator_port, self._emulator_host)
             ports.update(
                 self._forwarder.publish(
                     spec.pod_id, netns, spec.internal_ports, preferred=spec.preferred_ports

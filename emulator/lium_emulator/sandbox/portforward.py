@@ -12,9 +12,10 @@ Three kinds, as a container runtime and the hosts' network provide them:
   a pod reaches only ports that are published, never a host service. A port the pod itself holds
   already is left out (logged);
 * reverse ports: a listener *inside* the pod (``127.0.0.1:<port>``) whose connections are relayed to
-  the host's ``127.0.0.1:<port>`` — how pods reach the emulator's HTTP server. The host-side
-  addresses of these relayed connections are kept while they are open, so the emulator can tell
-  a pod's request from the host's (:meth:`PortForwarder.is_reverse_connection`).
+  the address the emulator's HTTP server listens on, ``<host>:<port>`` (loopback unless it was told
+  otherwise) — how pods reach it. The host-side addresses of these relayed connections are kept while
+  they are open, so the emulator can tell a pod's request from the host's
+  (:meth:`PortForwarder.is_reverse_connection`).
 
 One pod may hold at most :data:`MAX_CONNECTIONS_PER_POD` relayed connections at once: those to its
 published ports from the host, and those it opens itself (to the emulator, to advertised addresses);
@@ -252,7 +253,8 @@ class _InboundEnd(_RelayEnd):
         upstream = _RelayEnd(self.group)
         upstream.peer, self.peer = self, upstream
         if self._track is not None:
-            address = sock.getsockname()
+            # (host, port) as the server names its client; an IPv6 name has flow info and scope too.
+            address: tuple[str, int] = sock.getsockname()[:2]
             self._track.add(address)
             upstream.on_lost = functools.partial(self._track.discard, address)
         try:
@@ -264,10 +266,10 @@ class _InboundEnd(_RelayEnd):
         self.transport.resume_reading()
 
 
-async def _connect(sock: socket.socket, port: int) -> socket.socket:
+async def _connect(sock: socket.socket, port: int, host: str = _LOOPBACK) -> socket.socket:
     sock.setblocking(False)
     try:
-        await asyncio.get_running_loop().sock_connect(sock, (_LOOPBACK, port))
+        await asyncio.get_running_loop().sock_connect(sock, (host, port))
     except BaseException:
         sock.close()
         raise
@@ -363,12 +365,15 @@ class PortForwarder:
                 )
             self._published[owner] = self._published.get(owner, 0) + count
 
-    def reverse(self, owner: str, netns_fd: int, port: int) -> None:
-        """Make ``127.0.0.1:<port>`` inside the namespace reach the host's ``127.0.0.1:<port>``."""
+    def reverse(self, owner: str, netns_fd: int, port: int, host: str = _LOOPBACK) -> None:
+        """Make ``127.0.0.1:<port>`` inside the namespace reach ``<host>:<port>`` on the host: the
+        emulator's own address, which is not always the host's ``127.0.0.1:<port>`` (another service may
+        listen there when the emulator listens elsewhere)."""
         listener = _listener(socket_in_netns(netns_fd), port)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
 
         def dial_host() -> Awaitable[socket.socket]:
-            return _connect(socket.socket(socket.AF_INET, socket.SOCK_STREAM), port)
+            return _connect(socket.socket(family, socket.SOCK_STREAM), port, host)
 
         self._call(
             self._serve_own(owner, [(listener, dial_host)], self._reverse_connections, self._pods_budget)
