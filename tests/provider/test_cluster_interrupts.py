@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.faults import fault_counters
+from tests.support.faults import fault_counters, put_fault_plan
 from tests.support.lium import Account, assert_nothing_left, instances
 from tests.support.procs import providers_in, wait_for
 from tests.support.terraform import Terraform, interrupt, reaped
@@ -97,4 +97,33 @@ def test_an_abandoned_create_removes_its_cluster_through_a_failed_removal_reques
     # the orphaned provider sent the removal again: nothing is billed, though no command runs again
     assert [p["status"] for p in live_members(account) if p["status"] != "DELETING"] == []
     wait_for(lambda: live_members(account) == [], "the members are gone", WAIT_SECONDS)
+    assert_nothing_left(account)
+
+
+def test_the_members_carry_their_provisional_deadline_before_the_listing_that_finds_them(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    """The rental's answer names the members: their removal is scheduled at once, so a machine that dies
+    while the listing catches up (or a listing that fails, as here) leaves nothing without a deadline."""
+    tf = stack(CLUSTER % "listing-fails")
+    held = {"name": "held", "method": "POST", "path": "/executors/cluster/rent", "kind": "latency"}
+    plan = {"rules": [{**held, "seconds": RENT_HELD_SECONDS, "first": 1}]}
+    with account.faults(plan), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
+        wait_for(
+            lambda: fault_counters(account.emulator)["held"]["matched"] == 1,
+            "the rental reaches Lium",
+            WAIT_SECONDS,
+            process=process,
+        )
+        # from now on every listing is garbage: the members are never listed by this create
+        garbage = {"method": "GET", "path": "/pods", "kind": "garbage", "body": "not_json"}
+        put_fault_plan(account.emulator, {"rules": [garbage]})
+        output, _ = process.communicate(timeout=WAIT_SECONDS * 2)
+    assert process.returncode != 0 and "listing the cluster's members" in output, output
+    members = live_members(account)
+    assert len(members) == 2
+    with account.api() as api:
+        removals = [api.get(f"/pods/{p['id']}").json()["removal_scheduled_at"] for p in members]
+    assert None not in removals, "a member was left without a removal deadline"
+    tf.destroy()
     assert_nothing_left(account)

@@ -283,7 +283,8 @@ class _Rented:
 
 
 def _rented_state(state: ClusterModel, cluster_id: str, pod_ids: list[str]) -> ClusterModel:
-    """The state of a cluster known only from its rental's answer: its id and its members' pod ids."""
+    """The state of a cluster known from its rental (its answer, or its listed members): its id and its
+    members' pod ids."""
     nodes = [ClusterNodeModel(pod_id=pod_id, node_index=rank) for rank, pod_id in enumerate(pod_ids)]
     return state.model_copy(update={"id": cluster_id, "nodes": nodes, "status": DEGRADED})
 
@@ -429,18 +430,25 @@ class ClusterResource(Resource[ClusterModel]):
         else:
             rented = self._rent(ctx, s, state, config)
             state = state.model_copy(update={"fabric_id": rented.fabric_id})
-            if rented.members is None and rented.cluster_id:
-                # Lium's answer names the cluster: tracked from here on, so a Ctrl-C or a failed listing
-                # below still leaves every paid member in the state (tainted) for the next destroy.
-                ctx.record(_rented_state(state, rented.cluster_id, rented.pod_ids))
         cluster_id = rented.cluster_id or ""
+        # The members Lium named, tracked from here on when it also named the cluster: a Ctrl-C or a
+        # failed listing below still leaves every paid member in the state (tainted) for the next destroy.
+        state = _rented_state(state, cluster_id, rented.pod_ids)
+        if cluster_id:
+            ctx.record(state)
         try:
+            if state.nodes:  # first: Lium removes them itself if this create never finishes
+                state = self._set_provisional_deadline(ctx, s, state)
+                if cluster_id:
+                    ctx.record(state)
             members = rented.members or self._members_rented(ctx, s, state, rented.pod_ids)
             cluster_id = members[0].cluster_id or ""
+            unscheduled = state.removal_scheduled_at is None
             state = _members_state(state.model_copy(update={"id": cluster_id}), members, {})
             ctx.record(state)  # from here on, Terraform tracks every paid member whatever happens next
-            state = self._set_provisional_deadline(ctx, s, state)
-            ctx.record(state)
+            if unscheduled:  # the answer named no member: scheduled as soon as they are listed
+                state = self._set_provisional_deadline(ctx, s, state)
+                ctx.record(state)
             return self._wait_until_ready(ctx, s, state)
         except BaseException:
             if ctx.abandoned and cluster_id:  # no state will ever hold it: it must not outlive the process
