@@ -1,5 +1,6 @@
-"""Hostile pods and users cannot exhaust the emulator's open files through its relays: many pods
-holding every connection they may open to the emulator leave it serving the host and starting pods
+"""Hostile pods and users cannot exhaust the emulator's open files or memory through its relays and
+its API: many pods holding every connection they may open to the emulator, pods sending bodies they
+never finish, templates of thousands of ports leave it serving the host and starting pods
 (docs/emulator.md, "Pod networking")."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import httpx
 import paramiko
 import pytest
 
+from lium_emulator.api.edge import MAX_BODY_BYTES, POD_BODY_BYTES
 from lium_emulator.catalogs.images import CLUSTER_IMAGE_REPOSITORY
 from lium_emulator.launcher import RunningEmulator, launch
 from lium_emulator.sandbox.portforward import MAX_CONNECTIONS_PER_POD, pods_connection_budget
@@ -25,6 +27,7 @@ from tests.emulator.testkit import (
     SshKey,
     assert_error,
     create_template,
+    dstack_template,
     new_account,
     rent_body,
     rent_pod,
@@ -219,3 +222,57 @@ def test_a_template_needs_a_free_port_of_its_node_for_every_port(
     )
     assert_error(cluster, 400, "node_ports_unavailable")
     assert not [pod for pod in client.get("/pods").json() if pod["cluster_id"]]
+
+
+# Inside a pod: COUNT requests to the emulator, each declaring a body just under the limit and sending
+# SENT bytes of it, never the rest; prints how many the emulator answered (refused) once at least
+# REFUSED are, or at the deadline, then holds the others until its standard input closes.
+HOLD_BODIES = """
+import json, select, socket, sys, time
+held = []
+for _ in range(COUNT):
+    sock = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+    sock.sendall(b"POST /api/templates HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: LENGTH\\r\\n\\r\\n")
+    try:
+        sock.sendall(b"a" * SENT)
+    except OSError:
+        pass  # refused (and closed) before it was all sent
+    held.append(sock)
+deadline = time.monotonic() + 30
+while True:
+    answered, _, _ = select.select(held, [], [], 0.1)
+    if len(answered) >= REFUSED or time.monotonic() > deadline:
+        break
+print(json.dumps(len(answered)), flush=True)
+sys.stdin.read()
+"""
+
+
+def test_bodies_pods_never_finish_hold_a_bounded_share_of_the_emulators_memory(
+    emulator: RunningEmulator, make_account: Callable[..., httpx.Client]
+) -> None:
+    key = SshKey()
+    client = make_account()
+    template = create_template(client)
+    node = splittable_node(client, "RTX 4090")["id"]
+    row = wait_ssh_ready(client, rent_pod(client, node, rent_body(template["id"], key.public)))
+    sent, count = 3 * 1024 * 1024, 40
+    refused = count - POD_BODY_BYTES // sent  # only as many as fit in the pods' share are held
+    code = (
+        HOLD_BODIES.replace("COUNT", str(count))
+        .replace("PORT", str(httpx.URL(emulator.root_url).port))
+        .replace("LENGTH", str(MAX_BODY_BYTES))
+        .replace("SENT", str(sent))
+        .replace("REFUSED", str(refused))
+    )
+    with root_shell(row, key) as shell:
+        channel = shell.get_transport().open_session(timeout=30)  # type: ignore[union-attr]
+        channel.exec_command(f"python3 -c {shlex.quote(code)}")
+        with channel.makefile("r") as output:
+            answered = json.loads(output.readline())
+        assert answered >= refused, answered
+        # Meanwhile the host's requests are not held to the pods' share.
+        environment = {"BLOB": "x" * (1024 * 1024)}
+        created = client.post("/templates", json=dstack_template("while-held", environment=environment))
+        assert created.status_code == 200, created.text[:200]
+        channel.close()

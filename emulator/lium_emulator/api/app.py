@@ -87,7 +87,12 @@ def create_app(runtime: Runtime) -> AsgiApp:
         client = scope.get("client") or ("unknown", 0)
         return f"ip:{client[0]}"
 
-    return EdgeMiddleware(app, runtime.faults, client_of, runtime.requests.count)
+    def from_pod(scope: Scope) -> bool:
+        """Whether a pod opened the request's connection (relayed out of its network namespace)."""
+        client = scope.get("client")
+        return client is not None and runtime.sandboxes.comes_from_a_pod((client[0], client[1]))
+
+    return EdgeMiddleware(app, runtime.faults, client_of, runtime.requests.count, from_pod)
 
 
 async def _api_error(request: Request, exc: Exception) -> JSONResponse:

@@ -7,10 +7,11 @@ server's transport, which Starlette's middleware stack would hide.
 """
 
 import asyncio
+import contextlib
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 
 from lium_emulator.errors import ApiError
@@ -25,12 +26,14 @@ AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 API_PREFIX = "/api"
 MAX_BODY_BYTES = 4 * 1024 * 1024
 """The largest request body read (the largest the API takes, a template's, stays well under it)."""
+POD_BODY_BYTES = 64 * 1024 * 1024
+"""The bodies of requests from pods the emulator holds at once, all pods together."""
 
 logger = logging.getLogger(__name__)
 
 
 class EdgeMiddleware:
-    """Adds ``X-Request-Id``; decides and applies faults for ``/api`` requests."""
+    """Adds ``X-Request-Id``; bounds request bodies; decides and applies faults for ``/api`` requests."""
 
     def __init__(
         self,
@@ -38,11 +41,14 @@ class EdgeMiddleware:
         engine: FaultEngine,
         client_of: Callable[[Scope], str],
         on_request: Callable[[str, str, str], None] | None = None,
+        from_pod: Callable[[Scope], bool] = lambda scope: False,
     ) -> None:
         self._app = app
         self._engine = engine
         self._client_of = client_of
         self._on_request = on_request
+        self._from_pod = from_pod
+        self._pod_body_bytes = 0  # of pods' requests' bodies, held now
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -52,20 +58,69 @@ class EdgeMiddleware:
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
         tagged_send = _with_request_id(send, request_id)
-        # The routes read the whole body into memory before they check anything, the API key included:
-        # without a bound, anyone reaching the port (a pod too) could make the emulator hold gigabytes.
-        bounded = await _bounded_body(scope, receive)
-        if bounded is None:
-            error = ApiError(
-                413, "request_too_large", f"The request body is larger than {MAX_BODY_BYTES} bytes."
-            )
-            await _send_response(tagged_send, error.status, error.body(request_id), error.headers)
-            return
-        receive = bounded
+        async with self._body(scope, receive) as body:
+            if isinstance(body, ApiError):
+                await _send_response(tagged_send, body.status, body.body(request_id), body.headers)
+                return
+            await self._serve(scope, body, send, tagged_send, request_id)
+
+    @contextlib.asynccontextmanager
+    async def _body(self, scope: Scope, receive: Receive) -> AsyncIterator[Receive | ApiError]:
+        """A ``receive`` that replays the request's body, read here whole; or why it is refused unread.
+
+        The routes read the whole body into memory before they check anything, the API key included:
+        without bounds, anyone reaching the port (a pod too) could make the emulator hold gigabytes. So
+        a body is at most ``MAX_BODY_BYTES``, and pods' bodies together at most ``POD_BODY_BYTES`` at a
+        time (each pod may hold hundreds of connections); the host's requests are not held to that.
+        """
+        from_pod = self._from_pod(scope)
+        charged = 0
+        try:
+            declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+            if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+                yield _too_large()
+                return
+            read: list[Message] = []
+            size = 0
+            while True:
+                message = await receive()
+                read.append(message)
+                if message["type"] != "http.request":
+                    break  # the client went away: the app sees it
+                chunk = len(message.get("body", b""))
+                size += chunk
+                if size > MAX_BODY_BYTES:
+                    yield _too_large()
+                    return
+                if from_pod:
+                    if self._pod_body_bytes + chunk > POD_BODY_BYTES:
+                        yield ApiError(
+                            503,
+                            "emulator_busy",
+                            "Requests from pods hold as much memory as the emulator gives them; retry.",
+                            headers={"Retry-After": "1"},
+                        )
+                        return
+                    self._pod_body_bytes += chunk
+                    charged += chunk
+                if not message.get("more_body", False):
+                    break
+
+            async def replay() -> Message:
+                return read.pop(0) if read else await receive()
+
+            yield replay
+        finally:
+            self._pod_body_bytes -= charged
+
+    async def _serve(
+        self, scope: Scope, receive: Receive, send: Send, tagged_send: Send, request_id: str
+    ) -> None:
         path: str = scope["path"]
         if not path.startswith(API_PREFIX + "/"):
             await self._app(scope, receive, tagged_send)
             return
+        state = scope["state"]
         client = self._client_of(scope)
         if self._on_request is not None:
             self._on_request(client, scope["method"], path[len(API_PREFIX) :])
@@ -83,6 +138,10 @@ class EdgeMiddleware:
         if decision.latency_seconds > 0 and not decision.latency_consumed:
             await asyncio.sleep(decision.latency_seconds)
         await _deliver(decision, messages, send, tagged_send, request_id)
+
+
+def _too_large() -> ApiError:
+    return ApiError(413, "request_too_large", f"The request body is larger than {MAX_BODY_BYTES} bytes.")
 
 
 async def _deliver(
@@ -114,31 +173,6 @@ def garble(body: bytes, how: str) -> tuple[bytes, str]:
         swapped: Any = [data] if isinstance(data, dict) else {"data": data}
         return json.dumps(swapped).encode(), "application/json"
     return b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html"
-
-
-async def _bounded_body(scope: Scope, receive: Receive) -> Receive | None:
-    """A ``receive`` that replays the request's body, read here up to ``MAX_BODY_BYTES``; None when the
-    body is larger (declared or sent), in which case the rest is never read."""
-    declared = dict(scope.get("headers") or []).get(b"content-length", b"")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        return None
-    read: list[Message] = []
-    size = 0
-    while True:
-        message = await receive()
-        read.append(message)
-        if message["type"] != "http.request":
-            break  # the client went away: the app sees it
-        size += len(message.get("body", b""))
-        if size > MAX_BODY_BYTES:
-            return None
-        if not message.get("more_body", False):
-            break
-
-    async def replay() -> Message:
-        return read.pop(0) if read else await receive()
-
-    return replay
 
 
 def _with_request_id(send: Send, request_id: str) -> Send:
