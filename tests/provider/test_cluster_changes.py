@@ -55,3 +55,36 @@ def test_a_new_filter_under_create_before_destroy_rents_a_new_cluster_and_remove
     assert tf.plan_exitcode()[0] == 0
     tf.destroy()
     assert_nothing_left(account)
+
+
+@pytest.mark.parametrize(
+    "placement",
+    ["", 'fabric_id = "ib-sjc-h100-01"', "gpu_count = 8", 'regions = ["us"]'],
+    ids=["gpu", "fabric", "gpu-count", "regions"],
+)
+def test_an_imported_cluster_takes_the_configured_placement_in_place(
+    make_terraform: Callable[..., Terraform], account: Account, placement: str
+) -> None:
+    """Lium keeps no placement on the members: the configuration's is recorded, not a reason to replace
+    the running cluster."""
+    body = PROVIDER_BLOCK + CLUSTER % f'  gpu = "H100"\n  {placement}\n'
+
+    def checkout() -> Terraform:  # two checkouts of one stack: its identity is set, not derived
+        tf = make_terraform(body, **account.env, LIUM_STACK="clusters")
+        tf.init()
+        return tf
+
+    first = checkout()
+    first.apply()
+    (cluster,) = instances(first, "lium_cluster")
+    second = checkout()
+    second.run("import", "-no-color", "lium_cluster.c", cluster["id"])
+    code, plan = second.plan_exitcode()
+    assert code == 2 and "0 to add, 1 to change, 0 to destroy" in plan, plan
+    second.apply()
+    (kept,) = instances(second, "lium_cluster")
+    assert kept["id"] == cluster["id"] and kept["gpu"] == "H100"
+    assert second.plan_exitcode()[0] == 0
+    second.run("state", "rm", "lium_cluster.c")
+    first.destroy()
+    assert_nothing_left(account)

@@ -289,6 +289,21 @@ def _rented_state(state: ClusterModel, cluster_id: str, pod_ids: list[str]) -> C
     return state.model_copy(update={"id": cluster_id, "nodes": nodes, "status": DEGRADED})
 
 
+_PLACEMENT = ("fabric_id", *OfferFilter.fields())
+"""What chose the cluster's nodes; Lium keeps none of it on the members."""
+
+
+def _plan_unrecorded_placement(change: PlanChange[ClusterModel], prior: ClusterModel) -> None:
+    """A cluster this state's create did not place (imported, or adopted after an interrupted run: no
+    ``fabric_id`` recorded) takes the fabric and filter its configuration names into the state in place:
+    they are unknown, not changed, and replacing a running cluster over them would end its work."""
+    if prior.fabric_id is not None:  # placed by this state's create: every change is a real one
+        return
+    for name in _PLACEMENT:
+        if getattr(prior, name) is None and not change.config_is_null(name):
+            change.keep_in_place(name)
+
+
 def _host_keys(state: ClusterModel) -> dict[str, str | None]:
     return {n.pod_id: n.ssh_host_key for n in state.nodes or [] if n.pod_id}
 
@@ -323,6 +338,7 @@ class ClusterResource(Resource[ClusterModel]):
         if prior is None:
             self._plan_create(ctx, change)
             return
+        _plan_unrecorded_placement(change, prior)
         if prior.status != RUNNING:
             change.set_unknown("status")
             change.require_replace("status")
@@ -611,12 +627,14 @@ class ClusterResource(Resource[ClusterModel]):
     def update(
         self, ctx: Context, prior: ClusterModel, plan: ClusterModel, config: ClusterModel
     ) -> ClusterModel:
-        """New timeouts or filter bounds are state only; a new removal time is set on every member."""
+        """New timeouts, or a placement the state did not record, are state only; a new removal time is set
+        on every member."""
         state = prior.model_copy(
             update={
                 "termination_hours": plan.termination_hours,
                 "timeouts": plan.timeouts,
                 "stack_tag": plan.stack_tag,
+                **{name: getattr(plan, name) for name in _PLACEMENT},
             }
         )
         if plan.removal_scheduled_at != prior.removal_scheduled_at:
