@@ -14,6 +14,7 @@ import json
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -59,11 +60,18 @@ def _json_or_none(content: bytes) -> Any:
         return None
 
 
-class RecordingProxy:
-    """A reverse proxy to ``upstream`` that records every exchange with monotonic timestamps."""
+Rewrite = Callable[[str, str, bytes], bytes]
+"""What a proxy makes of an upstream answer's body, given the request's method and path."""
 
-    def __init__(self, upstream: str) -> None:
+
+class RecordingProxy:
+    """A reverse proxy to ``upstream`` that records every exchange with monotonic timestamps; with
+    ``rewrite``, the bodies it passes on are that function's (an upstream that answers otherwise than
+    the emulator does: a listing that lags, say)."""
+
+    def __init__(self, upstream: str, rewrite: Rewrite | None = None) -> None:
         self.upstream = upstream.rstrip("/")
+        self._rewrite = rewrite
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
         self._client = http.client(timeout=120, follow_redirects=False)
@@ -128,6 +136,8 @@ class RecordingProxy:
                     self.close_connection = True
                     return
                 content = upstream.content
+                if proxy._rewrite is not None:
+                    content = proxy._rewrite(self.command, self.path, content)
                 self.send_response(upstream.status_code)
                 for key, value in upstream.headers.items():
                     if key.lower() not in _HOP_BY_HOP:

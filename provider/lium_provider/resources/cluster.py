@@ -650,12 +650,16 @@ class ClusterResource(Resource[ClusterModel]):
             return state  # names no cluster: the plan refuses it, a destroy forgets it
         # A member that failed to start is still listed (and is removed with the cluster): the cluster
         # is degraded, not gone, until every member is deleting or deleted.
+        recorded = [n.pod_id for n in state.nodes or [] if n.pod_id]
         with api_errors("reading the cluster's members"):
-            members = [
-                p
-                for p in s.client.list_pods()
-                if p.cluster_id == state.id and p.status not in (DELETING, DELETED)
-            ]
+            if recorded:
+                # Each from the stack's shared listing, as a pod's refresh reads it: a member the listing
+                # lacks (it lags) is confirmed by its own GET, and so is every member when the listing
+                # cannot be read, so neither forgets a billed cluster nor blocks a destroy.
+                found = [s.watcher.current(ctx, pod_id) for pod_id in recorded]
+            else:  # just imported: only the cluster id is known
+                found = [p for p in s.client.list_pods() if p.cluster_id == state.id]
+        members = [p for p in found if p is not None and p.status not in (DELETING, DELETED)]
         members.sort(key=lambda p: p.cluster_node_index or 0)
         if not members:
             return None
