@@ -68,3 +68,24 @@ def test_a_garbled_listing_neither_fails_the_plan_nor_forgets_the_cluster(
     assert len(instances(tf, "lium_cluster")) == 1
     tf.destroy()
     assert_nothing_left(account)
+
+
+def test_a_members_removal_changed_outside_terraform_is_planned_back_on_every_member(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    tf = stack(CLUSTER.replace("node_count = 2", "node_count = 2\n  termination_hours = 5"))
+    tf.apply()
+    (cluster,) = instances(tf, "lium_cluster")
+    pod_ids = [n["pod_id"] for n in cluster["nodes"]]
+    with account.api() as api:
+        # someone cancels one member's removal in Lium's UI: it would outlive the cluster's deadline
+        assert api.delete(f"/pods/{pod_ids[1]}/schedule-removal").status_code == 200
+    code, plan = tf.plan_exitcode()
+    assert code == 2 and "1 to change, 0 to destroy" in plan, plan
+    tf.apply()
+    with account.api() as api:
+        removals = {api.get(f"/pods/{pod_id}").json()["removal_scheduled_at"] for pod_id in pod_ids}
+    assert len(removals) == 1 and None not in removals, removals
+    assert tf.plan_exitcode()[0] == 0
+    tf.destroy()
+    assert_nothing_left(account)

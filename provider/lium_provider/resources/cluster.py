@@ -304,6 +304,16 @@ def _plan_unrecorded_placement(change: PlanChange[ClusterModel], prior: ClusterM
             change.keep_in_place(name)
 
 
+def _members_schedule(recorded: str | None, members: list[Pod]) -> str | None:
+    """The removal a refresh records: the recorded one while every member has it, else the first
+    differing member's (changed outside Terraform, or an update cut short), so the plan sets every
+    member's again instead of leaving one billed past, or without, the cluster's deadline."""
+    for pod in members:
+        if not same_schedule(parse_time(recorded), pod.removal_scheduled_at):
+            return rfc3339(pod.removal_scheduled_at)
+    return recorded
+
+
 def _host_keys(state: ClusterModel) -> dict[str, str | None]:
     return {n.pod_id: n.ssh_host_key for n in state.nodes or [] if n.pod_id}
 
@@ -667,6 +677,8 @@ class ClusterResource(Resource[ClusterModel]):
         if not state.name:  # just imported: what the members say
             refreshed = self._imported(members, state)
         refreshed = _members_state(refreshed, members, _host_keys(state))
+        schedule = _members_schedule(refreshed.removal_scheduled_at, members)
+        refreshed = refreshed.model_copy(update={"removal_scheduled_at": schedule})
         owner = refreshed_owner(ctx, state.stack_tag, in_lium=tag_in_pod_name(members[0].pod_name))
         refreshed = refreshed.model_copy(update={"stack_tag": owner})
         warn_if_foreign(ctx, self.type_name, refreshed)
