@@ -4,7 +4,9 @@ where torch is importable. Every node checks the sum; any mismatch or timeout ex
 fails the runner's smoke test and with it the apply.
 
 Environment (set per node by the stack): RANK, WORLD_SIZE, MASTER_ADDR (node 0's overlay address) and
-MASTER_PORT; the gloo run uses MASTER_PORT + 1.
+MASTER_PORT; the gloo run uses MASTER_PORT + 1. RENDEZVOUS_SECONDS (default 300): how long a node waits
+for the others. Every node must run this at once: a runner replaced alone waits that long for nodes that
+are done already, and then fails saying so.
 """
 
 import json
@@ -14,7 +16,7 @@ import struct
 import sys
 import time
 
-RENDEZVOUS_SECONDS = 300.0
+RENDEZVOUS_SECONDS = float(os.environ.get("RENDEZVOUS_SECONDS") or 300)
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 master, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
 value = (rank + 1) ** 2  # each node's contribution; the sum is known in advance
@@ -86,7 +88,14 @@ def all_reduce_gloo() -> str:
     return f"gloo sum {int(tensor.item())}"
 
 
-total = all_reduce_tcp()
+try:
+    total = all_reduce_tcp()
+except OSError as exc:  # refused or timed out: the other nodes never came
+    sys.exit(
+        f"all-reduce on rank {rank} of {world}: the other nodes did not join within {RENDEZVOUS_SECONDS:g} s "
+        f"({exc!r}). Every node runs this collective at once: a runner replaced alone runs it alone, so "
+        "replace every node's runner together (terraform apply with -replace for each of them)."
+    )
 if total != expected:
     sys.exit(f"tcp all-reduce on rank {rank}: got {total}, expected {expected}")
 print(f"all-reduce ok on rank {rank} of {world}: tcp sum {total}; {all_reduce_gloo()}")

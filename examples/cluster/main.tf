@@ -22,6 +22,12 @@ variable "nodes" {
   description = "How many whole nodes the cluster has."
 }
 
+variable "rendezvous_seconds" {
+  type        = number
+  default     = 300
+  description = "How long each node's smoke test waits for the others to join the collective."
+}
+
 locals {
   master_port = 29500
 }
@@ -56,6 +62,8 @@ resource "lium_runner" "node" {
     WORLD_SIZE  = tostring(var.nodes)
     MASTER_ADDR = lium_cluster.train.nodes[0].overlay_ip
     MASTER_PORT = tostring(local.master_port)
+    # read by allreduce.py only
+    RENDEZVOUS_SECONDS = tostring(var.rendezvous_seconds)
   }
   smoke_test = ["echo ${filebase64("${path.module}/allreduce.py")} | base64 -d > /tmp/allreduce.py && python3 /tmp/allreduce.py"]
 }
