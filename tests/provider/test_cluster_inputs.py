@@ -3,6 +3,7 @@ image fails the plan when its id is known then, and the apply before any rental 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -51,4 +52,32 @@ def test_a_template_made_in_the_same_apply_is_checked_before_the_rental(
     assert "cluster_template_required" not in applied.stderr, "nothing was sent to Lium to refuse"
     assert account.report()["pods"] == []
     tf.destroy()
+    assert_nothing_left(account)
+
+
+@pytest.mark.parametrize(
+    ("argument", "line"),
+    [
+        ("fabric_id", 'fabric_id   = "no-such-fabric"'),
+        ("gpu", 'gpu         = "B200"'),
+        ("node_count", None),
+    ],
+)
+def test_a_placement_no_fabric_can_take_names_the_attribute_in_the_plan_and_the_apply(
+    stack: Callable[[str], Terraform], account: Account, argument: str, line: str | None
+) -> None:
+    body = CLUSTER % "null"
+    body = body.replace("  template_id = null\n", f"  {line}\n" if line else "")
+    if line is None:
+        body = body.replace("node_count  = 2", "node_count  = 4")  # no fabric has four nodes
+    tf = stack(body)
+    plan = tf.run("plan", "-input=false", "-no-color", check=False)
+    assert plan.returncode == 0, plan.stderr  # a warning: nodes may free up before the apply
+    assert "No Lium fabric has enough free nodes for the cluster now" in plan.stdout, plan.stdout
+    # the diagnostic quotes the configuration's line of the attribute (`  12:   gpu = "B200"`)
+    quoted = re.compile(rf"^\s*\d+:\s+{argument}\s+=", re.MULTILINE)
+    assert quoted.search(plan.stdout.split("Warning:", 1)[1]), plan.stdout
+    applied = tf.apply(check=False)
+    assert applied.returncode == 1
+    assert quoted.search(applied.stderr.split("Error:", 1)[1]), applied.stderr
     assert_nothing_left(account)

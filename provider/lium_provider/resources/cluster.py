@@ -388,7 +388,9 @@ class ClusterResource(Resource[ClusterModel]):
             # Only a warning: a create planned to replace a cluster cannot see the nodes its
             # predecessor frees, and nodes come and go before the apply, which checks again.
             ctx.warn(
-                shortage.summary + " now", shortage.detail + " The apply fails unless nodes free up first."
+                shortage.summary + " now",
+                shortage.detail + " The apply fails unless nodes free up first.",
+                path=tuple(shortage.path) if shortage.path is not None else None,
             )
 
     def _choose(self, ctx: Context, plan: ClusterModel) -> ClusterChoice:
@@ -400,18 +402,17 @@ class ClusterResource(Resource[ClusterModel]):
         choice = choose_cluster(offers, feed, _filter(plan), plan.node_count, plan.fabric_id)
         if choice is None:
             free = ", ".join(f"{o.fabric_id}: {len(o.nodes)} free" for o in offers) or "none"
-            wanted = [
-                f"{n} = {json.dumps(getattr(plan, n))}"
-                for n in OfferFilter.fields()
-                if getattr(plan, n) is not None
-            ]
+            narrowing = [n for n in OfferFilter.fields() if getattr(plan, n) is not None]
+            wanted = [f"{n} = {json.dumps(getattr(plan, n))}" for n in narrowing]
+            # what to look at first: the fabric asked for, else the first filter field, else the count
+            blamed = "fabric_id" if plan.fabric_id else next(iter(narrowing), "node_count")
             raise TFError(
                 "No Lium fabric has enough free nodes for the cluster",
                 f"Searched for {plan.node_count} whole free nodes of one fabric"
                 + (f" (fabric {plan.fabric_id})" if plan.fabric_id else "")
                 + (f" with {', '.join(wanted)}" if wanted else "")
                 + f". Fabrics on offer: {free}.",
-                path=("fabric_id",) if plan.fabric_id else ("node_count",),
+                path=(blamed,),
             )
         return choice
 
