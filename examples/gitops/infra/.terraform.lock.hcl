@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:HQacPN6kCD44M6AH9G4QmjFC3xThHItrwhvAHqKXws4=",
-    "zh:6c816a1bfaf9fd32f9bd4736c2834624bbe1cce058a7a778a144158d73c38e27",
+    "h1:wgAElbKWGyT0HzvzanEysACC1kzgHdxVQ4ys7Do/rIU=",
+    "zh:5c591267d837f42fac52a2b205b7ac8a134286100409d68ed44290781a64be97",
   ]
 }
