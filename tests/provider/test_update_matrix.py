@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 import pytest
 
+from lium_emulator.catalogs.images import CLUSTER_IMAGE, CLUSTER_IMAGE_REPOSITORY, image_catalog
+from lium_emulator.catalogs.templates import public_templates
 from lium_emulator.launcher import RunningEmulator
 from lium_provider.api.endpoints import feed_url_for
 from lium_provider.domain.offer_filter import OfferFilter
@@ -50,8 +52,12 @@ SPARE_TEMPLATE = "lium_template.spare"
 VOLUME = "lium_volume.v"
 POD = "lium_pod.p"
 RUNNER = "lium_runner.r"
-# The object of each type that the import tests import (the spare template only gives the pod another id).
-IMPORTED = {address.split(".")[0]: address for address in (CREDENTIAL, TEMPLATE, VOLUME, POD, RUNNER)}
+CLUSTER = "lium_cluster.c"
+# The object of each type that the import tests import (the spare template, of Lium's cluster image, is
+# the cluster's and gives the pod another id).
+IMPORTED = {
+    address.split(".")[0]: address for address in (CREDENTIAL, TEMPLATE, VOLUME, POD, RUNNER, CLUSTER)
+}
 # Arguments no read can return, so an imported object plans exactly these as changes when its config sets
 # them: how a pod was placed (its offer filter; Lium keeps only the result) and Terraform's own timeouts;
 # the credential's password version (Lium keeps only the password, and that is write-only).
@@ -61,7 +67,13 @@ NOT_READ_BACK: dict[str, frozenset[str]] = {
     ),
     "lium_docker_credential": frozenset({"password_wo_version"}),
     "lium_runner": frozenset({"timeouts"}),
+    # where a cluster was placed: its fabric and filter (taken into the state in place at import)
+    "lium_cluster": frozenset({*OfferFilter.fields(), "fabric_id", "timeouts"}),
 }
+FABRICS = ("roce-iad-a100-01", "ib-sjc-h100-01")  # the packaged catalog's
+PUBLIC_CLUSTER_TEMPLATE = next(
+    t.id for t in public_templates(image_catalog()) if t.docker_image == CLUSTER_IMAGE_REPOSITORY
+)
 
 
 @dataclass(frozen=True)
@@ -92,7 +104,7 @@ def stack_arguments(keys: Keys) -> dict[str, dict[str, Any]]:
             "environment": {"HF_HOME": "/root/.cache/huggingface"},
             "internal_ports": [22, 10022],
         },
-        SPARE_TEMPLATE: {"name": "matrix-spare", "image": "python:3.11-slim"},
+        SPARE_TEMPLATE: {"name": "matrix-spare", "image": CLUSTER_IMAGE},
         VOLUME: {"name": "matrix-data", "description": "shared training data"},
         POD: {"name": "matrix-pod", "template_id": "${lium_template.t.id}"},
         RUNNER: {
@@ -101,6 +113,12 @@ def stack_arguments(keys: Keys) -> dict[str, dict[str, Any]]:
             "authorized_keys": [keys.spare],
             "environment": {"STACK": "matrix"},
             "smoke_test": ["python3 -c 'print(6 * 7)'"],
+        },
+        CLUSTER: {
+            "name": "matrix-cluster",
+            "node_count": 2,
+            "template_id": "${lium_template.spare.id}",
+            "termination_hours": 12,
         },
     }
 
@@ -263,6 +281,10 @@ def another_executor(live: Live) -> str:
     return next(o.executor_id for o in live.offers if o.executor_id != live.pod_offer.executor_id)
 
 
+def the_other_fabric(live: Live) -> str:
+    return next(f for f in FABRICS if f != live.state[CLUSTER]["fabric_id"])
+
+
 def host_key_of(key_line: str) -> str:
     """``<type> <base64>`` of a public key line: the shape of a pinned host key."""
     return " ".join(key_line.split()[:2])
@@ -317,6 +339,21 @@ STEPS = (
     Step(RUNNER, "environment", given({"STACK": "matrix-2"})),
     Step(RUNNER, "smoke_test", given(["true"])),
     Step(RUNNER, "timeouts", given(TIMEOUTS)),
+    Step(CLUSTER, "name", given("matrix-cluster-2")),
+    Step(CLUSTER, "node_count", given(3)),
+    Step(CLUSTER, "template_id", given(PUBLIC_CLUSTER_TEMPLATE)),
+    Step(CLUSTER, "fabric_id", the_other_fabric),
+    Step(CLUSTER, "ssh_public_key", lambda live: live.keys.spare),
+    Step(CLUSTER, "termination_hours", given(24)),  # moves every member's removal in place
+    Step(CLUSTER, "timeouts", given(TIMEOUTS)),
+    # the offer filter chose the nodes: a cluster cannot move, so any change replaces it
+    Step(CLUSTER, "gpu", given("H100")),
+    Step(CLUSTER, "gpu_count", given(8)),
+    Step(CLUSTER, "max_price_per_hour", given(100.0)),
+    Step(CLUSTER, "regions", given(["us"])),
+    Step(CLUSTER, "min_memory_gib", given(1.0)),
+    Step(CLUSTER, "min_disk_gb", given(1.0)),
+    Step(CLUSTER, "spot", given(False)),
 )
 
 

@@ -84,8 +84,9 @@ _CATALOG: tuple[ImageConfig, ...] = (
         workdir="/workspace",
         python_bin_dirs=("/opt/conda/bin",),
     ),
-    # Lium's cluster image (every cluster member runs it): a PyTorch image; the overlay it raises on
-    # Lium is raised by the emulator's sandbox for each member (docs/emulator.md, "Pod networking").
+    # Lium's cluster image (every cluster member runs it): a PyTorch image whose own init raises the
+    # overlay and stays up, so its CMD keeps running here too; the overlay itself is raised by the
+    # emulator's sandbox for each member (docs/emulator.md, "Pod networking").
     ImageConfig(
         CLUSTER_IMAGE,
         {
@@ -96,7 +97,7 @@ _CATALOG: tuple[ImageConfig, ...] = (
             "LC_ALL": "C.UTF-8",
             "PYTORCH_VERSION": "2.4.0",
         },
-        ["/bin/bash"],
+        ["sleep", "infinity"],
         workdir="/workspace",
         python_bin_dirs=("/opt/conda/bin",),
     ),
