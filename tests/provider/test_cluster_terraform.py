@@ -32,7 +32,7 @@ resource "lium_cluster" "c" {
 LATE_SSH = {
     "seed": 3,
     "rules": [
-        {"method": "POST", "path": "/executors/cluster/rent", "kind": "ssh_late", "seconds": 20, "first": 1}
+        {"method": "POST", "path": "/executors/cluster/rent", "kind": "ssh_late", "seconds": 6, "first": 1}
     ],
 }
 OFFERS = """
