@@ -17,7 +17,7 @@ from constructs import Construct
 from lium_constructs._cdk import cdk
 from lium_constructs.generated import Cluster, OfferFilter, Runner, Template
 from lium_constructs.runner_options import RunnerOptions, runner_on
-from lium_provider.api.clusters import (
+from lium_provider.api.cluster_rules import (
     CLUSTER_IMAGE_PREFIX,
     MAX_CLUSTER_NODES,
     MIN_CLUSTER_NODES,

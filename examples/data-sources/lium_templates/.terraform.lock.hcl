@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:wgAElbKWGyT0HzvzanEysACC1kzgHdxVQ4ys7Do/rIU=",
-    "zh:5c591267d837f42fac52a2b205b7ac8a134286100409d68ed44290781a64be97",
+    "h1:bov05Y3jmm88W3KhRP6NxNVEzIub3Mul6AA5PQgl08s=",
+    "zh:d63230294e07cd4e13f915b5b90a90ccdf08f6a409d342829ea59cf6cd46ff41",
   ]
 }

@@ -6,25 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from lium_provider.api.cluster_rules import MAX_CLUSTER_NODES, MIN_CLUSTER_NODES
 from lium_provider.api.models import NonEmptyStr, RequestModel, ResponseModel
-
-CLUSTER_IMAGE_PREFIX = "daturaai/lium-cluster"
-"""Every cluster member runs a template of this image; Lium refuses a cluster rental of any other."""
-
-
-def is_cluster_image(docker_image: str | None) -> bool:
-    """Whether a template's ``docker_image`` is Lium's cluster image: that repository (a template keeps
-    its tag apart, in ``docker_image_tag``), with or without a tag or digest — not another repository
-    whose name merely starts the same (``daturaai/lium-cluster-dev``)."""
-    image = (docker_image or "").split("@", 1)[0]
-    repository, _, tag = image.rpartition(":")
-    if repository and "/" not in tag:  # a tag, not a registry's port
-        image = repository
-    return image == CLUSTER_IMAGE_PREFIX
-
-
-MIN_CLUSTER_NODES, MAX_CLUSTER_NODES = 2, 64
-"""How many whole nodes a cluster may have (the emulator takes at most 64 in one rental)."""
 
 
 class ClusterNode(ResponseModel):

@@ -22,12 +22,8 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from lium_provider.api.client import RENT_IDEMPOTENCY
-from lium_provider.api.clusters import (
-    CLUSTER_IMAGE_PREFIX,
-    MAX_CLUSTER_NODES,
-    MIN_CLUSTER_NODES,
-    ClusterRentRequest,
-)
+from lium_provider.api.cluster_rules import CLUSTER_IMAGE_PREFIX, MAX_CLUSTER_NODES, MIN_CLUSTER_NODES
+from lium_provider.api.clusters import ClusterRentRequest
 from lium_provider.api.errors import LiumError, is_definitive
 from lium_provider.api.models import (
     DEAD_POD_STATES,

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 
 from lium_provider.api.client import LiumClient
-from lium_provider.api.clusters import CLUSTER_IMAGE_PREFIX, is_cluster_image
+from lium_provider.api.cluster_rules import CLUSTER_IMAGE_PREFIX, is_cluster_image
 from lium_provider.api.errors import LiumError, is_definitive
 from lium_provider.api.models import DEAD_POD_STATES, RUNNING, TERMINAL_POD_STATES, Pod, Template
 from lium_provider.resources.pod import delete_pod_and_wait, failure_reason, pod_gone, wait_for_host_key

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lium_provider.api.clusters import MIN_CLUSTER_NODES
+from lium_provider.api.cluster_rules import MIN_CLUSTER_NODES
 from lium_provider.resources.common import api_errors
 from lium_provider.session import session
 from tfbridge import Attribute, Context, DataSource

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from lium_provider.api.clusters import MAX_CLUSTER_NODES, MIN_CLUSTER_NODES
+from lium_provider.api.cluster_rules import MAX_CLUSTER_NODES, MIN_CLUSTER_NODES
 from lium_provider.api.models import Pod
 from lium_provider.domain.removal import imported_schedule
 from lium_provider.domain.stack import cluster_rent_digest, parse_lium_pod_name, rent_digest, tag_in
