@@ -111,12 +111,15 @@ def gitops_plan(stack_dir: Path, artifact: Path, env: dict[str, str]) -> None:
         raise SystemExit(f"lium-tf gitops plan failed in {stack_dir}:\n{result.stderr[-4000:]}")
 
 
-def pipeline_round(case: Case, base: Path, env: dict[str, str]) -> tuple[float, float]:
-    """(synth seconds, seconds of the whole job) of one fresh checkout of ``case``."""
+def pipeline_round(
+    case: Case, base: Path, env: dict[str, str], job_env: dict[str, str]
+) -> tuple[float, float]:
+    """(synth seconds, seconds of the whole job) of one fresh checkout of ``case``: synthesized with this
+    checkout's constructs (``env``), planned and summarized by ``lium-tf`` in ``job_env``."""
     started = time.perf_counter()
     stack_dir = case.checkout(base / "checkout", env)
     synthesized = time.perf_counter()
-    gitops_plan(stack_dir, base / "artifact", env)
+    gitops_plan(stack_dir, base / "artifact", job_env)
     done = time.perf_counter()
     return synthesized - started if case.kind == "cdk" else 0.0, done - started
 
@@ -163,7 +166,7 @@ def main() -> None:
             for case in CASES:
                 for variant, (variant_env, timings) in variants.items():
                     with tempfile.TemporaryDirectory(dir=scratch) as base:
-                        seconds_synth, seconds_job = pipeline_round(case, Path(base), variant_env)
+                        seconds_synth, seconds_job = pipeline_round(case, Path(base), env, variant_env)
                     if round_number:
                         timings.setdefault((case.stack, case.kind), []).append(seconds_job)
                         if variant == "job":
