@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
-from tests.support.examples import copy_example
+from tests.support.examples import initialised_example
 from tests.support.lium import assert_nothing_left, instances, new_account
 from tests.support.terraform import REPO, Terraform
 
@@ -24,10 +24,7 @@ def test_cluster_example_runs_a_collective_through_the_runners_and_destroys(
     emulator: RunningEmulator, make_terraform: Callable[..., Terraform], tmp_path: Path
 ) -> None:
     account = new_account(emulator, tmp_path)
-    tf = make_terraform("", **account.env)
-    (tf.workdir / "main.tf").unlink()
-    copy_example(EXAMPLE, tf.workdir)
-    tf.init()
+    tf = initialised_example(EXAMPLE, make_terraform, account.env)
     tf.apply()
 
     outputs = {name: o["value"] for name, o in json.loads(tf.run("output", "-json").stdout).items()}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
-from tests.support.examples import copy_example
+from tests.support.examples import initialised_example
 from tests.support.lium import assert_nothing_left, instances, new_account
 from tests.support.terraform import REPO, Terraform
 
@@ -23,10 +23,7 @@ def test_a_runner_replaced_alone_fails_its_collective_saying_to_replace_every_ru
     emulator: RunningEmulator, make_terraform: Callable[..., Terraform], tmp_path: Path
 ) -> None:
     account = new_account(emulator, tmp_path)
-    tf = make_terraform("", **account.env)
-    (tf.workdir / "main.tf").unlink()
-    copy_example(EXAMPLE, tf.workdir)
-    tf.init()
+    tf = initialised_example(EXAMPLE, make_terraform, account.env)
     tf.apply(*SHORT_RENDEZVOUS)
     alone = tf.apply(*SHORT_RENDEZVOUS, "-replace=lium_runner.node[1]", check=False)
     assert alone.returncode == 1, alone.stdout

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
-from tests.support.examples import copy_example
+from tests.support.examples import initialised_example
 from tests.support.lium import assert_nothing_left, instances, new_account
 from tests.support.terraform import REPO, Terraform
 
@@ -30,10 +30,7 @@ def test_hcl_example_applies_and_destroys(
     emulator: RunningEmulator, make_terraform: Callable[..., Terraform], tmp_path: Path
 ) -> None:
     account = new_account(emulator, tmp_path)
-    tf = make_terraform("", **account.env)
-    (tf.workdir / "main.tf").unlink()
-    copy_example(EXAMPLE, tf.workdir)
-    tf.init()
+    tf = initialised_example(EXAMPLE, make_terraform, account.env)
     estimate = summary_price_of_the_quickstart_pod(tf)
     tf.apply()
 

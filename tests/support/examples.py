@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from release.locks import LOCK_FILE
-from tests.support.terraform import REPO
+from tests.support.terraform import REPO, Terraform
 
 EXAMPLES = REPO / "examples" / "resources"
 _BLOCK_START = re.compile(r'^(?P<kind>[a-z_]+)(?P<labels>(?:\s+"[^"]*")*)\s*\{\s*$')
@@ -50,6 +50,18 @@ def copy_example(example: Path, workdir: Path) -> None:
     stays as it is.
     """
     shutil.copytree(example, workdir, dirs_exist_ok=True, ignore=shutil.ignore_patterns(LOCK_FILE))
+
+
+def initialised_example(
+    example: Path, make_terraform: Callable[..., Terraform], env: Mapping[str, str]
+) -> Terraform:
+    """A working directory holding a copy of ``example`` (:func:`copy_example`) and nothing else, with
+    ``terraform init`` done: the example exactly as a user runs it, configured by ``env`` alone."""
+    tf = make_terraform("", **env)
+    (tf.workdir / "main.tf").unlink()
+    copy_example(example, tf.workdir)
+    tf.init()
+    return tf
 
 
 def example_path(type_name: str) -> Path:
