@@ -39,11 +39,10 @@ from lium_provider.domain.cluster_placement import ClusterChoice, choose_cluster
 from lium_provider.domain.offer_filter import MAX_GPUS_PER_NODE, OfferFilter
 from lium_provider.domain.removal import (
     HOUR,
-    SCHEDULE_TOLERANCE,
     imported_schedule,
     parse_time,
-    provisional_hours,
     removal_at,
+    rent_hours,
     rfc3339,
     same_schedule,
     set_removal,
@@ -77,6 +76,7 @@ from lium_provider.resources.ownership import (
     refuse_unless_destroying,
     warn_if_foreign,
 )
+from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import public_key_line
 from tfbridge import (
@@ -338,8 +338,7 @@ class ClusterResource(Resource[ClusterModel]):
     def modify_plan(self, ctx: Context, change: PlanChange[ClusterModel]) -> None:
         plan_ownership(ctx, change, self.type_name)
         check_access_on_create(ctx, change)
-        if change.config_is_null("termination_hours") and isinstance(ctx.provider, LiumSession):
-            change.set_planned("termination_hours", ctx.provider.default_termination_hours)
+        plan_default_hours(ctx, change)
         prior = change.prior
         if prior is None:
             self._plan_create(ctx, change)
@@ -349,7 +348,7 @@ class ClusterResource(Resource[ClusterModel]):
             change.set_unknown("status")
             change.require_replace("status")
         if not change.requires_replace:
-            self._plan_removal(change, prior)
+            plan_removal(change, prior, "cluster")
 
     def _plan_create(self, ctx: Context, change: PlanChange[ClusterModel]) -> None:
         """A create's template (Lium's newest cluster template unless set) and its Lium name; when the
@@ -411,24 +410,6 @@ class ClusterResource(Resource[ClusterModel]):
                 path=(blamed,),
             )
         return choice
-
-    def _plan_removal(self, change: PlanChange[ClusterModel], prior: ClusterModel) -> None:
-        """In place: every member's removal time from the planned ``termination_hours``."""
-        if change.is_unknown("termination_hours"):
-            change.set_unknown("removal_scheduled_at")
-            return
-        started = parse_time(prior.started_at)
-        wanted = removal_at(started, change.planned.termination_hours)
-        if same_schedule(wanted, parse_time(prior.removal_scheduled_at)):
-            change.set_planned("removal_scheduled_at", prior.removal_scheduled_at)
-            return
-        if started is not None and wanted is not None and wanted <= datetime.now(UTC) + SCHEDULE_TOLERANCE:
-            raise TFError(
-                "termination_hours would remove the cluster in the past",
-                f"Cluster {prior.id} started at {prior.started_at}; set more hours, or delete the cluster.",
-                path=("termination_hours",),
-            )
-        change.set_planned("removal_scheduled_at", rfc3339(wanted))
 
     # -- create ----------------------------------------------------------------------------------
 
@@ -587,11 +568,7 @@ class ClusterResource(Resource[ClusterModel]):
     def _set_provisional_deadline(self, ctx: Context, s: LiumSession, state: ClusterModel) -> ClusterModel:
         """Every member is removed by Lium itself if the create never finishes: its timeout (or the wanted
         ``termination_hours``, when shorter) from now, before any wait."""
-        remaining = ctx.remaining()
-        seconds = self.default_timeouts["create"] if remaining is None else max(remaining, 0.0)
-        hours = provisional_hours(seconds)
-        if state.termination_hours is not None:
-            hours = min(hours, state.termination_hours)
+        hours = rent_hours(state.termination_hours, create_seconds_left(ctx, self.default_timeouts["create"]))
         at = datetime.now(UTC) + hours * HOUR
         for node in state.nodes or []:
             with api_errors("setting the cluster's provisional removal deadline"):

@@ -10,9 +10,7 @@ blindly. Every rent attempt is journalled on disk before it is sent (see :mod:`l
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import ConfigDict, Field
@@ -38,8 +36,6 @@ from lium_provider.domain.offer_filter import (
     same_gpu_name,
 )
 from lium_provider.domain.removal import (
-    HOUR,
-    SCHEDULE_TOLERANCE,
     imported_schedule,
     parse_time,
     removal_at,
@@ -72,6 +68,7 @@ from lium_provider.resources.pod_import import (
     warn_if_unproven,
 )
 from lium_provider.resources.pod_private import PodPrivate
+from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, fingerprint, public_key_line
 from tfbridge import (
@@ -275,45 +272,6 @@ def _plan_filter_change(change: PlanChange[PodModel], prior: PodModel, rented: P
         change.require_replace(name)
 
 
-def _plan_termination_hours(ctx: Context, change: PlanChange[PodModel]) -> None:
-    """A pod that sets no ``termination_hours`` plans the provider's default (or none), so the plan shows
-    the deadline the pod gets, and ``lium-tf plan-summary`` counts it."""
-    if change.config_is_null("termination_hours") and isinstance(ctx.provider, LiumSession):
-        change.set_planned("termination_hours", ctx.provider.default_termination_hours)
-
-
-def _plan_removal(change: PlanChange[PodModel], prior: PodModel) -> None:
-    """In place: the removal time the planned ``termination_hours`` gives, counted from the pod's start.
-
-    It differs from the recorded one when the hours changed, or when the schedule was changed outside
-    Terraform (a refresh records Lium's), and the update then sets it back to the configuration.
-    """
-    if change.is_unknown("termination_hours"):
-        change.set_unknown("removal_scheduled_at")
-        return
-    hours = change.planned.termination_hours
-    started = parse_time(prior.started_at)
-    if started is None and hours is not None:
-        raise TFError(
-            "The pod's start time is not known yet",
-            f"Pod {prior.id}'s state predates `started_at`; plan with refresh (without -refresh=false) once.",
-            path=("termination_hours",),
-        )
-    wanted = removal_at(started, hours)
-    if same_schedule(wanted, parse_time(prior.removal_scheduled_at)):
-        change.set_planned("removal_scheduled_at", prior.removal_scheduled_at)
-        return
-    now = datetime.now(UTC)
-    if started is not None and wanted is not None and wanted <= now + SCHEDULE_TOLERANCE:
-        raise TFError(
-            "termination_hours would remove the pod in the past",
-            f"Pod {prior.id} started at {prior.started_at}, so {hours} h end at {rfc3339(wanted)}, which has "
-            f"passed. Set at least {math.floor((now - started) / HOUR) + 1}, or delete the pod.",
-            path=("termination_hours",),
-        )
-    change.set_planned("removal_scheduled_at", rfc3339(wanted))
-
-
 def _with_schedule(state: PodModel, pod: Pod) -> PodModel:
     """Lium's removal schedule in the state (the recorded string kept while it is the same schedule), and
     a start time for a pod that has none yet (imported, or older than removal deadlines)."""
@@ -393,7 +351,7 @@ class PodResource(Resource[PodModel]):
     def modify_plan(self, ctx: Context, change: PlanChange[PodModel]) -> None:
         plan_ownership(ctx, change, self.type_name)
         check_access_on_create(ctx, change)
-        _plan_termination_hours(ctx, change)
+        plan_default_hours(ctx, change)
         prior = change.prior
         if prior is None:
             self._plan_lium_name(ctx, change)
@@ -408,7 +366,7 @@ class PodResource(Resource[PodModel]):
             plan_first_apply(ctx, change, prior, lambda: self._authorised_keys(ctx, prior))
         _plan_filter_change(change, prior, record)
         if not change.requires_replace:
-            _plan_removal(change, prior)
+            plan_removal(change, prior, "pod")
 
     def _authorised_keys(self, ctx: Context, prior: PodModel) -> tuple[str, ...]:
         with api_errors("reading the pod's authorised keys"):
@@ -635,7 +593,9 @@ class PodResource(Resource[PodModel]):
                 gpu_count=state.gpu_count,
                 initial_port_count=2,
                 volume_id=state.volume_id,
-                termination_hours=rent_hours(state.termination_hours, self._create_seconds(ctx)),
+                termination_hours=rent_hours(
+                    state.termination_hours, create_seconds_left(ctx, self.default_timeouts["create"])
+                ),
             )
             attempt = RentAttempt.new(executor_id, body)
             s.journal.write(attempt)
@@ -671,11 +631,6 @@ class PodResource(Resource[PodModel]):
             if refusals
             else "Every matching offer refused another pod of this run for lack of capacity.",
         )
-
-    def _create_seconds(self, ctx: Context) -> float:
-        """How long the create may still take: what its timeout leaves, else the default create timeout."""
-        remaining = ctx.remaining()
-        return self.default_timeouts["create"] if remaining is None else max(remaining, 0.0)
 
     def _wait_for_ssh(self, ctx: Context, state: PodModel) -> str:
         """Wait until the pod's sshd answers and return its host key (pinned from now on)."""
