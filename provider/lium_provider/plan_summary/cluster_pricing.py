@@ -21,11 +21,10 @@ from lium_provider.domain.offer_filter import OfferFilter
 from lium_provider.domain.offers import Offer, matches
 from lium_provider.plan_summary.parsing import ResourceChange
 from lium_provider.plan_summary.pricing import (
-    KEPT_BASIS,
     OfferBook,
     PodCost,
     WorstBasis,
-    known_price,
+    kept_cost,
 )
 from lium_provider.plan_summary.values import code, usd
 
@@ -68,10 +67,9 @@ def _shape(change: ResourceChange, when: str) -> str:
 
 def price_cluster(change: ResourceChange, book: OfferBook) -> PodCost:
     """What ``change`` leaves running and at what price per hour (all members together)."""
-    if change.action not in ("create", "replace"):
-        price = known_price(change) if change.action in ("keep", "update", "forget") else None
-        basis = KEPT_BASIS.get(change.action, change.action)
-        return PodCost(change, change.text("before", "gpu"), _shape(change, "before"), price, basis)
+    kept = kept_cost(change, _shape(change, "before"))
+    if kept is not None:
+        return kept
     gpu, shape = change.text("after", "gpu"), _shape(change, "after")
     count = change.value("after", "node_count")
     if change.unknown("node_count") or not isinstance(count, int) or isinstance(count, bool):

@@ -84,7 +84,7 @@ class OfferBook:
         return self._by_count[gpu_count]
 
 
-KEPT_BASIS = {
+_KEPT_BASIS = {
     "keep": "current rental",
     "update": "current rental",
     "destroy": "destroyed",
@@ -148,12 +148,22 @@ def known_price(change: ResourceChange) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+def kept_cost(change: ResourceChange, shape: str) -> PodCost | None:
+    """What a change that rents nothing leaves: its billed price while it still runs (kept, updated in
+    place, forgotten), none once destroyed; None for a create or replace, which rents anew. ``shape`` is
+    the GPUs it holds, as the summary shows them."""
+    if change.action in ("create", "replace"):
+        return None
+    price = known_price(change) if change.action in ("keep", "update", "forget") else None
+    basis = _KEPT_BASIS.get(change.action, change.action)
+    return PodCost(change, change.text("before", "gpu"), shape, price, basis)
+
+
 def price_pod(change: ResourceChange, book: OfferBook) -> PodCost:
     """What ``change`` leaves running and at what price: a kept pod its own, a new rental today's offer."""
-    if change.action not in ("create", "replace"):
-        price = known_price(change) if change.action in ("keep", "update", "forget") else None
-        basis = KEPT_BASIS.get(change.action, change.action)
-        return PodCost(change, change.text("before", "gpu"), change.text("before", "gpu_count"), price, basis)
+    kept = kept_cost(change, change.text("before", "gpu_count"))
+    if kept is not None:
+        return kept
     gpu = change.text("after", "gpu")
     count = change.value("after", "gpu_count")
     if change.unknown("gpu_count") or not isinstance(count, int) or isinstance(count, bool):
