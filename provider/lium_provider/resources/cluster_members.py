@@ -13,8 +13,14 @@ from collections.abc import Iterable
 from lium_provider.api.client import LiumClient
 from lium_provider.api.cluster_rules import CLUSTER_IMAGE_PREFIX, is_cluster_image
 from lium_provider.api.errors import LiumError, is_definitive
-from lium_provider.api.models import DEAD_POD_STATES, RUNNING, TERMINAL_POD_STATES, Pod, Template
-from lium_provider.resources.pod import delete_pod_and_wait, failure_reason, pod_gone, wait_for_host_key
+from lium_provider.api.models import RUNNING, TERMINAL_POD_STATES, Pod, Template
+from lium_provider.resources.pod import (
+    delete_pod_and_wait,
+    failure_reason,
+    pod_gone,
+    started_or_dead,
+    wait_for_host_key,
+)
 from lium_provider.session import LiumSession
 from tfbridge import Context, TFError
 
@@ -72,12 +78,6 @@ def members_of(pods: Iterable[Pod], lium_name: str, cluster_id: str | None) -> d
     return clusters
 
 
-def _ready_or_dead(pod: Pod | None) -> bool:
-    if pod is None or pod.status in DEAD_POD_STATES:
-        return True
-    return pod.status == RUNNING and pod.ssh_host_port() is not None
-
-
 def wait_for_members(
     ctx: Context, s: LiumSession, pod_ids: list[str]
 ) -> tuple[list[Pod], dict[str, str | None], str | None]:
@@ -86,7 +86,7 @@ def wait_for_members(
     are paid for every second."""
     members: list[Pod] = []
     for pod_id in pod_ids:
-        pod = s.watcher.wait(ctx, pod_id, _ready_or_dead)
+        pod = s.watcher.wait(ctx, pod_id, started_or_dead)
         if pod is None or pod.status != RUNNING:
             status = pod.status if pod else "gone"
             return members, {}, f"Member pod {pod_id} is {status}. {failure_reason(s, pod_id)}"

@@ -308,7 +308,8 @@ def _same_gpu_respelled(planned: object, prior: object) -> bool:
     )
 
 
-def _started_or_dead(pod: Pod | None) -> bool:
+def started_or_dead(pod: Pod | None) -> bool:
+    """Whether a create's wait is over: the pod runs with its SSH address published, or will never run."""
     if pod is None or pod.status in DEAD_POD_STATES:
         return True
     return pod.status == RUNNING and pod.ssh_host_port() is not None
@@ -493,7 +494,7 @@ class PodResource(Resource[PodModel]):
         """Wait for the rented pod to run and answer SSH; the ready state, with its host key pinned."""
         pod_id = state.id or ""
         # RUNNING comes before SSH: Lium publishes ssh_connect_cmd only once the pod's sshd is set up.
-        pod = s.watcher.wait(ctx, pod_id, _started_or_dead)
+        pod = s.watcher.wait(ctx, pod_id, started_or_dead)
         if pod is None or pod.status != RUNNING:
             status = pod.status if pod else "gone"
             ctx.record(state.model_copy(update={"status": pod.status if pod else DELETED}))
