@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:bov05Y3jmm88W3KhRP6NxNVEzIub3Mul6AA5PQgl08s=",
-    "zh:d63230294e07cd4e13f915b5b90a90ccdf08f6a409d342829ea59cf6cd46ff41",
+    "h1:Yx/a0VPEtUONxw5bWys5SiBqA/qtUfNgNjZ+VRCxIyM=",
+    "zh:386d02abbb293285e590c7850e9c93f4b1113fd156da330082eb8fc8b3749e98",
   ]
 }
