@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -36,6 +37,7 @@ from tests.emulator.test_sandbox_support import (
     run,
     ssh,
 )
+from tests.support.procs import open_files
 
 pytestmark = pytest.mark.sandbox  # every test here starts pod sandboxes
 
@@ -139,7 +141,7 @@ def loopback_listeners(client: paramiko.SSHClient) -> set[int]:
 def test_pods_starting_and_stopping_at_once_leave_exactly_the_running_pods_addresses(
     tmp_path: Path, key: ClientKey
 ) -> None:
-    fds_before = len(os.listdir("/proc/self/fd"))
+    files_before = open_files()
     with manager_at(tmp_path / "root", 0) as manager:
         first = [pod_spec(tmp_path, f"churn-{index}", key) for index in range(6)]
         second = [pod_spec(tmp_path, f"churn-{index}", key) for index in range(6, 12)]
@@ -152,7 +154,7 @@ def test_pods_starting_and_stopping_at_once_leave_exactly_the_running_pods_addre
         with ssh(ports["churn-0"][22], key) as survivor:
             expected = {host for pod_id in running for host in ports[pod_id].values()}
             assert loopback_listeners(survivor) == expected
-    assert len(os.listdir("/proc/self/fd")) == fds_before
+    assert open_files() - files_before == Counter()
 
 
 def test_a_port_the_pod_holds_itself_is_left_to_it(

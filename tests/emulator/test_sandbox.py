@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -38,7 +39,7 @@ from tests.emulator.test_sandbox_support import (
     run,
     ssh,
 )
-from tests.support.procs import children
+from tests.support.procs import children, open_files
 
 pytestmark = pytest.mark.sandbox  # every test here starts pod sandboxes or an emulator
 
@@ -289,7 +290,7 @@ def test_pod_whose_entrypoint_exits_is_not_alive(start_pod: StartPod, manager: S
 def test_twenty_pods_at_once(base: Path, key: ClientKey, emulator_port: int) -> None:
     root = base / "many"
     specs = [pod_spec(base, f"many-{index:02d}", key) for index in range(20)]
-    threads_before, fds_before = set(threading.enumerate()), len(os.listdir("/proc/self/fd"))
+    threads_before, files_before = set(threading.enumerate()), open_files()
     with manager_at(root, emulator_port) as sandboxes:
         began = time.monotonic()
         with ThreadPoolExecutor(max_workers=8) as pool:
@@ -315,7 +316,7 @@ def test_twenty_pods_at_once(base: Path, key: ClientKey, emulator_port: int) -> 
     assert not any(port_listens(port) for ports in mappings for port in ports.values())
     assert list((root / "pods").iterdir()) == []
     poll(lambda: set(threading.enumerate()) <= threads_before, 5, "sandbox threads to end")
-    assert len(os.listdir("/proc/self/fd")) == fds_before
+    assert open_files() - files_before == Counter()
 
 
 CRASHING_EMULATOR = """

@@ -4,10 +4,12 @@ the provider zygotes a run starts private to it and stopped afterwards."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -78,6 +80,21 @@ def kill_provider_and_server(terraform_pid: int) -> None:
     for pid in [*servers, launcher]:  # the server first: it must not see its launcher go
         with contextlib.suppress(ProcessLookupError):  # the launcher exits when its server is gone
             os.kill(pid, signal.SIGKILL)
+
+
+def open_files() -> Counter[str]:
+    """What this process's file descriptors refer to (``socket:[inode]``, a path, ...), counted.
+
+    Garbage is collected first, so that an earlier test's unreachable socket closing in the middle of
+    a test neither hides a leak nor looks like one; compare two readings with ``-`` to see what was
+    opened in between and is still open, whatever else closed meanwhile.
+    """
+    gc.collect()
+    found: Counter[str] = Counter()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor is gone by now
+            found[os.readlink(f"/proc/self/fd/{fd}")] += 1
+    return found
 
 
 def wait_for(
