@@ -63,9 +63,9 @@ def zygote_pid(directory: Path) -> int:
     return next(iter(live_zygotes(directory)), 0)
 
 
-def warm_up(env: dict[str, str], directory: Path) -> int:
+def warm_up(env: dict[str, str], directory: Path, launcher: list[str] = LAUNCHER) -> int:
     """One cold start (it starts the zygote); returns the zygote's pid once it listens."""
-    with PluginProcess(LAUNCHER, env) as plugin:
+    with PluginProcess(launcher, env) as plugin:
         plugin.handshake()
     eventually(lambda: zygote_pid(directory) != 0 and any(directory.glob("*.sock")), "no zygote came up")
     return zygote_pid(directory)
@@ -85,12 +85,12 @@ def warm_start(
         yield plugin, handshake, server
 
 
-def cold_server(launcher: int) -> int:
+def cold_server(launcher: int, script: Path = SERVE_SCRIPT) -> int:
     """The server a launcher started cold: its one child, leading a session of its own (a zygote's
     fork is the zygote's child, never the launcher's)."""
     eventually(lambda: len(children(launcher)) == 1, "the launcher has no cold server")
     (server,) = children(launcher)
-    assert ZYGOTE_FLAG not in cmdline(server) and str(SERVE_SCRIPT) in cmdline(server)
+    assert ZYGOTE_FLAG not in cmdline(server) and str(script) in cmdline(server)
     assert os.getsid(server) == server, "a cold server must lead its own session"
     return server
 
@@ -199,23 +199,42 @@ def test_a_server_stops_once_terraform_is_killed(
             terraform.stdout.close()
 
 
+# A provider whose zygote watches one more package, of this test's own: changing that package's source
+# retires this zygote only (the shared test sources stay untouched, as zygotes of tests running
+# alongside watch them).
+PRIVATE_SERVE_SCRIPT = """
+import sys
+sys.path[:0] = [{repo!r}, {sources!r}]
+from tfbridge.plugin import main
+from tests.tfbridge.serve_empty_provider import build_provider
+
+def preload() -> None:
+    import watched_provider  # noqa: F401
+
+main(build_provider, preload=preload, packages=("tfbridge", "tests", "watched_provider"))
+"""
+
+
 def test_changed_sources_retire_the_zygote(
     zygotes: Path, socket_root: Path, identity: ClientIdentity
 ) -> None:
+    sources = socket_root / "sources"
+    (sources / "watched_provider").mkdir(parents=True)
+    watched = sources / "watched_provider" / "__init__.py"
+    watched.write_text('"""Imported by the zygote, so watched."""\n')
+    script = sources / "serve.py"
+    script.write_text(PRIVATE_SERVE_SCRIPT.format(repo=str(HERE.parents[1]), sources=str(sources)))
+    launcher = [*LAUNCHER[:-1], str(script)]
     env = plugin_env(identity, socket_root)
-    stale = warm_up(env, zygotes)
-    watched = HERE / "empty_provider.py"  # imported by the zygote, so watched
+    stale = warm_up(env, zygotes, launcher)
     times = watched.stat()
     os.utime(watched, ns=(times.st_atime_ns, times.st_mtime_ns + 1_000_000_000))
-    try:
-        with PluginProcess(LAUNCHER, env) as plugin:
-            handshake = plugin.handshake()
-            assert health(handshake, identity) == SERVING
-            cold_server(plugin.process.pid)  # not a fork of the stale zygote
-        eventually(lambda: not running(stale), "the stale zygote did not go away")
-        eventually(lambda: zygote_pid(zygotes) not in (0, stale), "no fresh zygote replaced the stale one")
-    finally:
-        os.utime(watched, ns=(times.st_atime_ns, times.st_mtime_ns))
+    with PluginProcess(launcher, env) as plugin:
+        handshake = plugin.handshake()
+        assert health(handshake, identity) == SERVING
+        cold_server(plugin.process.pid, script)  # not a fork of the stale zygote
+    eventually(lambda: not running(stale), "the stale zygote did not go away")
+    eventually(lambda: zygote_pid(zygotes) not in (0, stale), "no fresh zygote replaced the stale one")
 
 
 @pytest.mark.parametrize(
