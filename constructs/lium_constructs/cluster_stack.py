@@ -32,6 +32,24 @@ POD_GPU_COUNT = OfferFilter().gpu_count
 
 
 @dataclass(frozen=True)
+class ClusterSpec:
+    """The arguments of a ``GpuStack(nodes=...)`` that its cluster, template and runners are made of."""
+
+    name: str
+    nodes: int
+    image: str
+    offer: OfferFilter
+    entrypoint: str | None
+    startup_commands: str | None
+    environment: Mapping[str, str] | None
+    ssh_public_key: str | None
+    termination_hours: int | None
+    runner_options: RunnerOptions | None
+    rendezvous_port: int
+    provider: cdk.TerraformProvider | None
+
+
+@dataclass(frozen=True)
 class ClusterParts:
     """What the cluster form declares."""
 
@@ -67,73 +85,57 @@ def check_cluster_arguments(
         raise ValueError("volume_id: a cluster's members mount no network volume")
 
 
-def declare_cluster(
-    scope: Construct,
-    base: str,
-    name: str,
-    *,
-    nodes: int,
-    image: str,
-    offer: OfferFilter,
-    entrypoint: str | None,
-    startup_commands: str | None,
-    environment: Mapping[str, str] | None,
-    ssh_public_key: str | None,
-    termination_hours: int | None,
-    runner_options: RunnerOptions | None,
-    rendezvous_port: int,
-    provider: cdk.TerraformProvider | None,
-) -> ClusterParts:
-    """The template, the cluster and (with ``runner_options``) a runner per node, in rank order."""
+def declare_cluster(scope: Construct, base: str, spec: ClusterSpec) -> ClusterParts:
+    """The template, the cluster and (with ``spec.runner_options``) a runner per node, in rank order."""
     template = Template(
         scope,
         "template",
-        name=name,
-        image=image,
-        entrypoint=entrypoint,
-        startup_commands=startup_commands,
-        environment=environment,
+        name=spec.name,
+        image=spec.image,
+        entrypoint=spec.entrypoint,
+        startup_commands=spec.startup_commands,
+        environment=spec.environment,
         internal_ports=RUNNER_PORTS,
         is_private=True,
-        provider=provider,
+        provider=spec.provider,
     )
     template.override_logical_id(base)
     # A pod's default size (one GPU) is not a cluster's: its members are whole nodes of any size. Any other
     # gpu_count asks for nodes of that many GPUs, as lium_cluster's own gpu_count does.
-    arguments = offer.arguments()
+    arguments = spec.offer.arguments()
     if arguments.get("gpu_count") == POD_GPU_COUNT:
         del arguments["gpu_count"]
     cluster = Cluster(
         scope,
         "cluster",
-        name=name,
-        node_count=nodes,
+        name=spec.name,
+        node_count=spec.nodes,
         template_id=template.id,
-        ssh_public_key=ssh_public_key,
-        termination_hours=termination_hours,
-        provider=provider,
+        ssh_public_key=spec.ssh_public_key,
+        termination_hours=spec.termination_hours,
+        provider=spec.provider,
         **arguments,
     )
     cluster.override_logical_id(base)
     runners: list[Runner] = []
-    if runner_options is not None:
+    if spec.runner_options is not None:
         master = cluster.nodes.get(0).overlay_ip
-        for rank in range(nodes):
+        for rank in range(spec.nodes):
             node = cluster.nodes.get(rank)
             rendezvous = {
                 "RANK": str(rank),
-                "WORLD_SIZE": str(nodes),
+                "WORLD_SIZE": str(spec.nodes),
                 "MASTER_ADDR": master,
-                "MASTER_PORT": str(rendezvous_port),
+                "MASTER_PORT": str(spec.rendezvous_port),
             }
             runner = runner_on(
                 scope,
                 f"runner-{rank}",
-                runner_options,
+                spec.runner_options,
                 pod_id=node.pod_id,
                 ssh_host_key=node.ssh_host_key,
-                environment={**(runner_options.environment or {}), **rendezvous},
-                provider=provider,
+                environment={**(spec.runner_options.environment or {}), **rendezvous},
+                provider=spec.provider,
             )
             runner.override_logical_id(f"{base}_{rank}")
             runners.append(runner)

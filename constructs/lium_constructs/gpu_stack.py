@@ -19,7 +19,12 @@ from dataclasses import dataclass
 
 from constructs import Construct
 from lium_constructs._cdk import cdk
-from lium_constructs.cluster_stack import DEFAULT_RENDEZVOUS_PORT, check_cluster_arguments, declare_cluster
+from lium_constructs.cluster_stack import (
+    DEFAULT_RENDEZVOUS_PORT,
+    ClusterSpec,
+    check_cluster_arguments,
+    declare_cluster,
+)
 from lium_constructs.generated import Cluster, DockerCredential, OfferFilter, Pod, Runner, Template
 from lium_constructs.runner_options import DEFAULT_RUNNER, RunnerOptions, runner_on
 from lium_constructs.secrets import SecretVariable
@@ -102,11 +107,21 @@ class GpuStack(Construct):
         self.cluster: Cluster | None = None
         if nodes is not None:
             check_cluster_arguments(nodes, count, image, registry, volume_id, rendezvous_port)
-            self._declare_cluster(
-                _identifier(id_), name or id_, nodes, image, offer or OfferFilter(), entrypoint,
-                startup_commands, environment, ssh_public_key, termination_hours, runner, rendezvous_port,
-                provider, output_prefix,
-            )  # fmt: skip
+            spec = ClusterSpec(
+                name=name or id_,
+                nodes=nodes,
+                image=image,
+                offer=offer or OfferFilter(),
+                entrypoint=entrypoint,
+                startup_commands=startup_commands,
+                environment=environment,
+                ssh_public_key=ssh_public_key,
+                termination_hours=termination_hours,
+                runner_options=runner,
+                rendezvous_port=rendezvous_port,
+                provider=provider,
+            )
+            self._declare_cluster(_identifier(id_), spec, output_prefix)
             return
         if count < 0:
             raise ValueError("count must be 0 or more")
@@ -189,35 +204,14 @@ class GpuStack(Construct):
         self.hourly_price = cdk.Token.as_number(cdk.Fn.sum(self.prices)) if self.pods else 0.0
         self._output_common(output_prefix, runner, "pod")
 
-    def _declare_cluster(
-        self,
-        base: str,
-        name: str,
-        nodes: int,
-        image: str,
-        offer: OfferFilter,
-        entrypoint: str | None,
-        startup_commands: str | None,
-        environment: Mapping[str, str] | None,
-        ssh_public_key: str | None,
-        termination_hours: int | None,
-        runner: RunnerOptions | None,
-        rendezvous_port: int,
-        provider: cdk.TerraformProvider | None,
-        output_prefix: str,
-    ) -> None:
-        self.name = name
+    def _declare_cluster(self, base: str, spec: ClusterSpec, output_prefix: str) -> None:
+        self.name = spec.name
         self.password = None
         self.credentials = []
         self.pods = []
-        parts = declare_cluster(
-            self, base, name, nodes=nodes, image=image, offer=offer, entrypoint=entrypoint,
-            startup_commands=startup_commands, environment=environment, ssh_public_key=ssh_public_key,
-            termination_hours=termination_hours, runner_options=runner, rendezvous_port=rendezvous_port,
-            provider=provider,
-        )  # fmt: skip
+        parts = declare_cluster(self, base, spec)
         self.templates, self.cluster, self.runners = [parts.template], parts.cluster, parts.runners
-        members = [parts.cluster.nodes.get(rank) for rank in range(nodes)]
+        members = [parts.cluster.nodes.get(rank) for rank in range(spec.nodes)]
         self.ssh_commands = [f"ssh -p {cdk.Token.as_string(m.ssh_port)} root@{m.ssh_host}" for m in members]
         self.prices = [parts.cluster.price_per_hour]
         self.hourly_price = parts.cluster.price_per_hour
@@ -225,10 +219,10 @@ class GpuStack(Construct):
             output_prefix + "rendezvous_address", members[0].overlay_ip, "MASTER_ADDR: node 0's overlay"
         )
         self._output(
-            output_prefix + "rendezvous_port", rendezvous_port, "MASTER_PORT of a distributed launch"
+            output_prefix + "rendezvous_port", spec.rendezvous_port, "MASTER_PORT of a distributed launch"
         )
-        self._output(output_prefix + "world_size", nodes, "WORLD_SIZE: the nodes of the cluster")
-        self._output_common(output_prefix, runner, "node")
+        self._output(output_prefix + "world_size", spec.nodes, "WORLD_SIZE: the nodes of the cluster")
+        self._output_common(output_prefix, spec.runner_options, "node")
 
     def _output_common(self, prefix: str, runner: RunnerOptions | None, unit: str) -> None:
         """The outputs of both forms: per ``unit`` (pod or node, in order) and for the whole stack."""
