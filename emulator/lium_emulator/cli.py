@@ -16,12 +16,20 @@ from lium_emulator.config import (
     EmulatorConfig,
     random_admin_key,
 )
+from lium_emulator.sandbox.file_guard import POD_FILE_SHARE
 
 
 def _non_negative(text: str) -> float:
     value = float(text)
     if value < 0:
         raise argparse.ArgumentTypeError("must be >= 0")
+    return value
+
+
+def _positive_whole_number(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be >= 1")
     return value
 
 
@@ -91,6 +99,12 @@ def _parser() -> argparse.ArgumentParser:
         default=180.0,
         help="how long CREATION_FAILED rows stay listed (default: %(default)s)",
     )
+    serve.add_argument(
+        "--pod-open-files-limit",
+        type=_positive_whole_number,
+        help="the most files a pod may hold open before it is killed (default: "
+        f"{POD_FILE_SHARE} of the host's file table, fs.file-max)",
+    )
 
     resources = commands.add_parser(
         "resources",
@@ -142,6 +156,7 @@ def _serve(args: argparse.Namespace) -> int:
         ssh_delay_seconds=args.ssh_delay_seconds,
         deleting_seconds=args.deleting_seconds,
         failed_row_seconds=args.failed_seconds,
+        pod_open_files_limit=args.pod_open_files_limit,
     )
     return serve(config)
 

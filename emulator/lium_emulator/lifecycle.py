@@ -24,6 +24,7 @@ from lium_emulator.faults import FaultEngine
 from lium_emulator.records.entities import Account, Pod, Template
 from lium_emulator.records.state import EmulatorState, sha256_hex
 from lium_emulator.records.timeutil import utcnow
+from lium_emulator.sandbox.file_guard import OPEN_FILES_EXHAUSTED
 from lium_emulator.sandbox.manager import PodSpec, SandboxError, SandboxManager
 from lium_emulator.sandbox.overlay import OverlayMember
 
@@ -398,7 +399,8 @@ class PodLifecycle:
             self._state.save(pod)
 
     async def _watch_container(self, pod: Pod) -> None:
-        """A pod whose container's PID 1 exits becomes BROKEN (reason ``container_exited``), unbilled.
+        """A pod whose container's PID 1 exits becomes BROKEN (reason ``container_exited``), unbilled;
+        one the sandbox killed for holding too much of the host says so (``open_files_exhausted``).
 
         Docker stops a container when its entrypoint ends; the pod then cannot serve SSH or jobs, so
         Lium's clients must see a terminal state rather than a RUNNING pod that never becomes reachable.
@@ -410,9 +412,12 @@ class PodLifecycle:
             pod.ssh_ready = False
             pod.billing_stopped_at = pod.updated_at = utcnow()
             self._state.save(pod)
-            self._status_event(
-                pod, "RUNNING", "BROKEN", "container_exited", "the container's main process exited"
-            )
+            killed_because = self._sandboxes.killed_because(pod.id)
+            if killed_because is None:
+                reason, detail = "container_exited", "the container's main process exited"
+            else:
+                reason, detail = OPEN_FILES_EXHAUSTED, killed_because
+            self._status_event(pod, "RUNNING", "BROKEN", reason, detail)
 
     async def _container_exit(self, pod: Pod) -> None:
         """Return once the pod's PID 1 has exited (at once when it runs no more)."""

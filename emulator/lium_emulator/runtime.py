@@ -104,7 +104,12 @@ def build_runtime(config: EmulatorConfig, port: int, host: str = "127.0.0.1") ->
     sandbox_root = work_dir / "sandboxes"
     stale_pods = reaped + SandboxManager.cleanup_stale(sandbox_root)
     watchdog = Watchdog.start(work_dir, temporary=config.state_dir is None)
-    sandboxes = SandboxManager(sandbox_root, emulator_port=port, emulator_host=dialable(host))
+    sandboxes = SandboxManager(
+        sandbox_root,
+        emulator_port=port,
+        emulator_host=dialable(host),
+        pod_open_files_limit=config.pod_open_files_limit,
+    )
     faults = FaultEngine(plan)
     return Runtime(
         config=config,

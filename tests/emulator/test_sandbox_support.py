@@ -185,9 +185,11 @@ def pss_kib(pid: int) -> int:
 
 
 @contextmanager
-def manager_at(root: Path, emulator_port: int) -> Iterator[SandboxManager]:
+def manager_at(
+    root: Path, emulator_port: int, *, pod_open_files_limit: int | None = None
+) -> Iterator[SandboxManager]:
     """A SandboxManager whose pods are all torn down afterwards, even when the test fails."""
-    manager = SandboxManager(root, emulator_port=emulator_port)
+    manager = SandboxManager(root, emulator_port=emulator_port, pod_open_files_limit=pod_open_files_limit)
     try:
         yield manager
     finally:

@@ -62,6 +62,7 @@ from lium_emulator.sandbox import idmap, pod_init, volume_image
 from lium_emulator.sandbox.cgroups import CgroupLimits, PodCgroups
 from lium_emulator.sandbox.confinement import KEPT_CAPABILITIES, SeccompUnavailable, seccomp_program
 from lium_emulator.sandbox.console import ConsoleLogs
+from lium_emulator.sandbox.file_guard import FileTableGuard
 from lium_emulator.sandbox.netns_socket import open_netns
 from lium_emulator.sandbox.overlay import OverlayError, OverlayMember, OverlayNetworks, check_member
 from lium_emulator.sandbox.plan import PLAN_FILE, DirSpec, FileSpec, Plan
@@ -496,7 +497,16 @@ def _write_private(path: Path, data: bytes) -> None:
 class SandboxManager:
     """Starts, watches and tears down the emulator's pod sandboxes under ``root_dir``."""
 
-    def __init__(self, root_dir: Path, *, emulator_port: int, emulator_host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        root_dir: Path,
+        *,
+        emulator_port: int,
+        emulator_host: str = "127.0.0.1",
+        pod_open_files_limit: int | None = None,
+    ) -> None:
+        """``pod_open_files_limit`` replaces the share of the host's file table a pod may hold
+        (``file_guard.py``)."""
         self._root_dir = root_dir.resolve()
         # The overlay mount option string cannot carry these characters.
         if any(c in str(self._root_dir) for c in ",: \t\n"):
@@ -511,6 +521,7 @@ class SandboxManager:
         self._lock = threading.Lock()
         self._pods: dict[str, _Pod] = {}
         self._starting: dict[str, threading.Event] = {}
+        self._file_guard = FileTableGuard(self._pid1s, self._kill, pod_limit=pod_open_files_limit)
 
     def start(self, spec: PodSpec) -> dict[int, int]:
         """Run the pod; returns its published ports (internal -> host loopback port). Blocking."""
@@ -538,6 +549,21 @@ class SandboxManager:
         with self._lock:
             pod = self._pods.get(pod_id)
         return pod is not None and pod.unshare.poll() is None and process_is_running(pod.pid1, pod.pid1_start)
+
+    def killed_because(self, pod_id: str) -> str | None:
+        """Why the emulator killed the pod's PID 1 itself (it held too much of the host), or None."""
+        return self._file_guard.verdict(pod_id)
+
+    def _pid1s(self) -> dict[str, int]:
+        with self._lock:
+            return {pod_id: pod.pid1 for pod_id, pod in self._pods.items()}
+
+    def _kill(self, pod_id: str) -> None:
+        """SIGKILL the pod's PID 1 (and so everything in it), leaving its teardown to :meth:`stop`."""
+        with self._lock:
+            pod = self._pods.get(pod_id)
+        if pod is not None:
+            _kill_if_same(pod.pid1, pod.pid1_start)
 
     def exit_notice(self, pod_id: str) -> int | None:
         """A pidfd on the pod's PID 1, readable once it exits; None when it runs no more already.
@@ -572,14 +598,16 @@ class SandboxManager:
             pod = self._pods.pop(pod_id, None)
         if pod is not None:
             self._teardown([pod])
+        self._file_guard.forget(pod_id)
 
     def stop_all(self) -> None:
-        """Stop every pod this manager runs and its forwarding thread."""
+        """Stop every pod this manager runs, its forwarding thread and its file table guard."""
         with self._lock:
             pods = list(self._pods.values())
             self._pods.clear()
         self._teardown(pods)
         self._forwarder.close()
+        self._file_guard.close()
 
     def console_log(self, pod_id: str) -> Path:
         """The file holding the pod's container output (PID 1's stdout and stderr); removed at stop."""
@@ -605,8 +633,9 @@ class SandboxManager:
         return self._forwarder.is_reverse_connection(client)
 
     def limits_report(self) -> dict[str, dict[str, object]]:
-        """Which of the offer's limits pods get on this host, how, or why not."""
-        return self._cgroups.report()
+        """Which of the offer's limits pods get on this host, how, or why not; and the open files a pod
+        may hold."""
+        return {**self._cgroups.report(), "open_files": self._file_guard.report()}
 
     @staticmethod
     def cleanup_stale(root_dir: Path) -> list[str]:
