@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:Yx/a0VPEtUONxw5bWys5SiBqA/qtUfNgNjZ+VRCxIyM=",
-    "zh:386d02abbb293285e590c7850e9c93f4b1113fd156da330082eb8fc8b3749e98",
+    "h1:uKmF8UOkh0w4WpqqDyx1l1GeiKR+F/+XaXMucb0mDfc=",
+    "zh:e04b93722df7dd3397e2c0db7413878d1328ffa4abcd12580021ef189cc75798",
   ]
 }

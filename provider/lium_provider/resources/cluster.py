@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lium_provider.api.client import RENT_IDEMPOTENCY
 from lium_provider.api.cluster_rules import CLUSTER_IMAGE_PREFIX, MAX_CLUSTER_NODES, MIN_CLUSTER_NODES
-from lium_provider.api.clusters import ClusterRentRequest
+from lium_provider.api.clusters import ClusterRental, ClusterRentRequest
 from lium_provider.api.errors import LiumError, is_definitive
 from lium_provider.api.models import (
     DEAD_POD_STATES,
@@ -477,12 +477,21 @@ class ClusterResource(Resource[ClusterModel]):
         except LiumError as exc:
             if is_definitive(exc):
                 raise TFError("Lium refused the cluster rental", str(exc)) from None
-            # A replay of the same key is Lium's own answer: asked for first where the server keeps keys;
-            # elsewhere the listing is watched for a while, as it may lag the rental.
+            # Looked for by name first; where the server keeps keys, the same order is then sent again
+            # (a rental that did happen is answered 409 for good, one that did not is taken once), and
+            # the members it names are returned unlisted, so the caller records them and sets their
+            # deadline before anything else can fail. Then the listing is watched for a while, as it may
+            # lag. Until then a listing that fails is one that does not show the cluster yet: this is
+            # the only way to find a cluster that carries no removal deadline yet.
             resendable = RENT_IDEMPOTENCY in s.client.version_features()
-            found = self._await_members(ctx, s, body.pod_name, state.node_count, [], wait=not resendable)
+            found = self._await_members(
+                ctx, s, body.pod_name, state.node_count, [], wait=not resendable, patient=True
+            )
             if found is None and resendable:
-                found = self._resend(ctx, s, body, key, state.node_count)
+                replayed = self._resend(s, body, key)
+                if replayed is not None and replayed.pod_ids:
+                    return _Rented(choice.fabric_id, replayed.cluster_id, replayed.pod_ids)
+                found = self._await_members(ctx, s, body.pod_name, state.node_count, [], patient=True)
             if found is None:
                 raise TFError(
                     "The cluster rental's outcome is unknown",
@@ -507,17 +516,14 @@ class ClusterResource(Resource[ClusterModel]):
             )
         return found
 
-    def _resend(
-        self, ctx: Context, s: LiumSession, body: ClusterRentRequest, key: str, count: int
-    ) -> list[Pod] | None:
+    def _resend(self, s: LiumSession, body: ClusterRentRequest, key: str) -> ClusterRental | None:
         """The same order with the same key: Lium replays the first answer, or takes the order once."""
         try:
-            rental = s.client.rent_cluster(body, idempotency_key=key)
+            return s.client.rent_cluster(body, idempotency_key=key)
         except LiumError as exc:
             if is_definitive(exc) and exc.idempotent_replayed:
                 raise TFError("Lium refused the cluster rental", str(exc)) from None
-            return None  # still no answer: reported as unknown, never ordered with a new key
-        return self._await_members(ctx, s, body.pod_name, count, rental.pod_ids)
+            return None  # still no answer: looked for by name, never ordered with a new key
 
     def _await_members(
         self,
@@ -528,15 +534,23 @@ class ClusterResource(Resource[ClusterModel]):
         pod_ids: list[str],
         *,
         wait: bool = True,
+        patient: bool = False,
     ) -> list[Pod] | None:
         """The members of the cluster just rented, once all ``count`` are listed (the listing may lag the
         rental): those ``pod_ids`` when Lium named them, else this stack's only complete cluster of
         ``lium_name`` (any earlier one was adopted or removed before the rental). None after
-        :data:`LISTING_WAIT_SECONDS`, or after one listing without ``wait``."""
+        :data:`LISTING_WAIT_SECONDS`, or after one listing without ``wait``. A ``patient`` wait takes a
+        listing that fails for one that does not show the members yet."""
         deadline = time.monotonic() + LISTING_WAIT_SECONDS
         while True:
-            with api_errors("listing the cluster's members"):
-                pods = s.client.list_pods()
+            try:
+                with api_errors("listing the cluster's members"):
+                    pods = s.client.list_pods()
+            except TFError as failed:
+                if not patient:
+                    raise
+                ctx.log.warn("the listing failed while looking for the cluster", error=failed.detail)
+                pods = []
             if pod_ids:
                 members = [p for p in pods if p.id in pod_ids]
                 if len(members) == len(pod_ids) and len({p.cluster_id for p in members}) == 1:
