@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:uKmF8UOkh0w4WpqqDyx1l1GeiKR+F/+XaXMucb0mDfc=",
-    "zh:e04b93722df7dd3397e2c0db7413878d1328ffa4abcd12580021ef189cc75798",
+    "h1:Xi+ZLmSsb7596vIMnMq5cXOzlt+EyzyuwrZT56j/Va8=",
+    "zh:202a504c97ab083c96ab8b8b0f9945ebae523c33eef53baadefff9792b57df2a",
   ]
 }

@@ -103,8 +103,9 @@ def delete_cluster_and_wait(ctx: Context, s: LiumSession, cluster_id: str, pod_i
     """Remove every member with one ``DELETE /clusters/{id}`` and wait until each is gone.
 
     A 409 (a member still being created, on a platform that does not cancel creates) or an uncertain
-    outcome is sent again after a pause; a 404 means no member is listed any more. A member the answer
-    says failed is deleted on its own.
+    outcome is sent again after a pause. A 404 says no member is grouped under the id any more, which
+    a stale answer also says while they run: each member is then deleted on its own, as is a member the
+    answer says failed.
     """
     while True:
         try:
@@ -115,7 +116,12 @@ def delete_cluster_and_wait(ctx: Context, s: LiumSession, cluster_id: str, pod_i
                 raise TFError("Removing the cluster failed", str(exc)) from None
             ctx.log.info("the cluster cannot be removed yet, retrying", cluster=cluster_id, error=str(exc))
             ctx.sleep(CONFLICT_RETRY_SECONDS)
-    rows = removal.pods if removal is not None else []
+    if removal is None:
+        for pod_id in dict.fromkeys(pod_ids):
+            if pod_id:
+                delete_pod_and_wait(ctx, s, pod_id)
+        return
+    rows = removal.pods
     for row in rows:
         if not row.success and row.pod_id:
             delete_pod_and_wait(ctx, s, row.pod_id)
