@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:Xi+ZLmSsb7596vIMnMq5cXOzlt+EyzyuwrZT56j/Va8=",
-    "zh:202a504c97ab083c96ab8b8b0f9945ebae523c33eef53baadefff9792b57df2a",
+    "h1:WQlnbzZ92tmdvrFnuLEzb42m4QKwLQmmd407s1N5n/0=",
+    "zh:b9b3673ebabd94833258dc902e45dfe1acac3457d90cc53c1ffd205fe6591803",
   ]
 }
