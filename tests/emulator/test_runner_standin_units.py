@@ -6,6 +6,8 @@ import io
 import os
 import random
 import tarfile
+import threading
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -102,3 +104,22 @@ def test_job_user_resolution() -> None:
         dstack_runner.resolve_user({"username": "no-such-user-here"})
     assert dstack_runner.expand_path("~/files", "/work", "/home/app") == "/home/app/files"
     assert dstack_runner.expand_path("repo", "/work", "/home/app") == "/work/repo"
+
+
+def test_the_final_pull_lets_the_runner_exit_only_once_its_answer_is_written(tmp_path: Path) -> None:
+    # The runner exits as soon as the final pull is marked, and its handler threads with it: marking
+    # it before the answer is written cut that answer short ("peer closed connection without sending
+    # complete message body").
+    executor = dstack_runner.Executor(tmp_path, ssh_port=0)
+    executor.state = "wait_logs_finished"
+    assert executor.pull(0)["has_more"] is False
+    assert not executor.final_pull.is_set(), "reading the final state is not yet answering it"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), dstack_runner.make_handler(executor))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        answer = httpx.get(f"http://127.0.0.1:{server.server_address[1]}/api/pull", params={"timestamp": 0})
+        assert answer.status_code == 200 and answer.json()["has_more"] is False
+        assert executor.final_pull.wait(5), "the final pull, answered, was not marked"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -338,8 +338,6 @@ class Executor:
             "no_connections_secs": int(time.monotonic() - self.last_connection),
             "has_more": not finishing,
         }
-        if finishing:
-            self.final_pull.set()
         return response
 
     def stop(self) -> None:
@@ -720,7 +718,12 @@ def make_handler(executor: Executor) -> type[BaseHTTPRequestHandler]:
                 if query and "timestamp=" in query and match is None:
                     self._send(HTTPStatus.BAD_REQUEST, {"error": "invalid timestamp"})
                     return
-                self._send(HTTPStatus.OK, executor.pull(int(match.group(1)) if match else 0))
+                response = executor.pull(int(match.group(1)) if match else 0)
+                self._send(HTTPStatus.OK, response)
+                if not response["has_more"]:
+                    # Set only once the answer is written: the runner exits on it, and its handler
+                    # threads with it, which cut a final answer still being sent.
+                    executor.final_pull.set()
             else:
                 self._send(HTTPStatus.NOT_FOUND, {"error": f"not found: {path}"})
 
