@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:WQlnbzZ92tmdvrFnuLEzb42m4QKwLQmmd407s1N5n/0=",
-    "zh:b9b3673ebabd94833258dc902e45dfe1acac3457d90cc53c1ffd205fe6591803",
+    "h1:NjrI1dQblhM0hDF0f1Mc8FrZdsPZOs2WNwI8SqoKuUE=",
+    "zh:fc96f2f12077fdbc8294d3789c947e4858dbc2438a9c1656418110761c172827",
   ]
 }

@@ -73,7 +73,6 @@ from lium_provider.resources.ownership import (
     left_alone_at_delete,
     plan_ownership,
     refreshed_owner,
-    refuse_unless_destroying,
     warn_if_foreign,
 )
 from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
@@ -359,11 +358,8 @@ class ClusterResource(Resource[ClusterModel]):
             with api_errors("finding Lium's cluster template"):
                 change.set_planned("template_id", newest_cluster_template(s.client).id)
         elif not change.is_unknown("template_id"):
-            try:
-                with api_errors("reading the cluster's template", path=("template_id",)):
-                    check_cluster_template(s.client, change.planned.template_id or "")
-            except TFError as refused:  # never in the plan a destroy refreshes with: it would block it
-                refuse_unless_destroying(refused)
+            with api_errors("reading the cluster's template", path=("template_id",)):
+                check_cluster_template(s.client, change.planned.template_id or "")
         if any(change.is_unknown(n) for n in ("name", "template_id", "node_count")) or any(
             change.config_is_unknown(n) for n in ("fabric_id", "ssh_public_key", *OfferFilter.fields())
         ):

@@ -50,7 +50,6 @@ from tfbridge import (
     TFError,
     Timeouts,
     UseStateForUnknown,
-    destroying,
 )
 
 _REPLACE = (RequiresReplace(),)
@@ -278,7 +277,7 @@ class RunnerResource(Resource[RunnerModel]):
         plan_ownership(ctx, change, self.type_name)
         check_access_on_create(ctx, change)
         new_on_known_pod = prior is None and not change.is_unknown("pod_id")
-        if new_on_known_pod and isinstance(ctx.provider, LiumSession) and not destroying():
+        if new_on_known_pod and isinstance(ctx.provider, LiumSession):
             s = ctx.provider
             with api_errors("reading the pod", path=("pod_id",)):
                 pod = s.client.get_pod(change.planned.pod_id)

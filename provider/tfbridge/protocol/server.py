@@ -21,6 +21,7 @@ import grpc
 from pydantic import BaseModel
 
 from tfbridge.cancel import Cancelled, CancelToken
+from tfbridge.command import destroying
 from tfbridge.diagnostics import Diagnostic, TFError, has_errors
 from tfbridge.logs import REDACTOR, Logger
 from tfbridge.plan import plan_change
@@ -312,11 +313,16 @@ class ProviderServer(pb_grpc.ProviderServicer):
             proposed = decode(request.proposed_new_state, schema.type)
             if proposed is None:  # destroy: nothing to decide
                 return response
+            prior = decode(request.prior_state, schema.type)
             config = decode(request.config, schema.type) or {}
             _register_secrets(schema.block, config)
-            change = plan_change(schema.block, config, decode(request.prior_state, schema.type), proposed)
+            change = plan_change(schema.block, config, prior, proposed)
             ctx = self._context(private=request.prior_private)
-            resource.modify_plan(ctx, change)
+            # The plan a destroy refreshes with plans creates too, and any error of that plan aborts the
+            # destroy. Nothing is created then, so a create's own rules (which ask the API, and may
+            # refuse) do not run: the schema's plan (computed values unknown, defaults) stands.
+            if prior is not None or not destroying():
+                resource.modify_plan(ctx, change)
             diagnostics += change.diagnostics + ctx.warnings
             response.planned_state.CopyFrom(encode(change.planned_value, schema.type))
             response.planned_private = ctx.private
