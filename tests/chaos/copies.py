@@ -15,7 +15,7 @@ import time
 
 from tests.chaos.harness import APPLY, DESTROY, ScenarioRun, tail
 from tests.chaos.outcome import Outcome
-from tests.support.terraform import Terraform
+from tests.support.terraform import Terraform, flat
 
 COPY_COMMANDS = {"plan": ["plan", "-input=false", "-no-color"], "apply": APPLY, "destroy": DESTROY}
 REFUSED = "belongs to another stack"
@@ -71,7 +71,7 @@ class CopiedStateRun(ScenarioRun):
     def _first_command(self, copy: Terraform) -> None:
         command = self.scenario.copy_command
         result = self._run(f"copy: {command}", COPY_COMMANDS[command], tf=copy)
-        output = " ".join(result.output.replace("│", " ").split())  # diagnostics wrap at any space
+        output = flat(result.output)  # diagnostics wrap at any space
         if command == "destroy":
             if result.returncode != 0 or LEFT_ALONE not in output:
                 self.outcome.problems.append(

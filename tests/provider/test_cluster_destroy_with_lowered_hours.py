@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances
-from tests.support.terraform import Terraform
+from tests.support.terraform import Terraform, flat
 
 pytestmark = [pytest.mark.terraform, pytest.mark.sandbox]
 
@@ -22,10 +22,6 @@ resource "lium_cluster" "c" {
   termination_hours = %d
 }
 """
-
-
-def flat(text: str) -> str:
-    return " ".join(text.replace("│", " ").split())
 
 
 def test_a_destroy_removes_a_cluster_whose_lowered_hours_have_already_passed(

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances
-from tests.support.terraform import Terraform
+from tests.support.terraform import Terraform, flat
 
 pytestmark = [pytest.mark.terraform, pytest.mark.sandbox]
 
@@ -41,10 +41,6 @@ resource "lium_cluster" "unplanned" {
 TEMPLATES_LISTING_REFUSED = {
     "rules": [{"method": "GET", "path": "/templates", "kind": "status", "status": 403}]
 }
-
-
-def flat(text: str) -> str:
-    return " ".join(text.replace("│", " ").split())
 
 
 def test_a_pod_no_offer_matches_does_not_block_the_destroy(

@@ -19,16 +19,11 @@ import pytest
 
 from lium_provider.domain.stack import stack_tag
 from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, pod_block, sleeping_template
-from tests.support.terraform import Terraform
+from tests.support.terraform import Terraform, flat
 
 pytestmark = pytest.mark.terraform
 
 STACK = PROVIDER_BLOCK + sleeping_template("foreign") + pod_block("p0")
-
-
-def flat(text: str) -> str:
-    """Terraform's wrapped diagnostics on one line."""
-    return " ".join(text.replace("│", " ").split())
 
 
 def live_ids(account: Account) -> tuple[list[str], list[str]]:

@@ -18,7 +18,7 @@ from lium_provider.resources.pod import PodModel
 from lium_provider.resources.runner import RunnerModel
 from lium_provider.resources.template import TemplateModel
 from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, pod_block, sleeping_template
-from tests.support.terraform import Terraform
+from tests.support.terraform import Terraform, flat
 from tfbridge.schema import validate
 
 TEMPLATE = {"name": "t", "image": "python:3.11-slim"}
@@ -104,7 +104,7 @@ def test_the_plan_refuses_an_oversized_environment_before_any_request(
     tf.init()
     result = tf.apply(check=False)
     assert result.returncode == 1, result.stdout
-    message = " ".join(result.stderr.replace("│", " ").split())
+    message = flat(result.stderr)
     assert "Invalid value for environment" in message and "one variable may have at most" in message, message
     assert_nothing_left(account)
     assert account.report()["pods"] == [], "a pod was rented"

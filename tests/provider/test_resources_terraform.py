@@ -18,7 +18,7 @@ from tests.support.lium import (
     sleeping_template,
     ssh_run,
 )
-from tests.support.terraform import Terraform, interrupt, reaped
+from tests.support.terraform import Terraform, flat, interrupt, reaped
 
 pytestmark = pytest.mark.terraform
 
@@ -260,7 +260,7 @@ def test_invalid_configs_fail_at_plan_naming_the_attribute(
     result = tf.run("init", "-no-color", check=False)  # a duplicated argument already fails here
     if result.returncode == 0:
         result = tf.run("plan", "-no-color", check=False)
-    output = " ".join((result.stdout + result.stderr).replace("│", " ").split())
+    output = flat(result.stdout + result.stderr)
     assert result.returncode == 1, output
     assert message in output and attribute in output, output
     if attribute == "gpu":  # named as the docs write them, so they can be copied into `gpu`

@@ -19,7 +19,7 @@ import pytest
 from lium_provider.domain.stack import stack_tag
 from tests.support.examples import copy_example
 from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances
-from tests.support.terraform import REPO, Terraform
+from tests.support.terraform import REPO, Terraform, flat
 
 pytestmark = pytest.mark.terraform
 
@@ -37,11 +37,6 @@ resource "lium_pod" "p" {
   template_id = lium_template.t.id
 }
 """
-
-
-def flat(text: str) -> str:
-    """Terraform's wrapped diagnostics on one line."""
-    return " ".join(text.replace("│", " ").split())
 
 
 def planned(tf: Terraform, *args: str) -> dict[str, Any]:

@@ -119,6 +119,11 @@ class Terraform:
         return [r for r in self.state_file().get("resources", []) if r.get("mode") == "managed"]
 
 
+def flat(text: str) -> str:
+    """Terraform's wrapped diagnostics on one line (its box-drawing margin and line breaks gone)."""
+    return " ".join(text.replace("│", " ").split())
+
+
 def interrupt(process: subprocess.Popen[str]) -> None:
     """Ctrl-C: SIGINT to terraform's whole process group, as a terminal does."""
     os.killpg(process.pid, signal.SIGINT)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.terraform import Terraform, interrupt, reaped
+from tests.support.terraform import Terraform, flat, interrupt, reaped
 
 pytestmark = pytest.mark.terraform
 
@@ -195,8 +195,8 @@ def test_invalid_config_names_the_attribute(make_terraform: Callable[..., Terraf
     assert result.returncode == 1
     output = result.stdout + result.stderr
     assert "Invalid value for name" in output
-    flat = " ".join(output.replace("│", " ").split())
-    assert "Invalid value for size" in flat and "Must be 1 to 1000 (got 5000)." in flat, output
+    flattened = flat(output)
+    assert "Invalid value for size" in flattened and "Must be 1 to 1000 (got 5000)." in flattened, output
     assert "Invalid value for timeouts.create" in output and "is not a duration" in output
     assert 'name = ""' in output, "the diagnostic must point at the configuration line"
 
