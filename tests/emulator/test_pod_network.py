@@ -161,16 +161,20 @@ def test_a_port_the_pod_holds_itself_is_left_to_it(
     manager: SandboxManager, tmp_path: Path, key: ClientKey, caplog: pytest.LogCaptureFixture
 ) -> None:
     a = manager.start(pod_spec(tmp_path, "holder-a", key))
-    with ssh(a[22], key) as pod_a:
-        # Pod A listens on a port that will be pod B's advertised address.
+    with ssh(a[22], key) as pod_a, socket.socket() as reserved:
+        # Pod A listens on a port that will be pod B's advertised address: one free on the host, held
+        # there until pod B asks for it (a number free only in pod A's namespace may be the host's).
+        reserved.bind(("127.0.0.1", 0))
+        taken = reserved.getsockname()[1]
         check(
             pod_a,
-            "(nohup python3 -c \"import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); "
+            f"(nohup python3 -c \"import socket, time; s = socket.socket(); s.bind(('127.0.0.1', {taken})); "
             "s.listen(); open('/tmp/port', 'w').write(str(s.getsockname()[1])); "
             "c, _ = s.accept(); c.sendall(b'pod-a-itself\\n'); time.sleep(60)\" "
             "> /dev/null 2>&1 < /dev/null &)",
         )
-        taken = int(poll(lambda: run(pod_a, "cat /tmp/port")[1].strip(), 10, "pod A's listener"))
+        poll(lambda: run(pod_a, "cat /tmp/port")[1].strip() == str(taken), 10, "pod A's listener")
+        reserved.close()
         spec = dataclasses.replace(pod_spec(tmp_path, "holder-b", key), preferred_ports={22: taken})
         b = manager.start(spec)  # starts although its address cannot listen in pod A
         assert b[22] == taken
