@@ -84,9 +84,10 @@ class FileTableGuard:
 
     def limit(self) -> int:
         """The most descriptors a pod may hold."""
-        if self._pod_limit is not None:
-            return self._pod_limit
-        return int(host_file_table()[1] * POD_FILE_SHARE)
+        return self._limit(host_file_table()[1])
+
+    def _limit(self, host_maximum: int) -> int:
+        return self._pod_limit if self._pod_limit is not None else int(host_maximum * POD_FILE_SHARE)
 
     def report(self) -> dict[str, object]:
         """The limit as the emulator's ``pod_limits`` lists it."""
@@ -119,8 +120,9 @@ class FileTableGuard:
 
     def check(self) -> None:
         """Kill every pod over its limit (at once when the host holds fewer files than one pod may)."""
-        limit = self.limit()
-        if host_file_table()[0] <= limit:
+        open_on_host, host_maximum = host_file_table()
+        limit = self._limit(host_maximum)
+        if open_on_host <= limit:
             return
         namespaces = {pod_id: _pid_namespace(pid) for pod_id, pid in self._pid1s().items()}
         counts = open_files_by_namespace({ns for ns in namespaces.values() if ns is not None})
