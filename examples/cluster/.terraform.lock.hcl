@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:NjrI1dQblhM0hDF0f1Mc8FrZdsPZOs2WNwI8SqoKuUE=",
-    "zh:fc96f2f12077fdbc8294d3789c947e4858dbc2438a9c1656418110761c172827",
+    "h1:gkYqk+iArMpdw8+ruehnhcFGM0Fa/bXgdw6YwX1m+rU=",
+    "zh:856b3408b6c4fc1970daf2c6d52658025b9849ceaa8311096d25841c07c09a50",
   ]
 }

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Protocol
 
 from lium_provider.api.models import is_lium_id
 from lium_provider.session import session
-from tfbridge import Attribute, Context, PlanChange, TFError, UseStateForUnknown, destroying
+from tfbridge import Attribute, Context, PlanChange, TFError, UseStateForUnknown
 
 STACK_TAG = Attribute(
     computed=True,
@@ -68,33 +68,28 @@ def plan_ownership(ctx: Context, change: PlanChange[Any], type_name: str) -> Non
             change.set_planned("stack_tag", s.stack_tag)
         return
     if not is_lium_id(prior.id):
-        refuse_unless_destroying(
-            TFError(
-                f"{type_name} has no usable id in the state",
-                f"The state holds the id {prior.id!r}, which names no Lium object (a hand-edited or "
-                "damaged state). Remove it with `terraform state rm`, then import the object by its id or "
-                "let the next apply create it; `terraform destroy` forgets it without calling Lium.",
-                path=("id",),
-            )
+        raise TFError(
+            f"{type_name} has no usable id in the state",
+            f"The state holds the id {prior.id!r}, which names no Lium object (a hand-edited or "
+            "damaged state). Remove it with `terraform state rm`, then import the object by its id or "
+            "let the next apply create it; `terraform destroy` forgets it without calling Lium.",
+            path=("id",),
         )
-        return
     owner = _owner(ctx, prior)
     if owner == s.stack_tag:
         return
     if not owner or owner in s.adopt_tags:
         change.set_planned("stack_tag", s.stack_tag)
         return
-    refuse_unless_destroying(
-        TFError(
-            f"This {type_name} belongs to another stack",
-            f"{prior.id} is stack {owner}'s, and this is stack {s.stack_tag}: it was imported from another "
-            "stack, the state was copied from another stack or workspace, or this stack's identity changed. "
-            "Nothing was changed. If the state is another stack's, use that stack's own state. To take the "
-            "object over on purpose (the other stack first lets go of it: a `removed` block with "
-            f'`lifecycle {{ destroy = false }}`), set `adopt_stacks = ["{owner}"]` in this provider block (or '
-            f"LIUM_ADOPT_STACKS={owner}). `terraform destroy` here leaves it alone.",
-            path=("stack_tag",),
-        )
+    raise TFError(
+        f"This {type_name} belongs to another stack",
+        f"{prior.id} is stack {owner}'s, and this is stack {s.stack_tag}: it was imported from another "
+        "stack, the state was copied from another stack or workspace, or this stack's identity changed. "
+        "Nothing was changed. If the state is another stack's, use that stack's own state. To take the "
+        "object over on purpose (the other stack first lets go of it: a `removed` block with "
+        f'`lifecycle {{ destroy = false }}`), set `adopt_stacks = ["{owner}"]` in this provider block (or '
+        f"LIUM_ADOPT_STACKS={owner}). `terraform destroy` here leaves it alone.",
+        path=("stack_tag",),
     )
 
 
@@ -113,13 +108,6 @@ def refuse_another_stacks_pod(ctx: Context, type_name: str, pod_id: str, owner: 
         f"LIUM_ADOPT_STACKS={owner}).",
         path=("pod_id",),
     )
-
-
-def refuse_unless_destroying(error: TFError) -> None:
-    """Fail the plan with ``error``, except the plan a destroy refreshes with (Terraform aborts the
-    destroy on its errors): the delete then leaves the object alone (:func:`left_alone_at_delete`)."""
-    if not destroying():
-        raise error
 
 
 def claim_create_name(ctx: Context, change: PlanChange[Any], type_name: str) -> None:

@@ -16,7 +16,6 @@ from lium_provider.domain.removal import (
     rfc3339,
     same_schedule,
 )
-from lium_provider.resources.ownership import refuse_unless_destroying
 from lium_provider.session import LiumSession
 from tfbridge import Context, PlanChange, TFError
 
@@ -54,43 +53,26 @@ def plan_removal(change: PlanChange[Any], prior: Scheduled, noun: str) -> None:
     hours = change.planned.termination_hours
     started = parse_time(prior.started_at)
     if started is None and hours is not None:
-        _refuse(
-            change,
-            prior,
-            TFError(
-                f"The {noun}'s start time is not known yet",
-                f"{noun.capitalize()} {prior.id}'s state predates `started_at`; plan with refresh (without "
-                "-refresh=false) once.",
-                path=("termination_hours",),
-            ),
+        raise TFError(
+            f"The {noun}'s start time is not known yet",
+            f"{noun.capitalize()} {prior.id}'s state predates `started_at`; plan with refresh (without "
+            "-refresh=false) once.",
+            path=("termination_hours",),
         )
-        return
     wanted = removal_at(started, hours)
     if same_schedule(wanted, parse_time(prior.removal_scheduled_at)):
         change.set_planned("removal_scheduled_at", prior.removal_scheduled_at)
         return
     now = datetime.now(UTC)
     if started is not None and wanted is not None and wanted <= now + SCHEDULE_TOLERANCE:
-        _refuse(
-            change,
-            prior,
-            TFError(
-                f"termination_hours would remove the {noun} in the past",
-                f"{noun.capitalize()} {prior.id} started at {prior.started_at}, so {hours} h end at "
-                f"{rfc3339(wanted)}, which has passed. Set at least {math.floor((now - started) / HOUR) + 1}, "
-                f"or delete the {noun}.",
-                path=("termination_hours",),
-            ),
+        raise TFError(
+            f"termination_hours would remove the {noun} in the past",
+            f"{noun.capitalize()} {prior.id} started at {prior.started_at}, so {hours} h end at "
+            f"{rfc3339(wanted)}, which has passed. Set at least {math.floor((now - started) / HOUR) + 1}, "
+            f"or delete the {noun}.",
+            path=("termination_hours",),
         )
-        return
     change.set_planned("removal_scheduled_at", rfc3339(wanted))
-
-
-def _refuse(change: PlanChange[Any], prior: Scheduled, error: TFError) -> None:
-    """Fail the plan with ``error``; in the plan a destroy refreshes with, keep the recorded removal
-    instead (Terraform aborts the destroy on any error of that plan, and the object is deleted anyway)."""
-    refuse_unless_destroying(error)
-    change.set_planned("removal_scheduled_at", prior.removal_scheduled_at)
 
 
 def create_seconds_left(ctx: Context, default: float) -> float:

@@ -29,7 +29,6 @@ from lium_provider.resources.ownership import (
     plan_ownership,
     refreshed_owner,
     refuse_another_stacks_pod,
-    refuse_unless_destroying,
     warn_if_foreign,
 )
 from lium_provider.resources.pod_import import proven_stack_tag
@@ -264,16 +263,13 @@ class RunnerResource(Resource[RunnerModel]):
     def modify_plan(self, ctx: Context, change: PlanChange[RunnerModel]) -> None:
         prior = change.prior
         if prior is not None and not is_lium_id(prior.pod_id):
-            refuse_unless_destroying(
-                TFError(
-                    "lium_runner has no usable pod_id in the state",
-                    f"The state holds the pod id {prior.pod_id!r}, which names no Lium pod (a hand-edited or "
-                    "damaged state). Remove it with `terraform state rm`, then apply; `terraform destroy` "
-                    "forgets it without calling Lium.",
-                    path=("pod_id",),
-                )
+            raise TFError(
+                "lium_runner has no usable pod_id in the state",
+                f"The state holds the pod id {prior.pod_id!r}, which names no Lium pod (a hand-edited or "
+                "damaged state). Remove it with `terraform state rm`, then apply; `terraform destroy` "
+                "forgets it without calling Lium.",
+                path=("pod_id",),
             )
-            return
         plan_ownership(ctx, change, self.type_name)
         check_access_on_create(ctx, change)
         new_on_known_pod = prior is None and not change.is_unknown("pod_id")

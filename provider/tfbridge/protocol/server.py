@@ -318,10 +318,11 @@ class ProviderServer(pb_grpc.ProviderServicer):
             _register_secrets(schema.block, config)
             change = plan_change(schema.block, config, prior, proposed)
             ctx = self._context(private=request.prior_private)
-            # The plan a destroy refreshes with plans creates too, and any error of that plan aborts the
-            # destroy. Nothing is created then, so a create's own rules (which ask the API, and may
-            # refuse) do not run: the schema's plan (computed values unknown, defaults) stands.
-            if prior is not None or not destroying():
+            # Terraform refreshes a destroy with a normal plan, of every object and of every create, and
+            # aborts the destroy on any error of it, yet keeps nothing of it but the refreshed state. So a
+            # resource's own plan rules (which ask the API, and refuse) do not run then: the schema's plan
+            # (computed values unknown, defaults) stands.
+            if not destroying():
                 resource.modify_plan(ctx, change)
             diagnostics += change.diagnostics + ctx.warnings
             response.planned_state.CopyFrom(encode(change.planned_value, schema.type))
