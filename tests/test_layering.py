@@ -54,8 +54,10 @@ TFBRIDGE_API_MAY_IMPORT = {
 }
 # At most this many plain modules (``__init__`` and ``__main__`` included) at the top of each package.
 FLAT_MODULES = {"lium_provider": 6, "tfbridge": 12, "lium_emulator": 12}
-# What the provider program must never load: the user CLI, plan summaries and contributor tools.
-NOT_IN_THE_PLUGIN = ("lium_provider.cli", "lium_provider.plan_summary", "devtools")
+# What the provider program must never load: the user CLI and contributor tools. Its server must not load
+# the plan summaries either: they run only as the program's side command (plan_summary.warm_summary).
+NOT_IN_THE_PLUGIN = ("lium_provider.cli", "devtools")
+NOT_IN_THE_SERVER = (*NOT_IN_THE_PLUGIN, "lium_provider.plan_summary")
 
 
 def module_name(root: Path, path: Path) -> str:
@@ -212,15 +214,19 @@ def test_the_public_tfbridge_api_stays_apart_from_its_serving_code() -> None:
     assert not wrong, "only tfbridge.plugin starts the serving code:\n" + "\n".join(wrong)
 
 
-def test_the_provider_program_never_loads_the_cli_or_plan_summaries() -> None:
+def test_the_provider_program_never_loads_the_cli_and_its_server_no_plan_summaries() -> None:
     graph = source_graph(with_checkout=True)
     assert "lium_provider.provider" in graph["devtools.reference_docs"], (
         "the checkout's modules are not in the graph"
     )
     loaded = reachable(graph, "lium_provider.__main__")
-    assert {"lium_provider.provider", "lium_provider.resources.pod", "tfbridge.protocol.server"} <= loaded
+    assert {"lium_provider.provider", "lium_provider.plan_summary.warm_summary"} <= loaded
     wrong = sorted(m for m in loaded if any(under(m, p) for p in NOT_IN_THE_PLUGIN))
     assert not wrong, f"the provider program can import {wrong}"
+    served = reachable(graph, "lium_provider.provider") | reachable(graph, "tfbridge.protocol.server")
+    assert {"lium_provider.resources.pod", "tfbridge.protocol.server"} <= served
+    wrong = sorted(m for m in served if any(under(m, p) for p in NOT_IN_THE_SERVER))
+    assert not wrong, f"the provider's server can import {wrong}"
 
 
 def test_shipped_sources_never_import_the_checkout_tools() -> None:

@@ -6,3 +6,6 @@ Kept import-free on purpose: Terraform times the provider's start until the hand
 
 __version__ = "0.1.0"
 PROVIDER_SOURCE = "lium-stacks/lium"
+# The provider program's side command that summarises a plan for ``lium-tf gitops plan``, warm from the
+# provider's zygote (lium_provider.plan_summary.warm_summary).
+PLAN_SUMMARY_COMMAND = "plan-summary"

@@ -1,11 +1,13 @@
 """``python -m lium_provider``: what Terraform executes (through the launcher ``lium-tf install`` writes).
 
 ``python -m lium_provider --tfbridge-zygote SOCKET IDLE`` runs the warm zygote the launcher starts
-(see :mod:`tfbridge.serving.zygote`).
+(see :mod:`tfbridge.serving.zygote`); ``--tfbridge-command plan-summary`` the summary of ``lium-tf
+gitops plan`` (:mod:`lium_provider.plan_summary.warm_summary`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -27,6 +29,7 @@ def _preload() -> None:
     import paramiko  # noqa: F401
 
     import lium_provider.domain.offers
+    import lium_provider.plan_summary.summary
     import lium_provider.provider  # noqa: F401
     import tfbridge.protocol.server  # noqa: F401
     from lium_provider.api.transport import tls_context
@@ -34,10 +37,22 @@ def _preload() -> None:
     tls_context()
 
 
+def _plan_summary(args: Sequence[str]) -> int:
+    from lium_provider.plan_summary.warm_summary import command
+
+    return command(args)
+
+
 def main() -> None:
+    from lium_provider import PLAN_SUMMARY_COMMAND
     from tfbridge.plugin import main as provider_main
 
-    provider_main(_provider_server, preload=_preload, packages=("tfbridge", "lium_provider"))
+    provider_main(
+        _provider_server,
+        preload=_preload,
+        packages=("tfbridge", "lium_provider"),
+        commands={PLAN_SUMMARY_COMMAND: _plan_summary},
+    )
 
 
 if __name__ == "__main__":

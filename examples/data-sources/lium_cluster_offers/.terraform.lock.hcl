@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:gkYqk+iArMpdw8+ruehnhcFGM0Fa/bXgdw6YwX1m+rU=",
-    "zh:856b3408b6c4fc1970daf2c6d52658025b9849ceaa8311096d25841c07c09a50",
+    "h1:oUS0ixABlhkGmN0koHAKxdzBC6LFLNSJ+ebOdhLmMuA=",
+    "zh:14ed4f2af12b58390702f26a3df901bad3fd9f275f02d774df9acc450541995c",
   ]
 }

@@ -19,17 +19,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import importlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from lium_provider import PROVIDER_SOURCE
 from lium_provider.plan_summary.gitops_contract import (
     DEFAULT_LOCK_TIMEOUT,
     FRESH_PLAN_DIR,
@@ -42,14 +42,11 @@ from lium_provider.plan_summary.gitops_contract import (
     SUMMARY_MARKDOWN_FILE,
     Policies,
 )
-
-if TYPE_CHECKING:
-    from lium_provider.plan_summary.pricing import OfferBook
-    from lium_provider.plan_summary.summary import Summary
+from lium_provider.plan_summary.show import PlanShow
+from lium_provider.plan_summary.warm_summary import Summarizer
+from tfbridge.serving.warm import installed_provider
 
 MANIFEST_VERSION = 1
-# The warm-up thread's niceness (Linux sets it per thread): it has until Terraform's plan is done.
-_WARM_UP_NICENESS = 10
 # What a stack directory holds besides its configuration: Terraform's working data, the provider lock file
 # `init` writes when none is committed (Terraform checks the plan's providers against it on apply anyway),
 # local state, and saved plans (Atlantis keeps `<workspace>.tfplan` in the stack's directory).
@@ -115,14 +112,15 @@ def config_digest(stack_dir: Path, excluded: tuple[Path, ...] = ()) -> str:
     return digest.hexdigest()
 
 
-def terraform(stack_dir: Path, *args: str) -> tuple[int, str]:
+def terraform(stack_dir: Path, *args: str, started: Callable[[], None] | None = None) -> tuple[int, str]:
     """Run ``terraform args`` in ``stack_dir``, its output copied to our stderr as it comes; (code, output).
 
     Terraform runs in a process group of its own, and SIGINT and SIGTERM sent to this process are
     passed on to it, each as received: a cancelled CI job (a signal to the job's process, or to its
     whole group) reaches Terraform once per signal, which then stops as it does on its own (the state
     lock released, what it applied recorded; a second Ctrl-C still abandons it at once). Once it has
-    exited, the job stops too (:class:`Cancelled`), whatever Terraform's exit status.
+    exited, the job stops too (:class:`Cancelled`), whatever Terraform's exit status. ``started`` is
+    called once Terraform runs: what the job starts there gets ready while Terraform works.
     """
     try:
         process = subprocess.Popen(
@@ -147,7 +145,9 @@ def terraform(stack_dir: Path, *args: str) -> tuple[int, str]:
 
     previous = {number: signal.signal(number, pass_on) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with process:
+        with process:  # on an error, its output closes and it is waited for: never left behind
+            if started is not None:
+                started()
             for line in process.stdout:
                 sys.stderr.write(line)
                 lines.append(line)
@@ -159,8 +159,8 @@ def terraform(stack_dir: Path, *args: str) -> tuple[int, str]:
     return process.returncode, "".join(lines)
 
 
-def _terraform_checked(stack_dir: Path, *args: str) -> str:
-    code, output = terraform(stack_dir, *args)
+def _terraform_checked(stack_dir: Path, *args: str, started: Callable[[], None] | None = None) -> str:
+    code, output = terraform(stack_dir, *args, started=started)
     if code != 0:
         raise GitopsError(f"terraform {args[0]} failed (exit {code}); its output is above")
     return output
@@ -180,90 +180,49 @@ def plan(settings: Settings, policies: Policies) -> int:
     # An older manifest goes first: if this plan fails half-way, the artifact is no longer applicable.
     (artifact / MANIFEST_FILE).unlink(missing_ok=True)
     digest = settings.digest()
-    summarizer = _Summarizer(settings.nodes_feed_url)  # loads and reads the feed while Terraform plans
     _init(settings)
     plan_file = artifact.resolve() / PLAN_FILE
-    _terraform_checked(
-        settings.stack_dir,
-        "plan",
-        "-input=false",
-        "-no-color",
-        f"-lock-timeout={settings.lock_timeout}",
-        f"-out={plan_file}",
-    )
-    code, plan_json = _show_json(settings.stack_dir, plan_file)
-    if code != 0:
-        raise GitopsError(f"terraform show -json failed (exit {code})")
-    (artifact / PLAN_JSON_FILE).write_text(plan_json, encoding="utf-8")
-    stack_name = settings.stack_dir.resolve().name  # `--dir .` names the directory, not ""
-    markdown, summary_json = summarizer.summaries(stack_name, plan_json, policies)
-    (artifact / SUMMARY_MARKDOWN_FILE).write_text(markdown.text, encoding="utf-8")
-    (artifact / SUMMARY_JSON_FILE).write_text(summary_json.text, encoding="utf-8")
+    show = PlanShow(settings.stack_dir)
+    summarizer = Summarizer(settings.stack_dir, settings.nodes_feed_url)
+
+    def get_ready() -> None:  # both, from the provider `init` installed, while Terraform plans
+        provider = installed_provider(settings.stack_dir, PROVIDER_SOURCE, os.environ)
+        show.start(provider)
+        summarizer.start(provider)
+
+    try:
+        _terraform_checked(
+            settings.stack_dir,
+            "plan",
+            "-input=false",
+            "-no-color",
+            f"-lock-timeout={settings.lock_timeout}",
+            f"-out={plan_file}",
+            started=get_ready,
+        )
+        code, plan_json = show.json(plan_file)
+        if code != 0:
+            raise GitopsError(f"terraform show -json failed (exit {code})")
+        (artifact / PLAN_JSON_FILE).write_text(plan_json, encoding="utf-8")
+        stack_name = settings.stack_dir.resolve().name  # `--dir .` names the directory, not ""
+        summary = summarizer.summaries(stack_name, artifact / PLAN_JSON_FILE, policies)
+    finally:
+        show.close()
+        summarizer.close()
+    (artifact / SUMMARY_MARKDOWN_FILE).write_text(summary.markdown, encoding="utf-8")
+    (artifact / SUMMARY_JSON_FILE).write_text(summary.json, encoding="utf-8")
     manifest = {
         "manifest_version": MANIFEST_VERSION,
         "commit": settings.commit,
         "config_sha256": digest,
         "policies": dataclasses.asdict(policies),
-        "policies_passed": not markdown.failed,
+        "policies_passed": not summary.failed,
     }
     (artifact / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    sys.stdout.write(markdown.text)
-    for violation in markdown.violations:
+    sys.stdout.write(summary.markdown)
+    for violation in summary.violations:
         print(f"lium-tf gitops plan: policy violated: {violation}", file=sys.stderr)
-    return POLICY_EXIT_CODE if markdown.failed else 0
-
-
-class _Summarizer:
-    """The summary's pricing code and the nodes feed, made ready in a thread from the start of the job.
-
-    The job spends most of its time waiting for ``terraform init`` and ``plan``; importing the pricing
-    code (pydantic models, gpuhunt, httpx) and reading the feed meanwhile takes them off the job's time.
-    """
-
-    def __init__(self, feed_flag: str | None) -> None:
-        self._feed_flag = feed_flag
-        self._book: OfferBook | None = None
-        self._failure: BaseException | None = None
-        self._thread = threading.Thread(target=self._prepare, name="summary-warm-up", daemon=True)
-        self._thread.start()
-
-    def _prepare(self) -> None:
-        with contextlib.suppress(OSError):  # yield the cores to Terraform and the provider first
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _WARM_UP_NICENESS)
-        try:
-            from lium_provider.plan_summary.pricing import OfferBook, resolve_feed_url
-
-            importlib.import_module("lium_provider.plan_summary.summary")  # what judge and render need
-            book = OfferBook(resolve_feed_url(self._feed_flag, os.environ))
-            book.fetch()
-            self._book = book
-        except BaseException as exc:  # handed to the main thread, which raises it
-            self._failure = exc
-
-    def summaries(self, stack: str, plan_json: str, policies: Policies) -> tuple[Summary, Summary]:
-        """The plan's summary in Markdown and in JSON, with the policies' verdicts."""
-        from lium_provider.plan_summary.summary import judge, render
-
-        self._thread.join()
-        if self._failure is not None:
-            raise self._failure
-        assert self._book is not None
-        report, results = judge([(stack, plan_json)], self._book, policies)
-        return render(report, results, "markdown"), render(report, results, "json")
-
-
-def _show_json(stack_dir: Path, plan_file: Path) -> tuple[int, str]:
-    """``terraform show -json`` of a plan file; not echoed (the JSON carries sensitive values)."""
-    result = subprocess.run(
-        ["terraform", "show", "-json", str(plan_file)],
-        cwd=stack_dir,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-    )
-    if result.returncode != 0:
-        sys.stderr.write(result.stderr)
-    return result.returncode, result.stdout
+    return POLICY_EXIT_CODE if summary.failed else 0
 
 
 def read_manifest(artifact: Path) -> dict[str, Any]:

@@ -12,6 +12,9 @@ MAGIC_COOKIE_VALUE = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca
 
 # The launcher starts the provider program with ``ZYGOTE_FLAG SOCKET IDLE_SECONDS`` to make it a zygote.
 ZYGOTE_FLAG = "--tfbridge-zygote"
+# ``COMMAND_FLAG NAME ARGS...`` runs one of the program's side commands instead of serving Terraform, warm
+# from the zygote like any start (see tfbridge.serving.commands).
+COMMAND_FLAG = "--tfbridge-command"
 
 # The exchange between a launcher and the zygote's forked server (see tfbridge.serving.launch): each message starts
 # with one of these letters.
@@ -25,3 +28,7 @@ LAUNCHER_FD_ENV = "TFBRIDGE_LAUNCHER_FD"
 # The environment variable through which a server learns the pid of the Terraform process it serves
 # (the launcher's parent; see tfbridge.command).
 TERRAFORM_PID_ENV = "TFBRIDGE_TERRAFORM_PID"
+# Set (to anything) in a start's environment, it asks the launcher to serve only from a warm zygote: with
+# none to serve it, the launcher exits at once without a handshake and starts nothing (see
+# tfbridge.serving.reattach, which starts providers ahead of a command only when that is cheap).
+WARM_ONLY_ENV = "TFBRIDGE_WARM_ONLY"

@@ -11,7 +11,9 @@ See :mod:`tfbridge.serving.zygote` for the whole design. Without a usable zygote
 session of its own with this process standing for it, exactly as a forked one: so whichever of the two
 Terraform's end kills (this process alone, or its whole process group), the server is left to undo an
 in-flight create before it exits (:mod:`tfbridge.serving.hosts`). Only when not started by Terraform (no
-magic cookie) is the program exec'ed in place, to say that it is a plugin.
+magic cookie) is the program exec'ed in place, to say that it is a plugin. A start that asks for a warm
+zygote only (``TFBRIDGE_WARM_ONLY``, :mod:`tfbridge.serving.reattach`) and finds none exits at once instead,
+with no handshake, starting nothing.
 
 The request to the zygote is ``[4-byte length][cwd NUL umask NUL argc NUL argv... NUL env "k=v"...]`` with this
 process's stdin, stdout and stderr attached (SCM_RIGHTS); the zygote answers ``P<pid>\\n`` when its
@@ -52,8 +54,10 @@ ZYGOTE_FLAG = _CONSTANTS["ZYGOTE_FLAG"]
 FORKED, EXITED, ORPHANED = (_CONSTANTS[name].encode() for name in ("FORKED", "EXITED", "ORPHANED"))
 LAUNCHER_FD_ENV = _CONSTANTS["LAUNCHER_FD_ENV"]
 TERRAFORM_PID_ENV = _CONSTANTS["TERRAFORM_PID_ENV"]
+WARM_ONLY_ENV = _CONSTANTS["WARM_ONLY_ENV"]
 DEFAULT_IDLE_SECONDS = "300"
 PARENT_POLL_SECONDS = 1.0
+NOT_SERVED_EXIT_CODE = 75  # EX_TEMPFAIL: a warm-only start found no warm zygote
 # What the zygote keeps of the environment of the start that launches it. The TLS trust settings are
 # among them so that the TLS context it prepares for its forks is the one they use (each fork still
 # builds its own when its settings differ).
@@ -270,7 +274,10 @@ def main() -> None:
             exit_code = serve_through_zygote(program, args, path, terraform)
             if exit_code is not None:
                 os._exit(exit_code)
-            start_zygote(program, path, idle_seconds)
+            if WARM_ONLY_ENV not in os.environ:
+                start_zygote(program, path, idle_seconds)
+    if WARM_ONLY_ENV in os.environ:  # no warm zygote served it: no handshake, nothing started
+        os._exit(NOT_SERVED_EXIT_CODE)
     os._exit(serve_cold(program, args, terraform))
 
 

@@ -45,12 +45,13 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from tfbridge.serving.constants import FORKED, STALE, TERRAFORM_PID_ENV
+from tfbridge.serving.commands import Command, run_command
+from tfbridge.serving.constants import COMMAND_FLAG, FORKED, STALE, TERRAFORM_PID_ENV
 from tfbridge.serving.handshake import serve
 from tfbridge.serving.hosts import LauncherLink, message
 from tfbridge.serving.tls_relay import ServerIdentity
@@ -103,11 +104,12 @@ def run_zygote(
     *,
     preload: Callable[[], None],
     packages: Iterable[str],
+    commands: Mapping[str, Command],
 ) -> NoReturn:
     """Serve forks on the socket ``argv[0]`` until idle for ``argv[1]`` seconds (the launcher's call).
 
-    ``preload`` imports what ``servicer_factory`` needs; ``packages`` name the provider's top-level
-    packages, whose source files are watched for changes.
+    ``preload`` imports what ``servicer_factory`` and ``commands`` need; ``packages`` name the
+    provider's top-level packages, whose source files are watched for changes.
     """
     socket_path, idle_seconds = Path(argv[0]).absolute(), float(argv[1])
     os.chdir("/")  # a long-lived process must not pin the first start's directory; forks chdir anyway
@@ -129,7 +131,9 @@ def run_zygote(
     try:
         while select.select([listener], [], [], idle_seconds)[0]:
             connection, _ = listener.accept()
-            outcome = _serve_request(connection, listener, lock, sources, servicer_factory, identity)
+            outcome = _serve_request(
+                connection, listener, lock, sources, _Program(servicer_factory, commands), identity
+            )
             if outcome == "stale":
                 break
             if outcome == "forked":
@@ -176,16 +180,25 @@ def _preload_bridge() -> None:
     warm_up.trust_only(ssl.DER_cert_to_PEM_cert(warm_up.cert_der).encode())
 
 
+@dataclass(frozen=True)
+class _Program:
+    """What a fork runs: the server, or one of the side commands."""
+
+    servicer_factory: Callable[[], tfplugin6_pb2_grpc.ProviderServicer]
+    commands: Mapping[str, Command]
+
+
 def _serve_request(
     connection: socket.socket,
     listener: socket.socket,
     lock: int,
     sources: _SourceWatch,
-    servicer_factory: Callable[[], tfplugin6_pb2_grpc.ProviderServicer],
+    program: _Program,
     identity: ServerIdentity,
 ) -> str:
-    """Fork a server with ``identity`` for one launcher; "forked", or "stale" when the sources changed
-    and the zygote must go, or "refused"."""
+    """Fork a server with ``identity`` (or a side command) for one launcher; "forked" when ``identity``
+    was used, "ran" for a command, or "stale" when the sources changed and the zygote must go, or
+    "refused"."""
     fds: list[int] = []
     try:
         peer, uid, _ = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
@@ -201,12 +214,13 @@ def _serve_request(
             return "stale"
         if threading.active_count() != 1:
             return "refused"  # forking a threaded process is unsafe (the launcher then starts cold)
+        command = request.argv[1:2] == [COMMAND_FLAG]
         pid = os.fork()
         if pid == 0:
             listener.close()
             os.close(lock)
-            _become_server(connection, fds, request, servicer_factory, identity)
-        return "forked"
+            _become_server(connection, fds, request, program, identity)
+        return "ran" if command else "forked"
     except OSError:
         return "refused"
     finally:
@@ -262,10 +276,11 @@ def _become_server(
     connection: socket.socket,
     fds: list[int],
     request: _Request,
-    servicer_factory: Callable[[], tfplugin6_pb2_grpc.ProviderServicer],
+    program: _Program,
     identity: ServerIdentity,
 ) -> NoReturn:
-    """In the forked child: take on the launcher's stdio, environment and directory, then serve."""
+    """In the forked child: take on the launcher's stdio, environment and directory, then serve (or
+    run the side command the arguments name)."""
     exit_code = 1
     launcher = LauncherLink(connection)
     try:
@@ -280,7 +295,10 @@ def _become_server(
         sys.argv = request.argv
         random.seed()  # forked children must not share the zygote's random sequence (jitter)
         connection.sendall(message(FORKED, os.getpid()))
-        serve(servicer_factory, host=launcher, identity=identity)
+        if request.argv[1:2] == [COMMAND_FLAG]:
+            exit_code = run_command(program.commands, request.argv[2:], launcher)
+        else:
+            serve(program.servicer_factory, host=launcher, identity=identity)
     except SystemExit as stop:
         exit_code = stop.code if isinstance(stop.code, int) else 1
     except BaseException:
@@ -288,6 +306,9 @@ def _become_server(
 
         with contextlib.suppress(OSError, ValueError):  # stderr is Terraform's pipe: it may be gone
             traceback.print_exc()
+    for stream in (sys.stdout, sys.stderr):  # a command's output, buffered until now
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
     launcher.exited(exit_code)
     os._exit(exit_code)
 
