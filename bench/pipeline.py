@@ -9,14 +9,19 @@ emulator serves Lium; the fleet's state is in the ``pg`` backend on a real Postg
 Prints medians over the rounds (after one unmeasured warm-up round), the ratio of the pipeline to the
 plain plan, and what the job adds to synth (CDK) and the plain plan.
 
-Run from the repository root: ``.venv/bin/python -m bench.pipeline [--rounds 3] [--reference COMMIT]``;
-``--reference`` runs the job a second time in each round with ``lium-tf`` as of an earlier commit (its
-``provider/`` packages on ``PYTHONPATH``; Terraform's provider stays this checkout's), side by side.
+Run from the repository root: ``.venv/bin/python -m bench.pipeline [--rounds 3] [--reference COMMIT]
+[--cold]``; ``--reference`` runs the job a second time in each round with ``lium-tf`` as of an earlier
+commit (its ``provider/`` packages on ``PYTHONPATH``; Terraform's provider stays this checkout's), side by
+side. ``--cold`` gives every job and every plain plan a zygote directory of its own, so that each starts
+the provider cold at first, as on a fresh CI runner (by default the provider's zygote stays warm across
+the rounds, as on a persistent runner or an Atlantis server).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import os
 import shutil
 import statistics
@@ -24,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +37,7 @@ from bench.workspace import terraform, terraform_workspace
 from lium_emulator.launcher import launch
 from tests.support.lium import FAST_TIMINGS, new_account
 from tests.support.postgres import running_postgres
+from tests.support.procs import private_zygotes
 from tests.support.terraform import REPO
 
 FLEET_SIZE = 50
@@ -134,6 +140,20 @@ def plain_round(case: Case, base: Path, env: dict[str, str]) -> float:
     return time.perf_counter() - started
 
 
+_zygote_directories = itertools.count()
+
+
+@contextlib.contextmanager
+def provider_starts(env: dict[str, str], scratch: Path, cold: bool) -> Iterator[dict[str, str]]:
+    """``env`` for one job or plain plan: as it is, or (``cold``) with a zygote directory of its own,
+    whose zygote is stopped afterwards."""
+    if not cold:
+        yield env
+        return
+    with private_zygotes(scratch / f"zygotes-{next(_zygote_directories)}") as directory:
+        yield {**env, "TFBRIDGE_ZYGOTE_DIR": str(directory)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -141,6 +161,9 @@ def main() -> None:
         "--reference",
         metavar="COMMIT",
         help="also run the job with lium-tf as of COMMIT, side by side in each round",
+    )
+    parser.add_argument(
+        "--cold", action="store_true", help="start every job and plain plan with no warm provider zygote"
     )
     args = parser.parse_args()
     synth: dict[tuple[str, str], list[float]] = {}
@@ -165,18 +188,25 @@ def main() -> None:
         for round_number in range(args.rounds + 1):
             for case in CASES:
                 for variant, (variant_env, timings) in variants.items():
-                    with tempfile.TemporaryDirectory(dir=scratch) as base:
-                        seconds_synth, seconds_job = pipeline_round(case, Path(base), env, variant_env)
+                    with (
+                        tempfile.TemporaryDirectory(dir=scratch) as base,
+                        provider_starts(variant_env, scratch, args.cold) as job_env,
+                    ):
+                        seconds_synth, seconds_job = pipeline_round(case, Path(base), env, job_env)
                     if round_number:
                         timings.setdefault((case.stack, case.kind), []).append(seconds_job)
                         if variant == "job":
                             synth.setdefault((case.stack, case.kind), []).append(seconds_synth)
-                with tempfile.TemporaryDirectory(dir=scratch) as base:
-                    seconds_plain = plain_round(case, Path(base), env)
+                with (
+                    tempfile.TemporaryDirectory(dir=scratch) as base,
+                    provider_starts(env, scratch, args.cold) as plain_env,
+                ):
+                    seconds_plain = plain_round(case, Path(base), plain_env)
                 if round_number:
                     plain.setdefault((case.stack, case.kind), []).append(seconds_plain)
         shutil.rmtree(scratch / "account", ignore_errors=True)
-    print(f"medians of {args.rounds} rounds, load average {os.getloadavg()[0]:.2f}")
+    starts = "every job and plain plan with a cold provider" if args.cold else "the provider's zygote warm"
+    print(f"medians of {args.rounds} rounds, {starts}, load average {os.getloadavg()[0]:.2f}")
     reference = (
         f" | reference job ({args.reference}) | its extra | extra / its extra" if args.reference else ""
     )

@@ -38,6 +38,15 @@ def test_the_one_installed_provider_is_found_with_its_address_and_version(tmp_pa
     assert found == InstalledProvider("registry.opentofu.org/lium-stacks/lium", "1.2.3", executable)
 
 
+def test_the_executable_is_found_from_a_relative_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    executable = install(tmp_path / "stack" / ".terraform", "1.0.0")
+    monkeypatch.chdir(tmp_path)
+    found = installed_provider(Path("stack"), SOURCE, {})
+    assert found is not None and found.executable.is_absolute() and found.executable == executable
+
+
 def test_no_provider_is_guessed_among_several(tmp_path: Path) -> None:
     install(tmp_path / ".terraform", "1.2.3")
     install(tmp_path / ".terraform", "1.2.4")

@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:oUS0ixABlhkGmN0koHAKxdzBC6LFLNSJ+ebOdhLmMuA=",
-    "zh:14ed4f2af12b58390702f26a3df901bad3fd9f275f02d774df9acc450541995c",
+    "h1:0da/LLjhMDO6GCvcu62ELjdaleI/goaJXSPixuMM3C4=",
+    "zh:3554efdb46b7aaaf85a92cd4620879fab047862bb7432b2a76d10154cfc3a6b4",
   ]
 }

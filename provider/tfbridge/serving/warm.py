@@ -44,7 +44,8 @@ def installed_provider(
     working directory) or ``.terraform``.
     """
     namespace, type_name = source.split("/")
-    providers = working_dir / environ.get("TF_DATA_DIR", ".terraform") / "providers"
+    # Absolute: the executable is started in ``working_dir``, where a relative path would mean another file.
+    providers = (working_dir / environ.get("TF_DATA_DIR", ".terraform") / "providers").absolute()
     pattern = f"*/{namespace}/{type_name}/*/*/terraform-provider-{type_name}_v*"
     found = [path for path in providers.glob(pattern) if os.access(path, os.X_OK)]
     if len(found) != 1:
