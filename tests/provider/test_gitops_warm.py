@@ -5,6 +5,7 @@ it, each is used only when a warm zygote serves it, and anything else falls back
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -18,11 +19,14 @@ import pytest
 
 from lium_provider import PROVIDER_SOURCE, __version__
 from lium_provider.plan_summary.gitops_contract import Policies
+from lium_provider.plan_summary.parsing import PlanError
 from lium_provider.plan_summary.pricing import OfferBook, resolve_feed_url
 from lium_provider.plan_summary.summary import judge, render
 from lium_provider.plan_summary.warm_summary import RenderedSummary, WarmSummary
 from tests.support.lium import Account
+from tests.support.procs import children, cmdline
 from tests.support.terraform import REPO, Terraform
+from tfbridge.serving.launch import build_identity
 from tfbridge.serving.reattach import ReattachableProvider
 from tfbridge.serving.warm import InstalledProvider, installed_provider
 from tfbridge.serving.zygote import process_running as running
@@ -96,7 +100,7 @@ def test_the_summary_made_in_the_zygote_is_the_one_made_here(
     markdown = render(report, results, "markdown")
     here = RenderedSummary(markdown.text, render(report, results, "json").text, tuple(markdown.violations))
     assert here.failed and "$0." in here.markdown and "could not be read" not in here.markdown
-    warm = WarmSummary(provider_of(tf), tf.workdir, None)
+    warm = WarmSummary(provider_of(tf), None)
     try:
         assert warm.greeted(), "the zygote, warm from the plan, must run the command"
         assert warm.summarize("stack", tf.workdir / "plan.json", POLICIES) == here
@@ -108,7 +112,7 @@ def test_another_version_of_the_provider_is_not_asked(planned: tuple[Terraform, 
     tf, _ = planned
     installed = provider_of(tf)
     other = InstalledProvider(installed.address, "0.0.0-other", installed.executable)
-    warm = WarmSummary(other, tf.workdir, None)
+    warm = WarmSummary(other, None)
     assert not warm.greeted()
     assert warm.summarize("stack", tf.workdir / "absent.json", Policies()) is None
     warm.close()
@@ -123,13 +127,76 @@ def test_a_provider_that_does_not_know_the_command_is_left_alone(tmp_path: Path)
     )
     executable.chmod(executable.stat().st_mode | stat.S_IXUSR)
     address = f"registry.terraform.io/{PROVIDER_SOURCE}"
-    warm = WarmSummary(InstalledProvider(address, __version__, executable), tmp_path, None)
+    warm = WarmSummary(InstalledProvider(address, __version__, executable), None)
     assert not warm.greeted()
     started = int(pid_file.read_text())  # written before the line greeted() read
     assert running(started)
     assert warm.summarize("stack", tmp_path / "plan.json", Policies()) is None
     warm.close()
     assert not running(started), "the provider started for the summary must be stopped"
+
+
+FAKE_SUMMARY_COMMAND = """#!{python}
+import sys
+print({greeting!r}, flush=True)
+sys.stdin.readline()
+print('{{"markdown": "m", "json": "j", "violations": []}}', flush=True)
+"""
+
+
+@pytest.mark.parametrize("build", ["this build", "another build"])
+def test_only_this_very_build_makes_the_summary(tmp_path: Path, build: str) -> None:
+    # Another checkout or virtualenv at this version greets as another build, and is not asked.
+    this = hashlib.sha256(build_identity().encode()).hexdigest()[:32]
+    greeting = f"lium-plan-summary 2 {this if build == 'this build' else '0' * 32}"
+    executable = tmp_path / "terraform-provider-lium_v0.1.0"
+    executable.write_text(FAKE_SUMMARY_COMMAND.format(python=sys.executable, greeting=greeting))
+    executable.chmod(executable.stat().st_mode | stat.S_IXUSR)
+    address = f"registry.terraform.io/{PROVIDER_SOURCE}"
+    warm = WarmSummary(InstalledProvider(address, __version__, executable), None)
+    try:
+        summary = warm.summarize("stack", tmp_path / "plan.json", Policies())
+        assert summary == (RenderedSummary("m", "j", ()) if build == "this build" else None)
+    finally:
+        warm.close()
+
+
+def test_a_file_that_is_no_plan_fails_warm_as_it_fails_here(
+    planned: tuple[Terraform, Path], account: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tf, _ = planned
+    for key, value in account.env.items():
+        monkeypatch.setenv(key, value)
+    not_a_plan = tf.workdir / "not-a-plan.json"
+    not_a_plan.write_text('{"format_version": "1.2"}')
+    with pytest.raises(PlanError) as here:
+        judge([("stack", not_a_plan.read_text())], OfferBook(resolve_feed_url(None, os.environ)), Policies())
+    warm = WarmSummary(provider_of(tf), None)
+    try:
+        assert warm.greeted()
+        with pytest.raises(PlanError) as warmly:
+            warm.summarize("stack", not_a_plan, Policies())
+        assert str(warmly.value) == str(here.value)
+    finally:
+        warm.close()
+
+
+def test_the_summary_runs_where_the_job_runs(
+    planned: tuple[Terraform, Path], account: Account, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    tf, _ = planned
+    for key, value in account.env.items():
+        monkeypatch.setenv(key, value)
+    elsewhere = tmp_path / "job-directory"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # relative settings (SSL_CERT_FILE=ca.pem) mean what they mean here
+    warm = WarmSummary(provider_of(tf), None)
+    try:
+        assert warm.greeted()
+        (command,) = [pid for pid in children(os.getpid()) if "plan-summary" in cmdline(pid)]
+        assert Path(f"/proc/{command}/cwd").resolve() == elsewhere.resolve()
+    finally:
+        warm.close()
 
 
 def test_without_a_warm_zygote_nothing_is_started(
@@ -147,7 +214,7 @@ def test_without_a_warm_zygote_nothing_is_started(
     provider = ReattachableProvider(provider_of(tf), tf.workdir, environment(tf))
     assert provider.reattach_environment(timeout=30) is None and provider.declined
     provider.stop()
-    warm = WarmSummary(provider_of(tf), tf.workdir, None)
+    warm = WarmSummary(provider_of(tf), None)
     assert not warm.greeted()
     warm.close()
     assert not list(cold.glob("*.lock")), "a warm-only start must not start a zygote"

@@ -138,3 +138,22 @@ def test_no_provider_terraform_cannot_attach_to_is_offered(tmp_path: Path, line:
         assert not provider.declined, "it answered: it did not decline"
     finally:
         provider.stop()
+
+
+def test_an_empty_data_directory_setting_means_the_default(tmp_path: Path) -> None:
+    executable = install(tmp_path / ".terraform", "1.0.0")
+    found = installed_provider(tmp_path, SOURCE, {"TF_DATA_DIR": ""})
+    assert found is not None and found.executable == executable
+
+
+def test_after_an_upgrade_the_locked_version_is_the_one(tmp_path: Path) -> None:
+    install(tmp_path / ".terraform", "0.1.0")
+    upgraded = install(tmp_path / ".terraform", "0.2.0")
+    (tmp_path / ".terraform.lock.hcl").write_text(
+        '# This file is maintained automatically by "terraform init".\n\n'
+        'provider "registry.terraform.io/hashicorp/null" {\n  version = "0.1.0"\n  hashes = ["h1:x="]\n}\n\n'
+        'provider "registry.terraform.io/lium-stacks/lium" {\n  version     = "0.2.0"\n'
+        '  constraints = ">= 0.1.0"\n  hashes = [\n    "h1:abc=",\n  ]\n}\n'
+    )
+    found = installed_provider(tmp_path, SOURCE, {})
+    assert found is not None and found.executable == upgraded and found.version == "0.2.0"

@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:0da/LLjhMDO6GCvcu62ELjdaleI/goaJXSPixuMM3C4=",
-    "zh:3554efdb46b7aaaf85a92cd4620879fab047862bb7432b2a76d10154cfc3a6b4",
+    "h1:/Of7p5dSUtLMLKTMJgEQAcNDqPrlG+ICniRRzbopLDs=",
+    "zh:ad8999cd31a57a23c9d8d7a9ac8a373b807af0fdfc5460e25dc467235608d9f1",
   ]
 }

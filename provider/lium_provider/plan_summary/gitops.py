@@ -183,7 +183,7 @@ def plan(settings: Settings, policies: Policies) -> int:
     _init(settings)
     plan_file = artifact.resolve() / PLAN_FILE
     show = PlanShow(settings.stack_dir)
-    summarizer = Summarizer(settings.stack_dir, settings.nodes_feed_url)
+    summarizer = Summarizer(settings.nodes_feed_url)
 
     def get_ready() -> None:  # both, from the provider `init` installed, while Terraform plans
         provider = installed_provider(settings.stack_dir, PROVIDER_SOURCE, os.environ)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import importlib
 import json
 import os
@@ -30,12 +31,16 @@ from typing import TYPE_CHECKING
 from lium_provider import PLAN_SUMMARY_COMMAND, __version__
 from lium_provider.plan_summary.gitops_contract import Policies
 from tfbridge.serving.constants import COMMAND_FLAG
+from tfbridge.serving.launch import build_identity
 from tfbridge.serving.warm import InstalledProvider, LineReader, start_warm, stop
 
 if TYPE_CHECKING:
     from lium_provider.plan_summary.pricing import OfferBook
 
-_GREETING = b"lium-plan-summary 1"
+# The command's first line, and the build it runs: only the same build of the code (the same installation,
+# not merely the same version: another checkout or virtualenv prices and renders as its own code does) may
+# make the job's summary.
+_GREETING = b"lium-plan-summary 2"
 # A warm fork greets within ~20 ms; the answer waits for the feed and the pricing.
 _GREETING_TIMEOUT_SECONDS = 2.0
 _ANSWER_TIMEOUT_SECONDS = 300.0
@@ -59,18 +64,29 @@ class RenderedSummary:
 
 def command(args: Sequence[str]) -> int:
     """The side command, run in the provider program: ``[nodes feed flag]`` (empty: the default feed)."""
+    from lium_provider.plan_summary.parsing import PlanError
     from lium_provider.plan_summary.pricing import OfferBook, resolve_feed_url
 
     out = sys.stdout.buffer
-    out.write(_GREETING + b"\n")
+    out.write(_greeting() + b"\n")
     out.flush()
     book = OfferBook(resolve_feed_url(args[0] if args and args[0] else None, os.environ))
     book.fetch()
     request = json.loads(sys.stdin.buffer.readline())
     plan_json = Path(request["plan_json_file"]).read_text(encoding="utf-8")
-    summary = _summarize(request["stack"], plan_json, book, Policies(**request["policies"]))
-    out.write(json.dumps(dataclasses.asdict(summary)).encode() + b"\n")
+    try:
+        summary = _summarize(request["stack"], plan_json, book, Policies(**request["policies"]))
+    except PlanError as exc:  # the job says it as its own: no second read of the feed to find it again
+        answer: dict[str, object] = {"plan_error": str(exc)}
+    else:
+        answer = dataclasses.asdict(summary)
+    out.write(json.dumps(answer).encode() + b"\n")
     return 0
+
+
+def _greeting() -> bytes:
+    build = hashlib.sha256(build_identity().encode()).hexdigest()[:32]
+    return _GREETING + b" " + build.encode()
 
 
 def _summarize(stack: str, plan_json: str, book: OfferBook, policies: Policies) -> RenderedSummary:
@@ -84,8 +100,9 @@ def _summarize(stack: str, plan_json: str, book: OfferBook, policies: Policies) 
 class WarmSummary:
     """The ``plan-summary`` command of the installed provider, when a warm zygote runs it."""
 
-    def __init__(self, provider: InstalledProvider | None, stack_dir: Path, feed_flag: str | None) -> None:
-        """Start it now (if ``provider`` is this version), without waiting."""
+    def __init__(self, provider: InstalledProvider | None, feed_flag: str | None) -> None:
+        """Start it now (if ``provider`` is this version), without waiting. It runs where the job runs:
+        relative paths in the environment (``SSL_CERT_FILE``) mean what they mean to the job."""
         self._process = None
         self._lines: LineReader | None = None
         if provider is not None and provider.version == __version__:
@@ -93,21 +110,23 @@ class WarmSummary:
                 self._process = start_warm(
                     provider.executable,
                     (COMMAND_FLAG, PLAN_SUMMARY_COMMAND, feed_flag or ""),
-                    stack_dir,
+                    Path.cwd(),
                     os.environ,
                 )
                 self._lines = LineReader(self._process)
         self._greeted: bool | None = None
 
     def greeted(self) -> bool:
-        """Whether it runs (it said so within a short wait): then :meth:`summarize` will likely answer."""
+        """Whether it runs, as this very build (it said so within a short wait): then :meth:`summarize`
+        will likely answer."""
         if self._greeted is None:
-            line = None if self._lines is None else self._lines.line(_GREETING_TIMEOUT_SECONDS, 64)
-            self._greeted = line == _GREETING
+            line = None if self._lines is None else self._lines.line(_GREETING_TIMEOUT_SECONDS, 128)
+            self._greeted = line == _greeting()
         return self._greeted
 
     def summarize(self, stack: str, plan_json_file: Path, policies: Policies) -> RenderedSummary | None:
-        """The summary of the plan JSON in ``plan_json_file``; None if the command could not make it."""
+        """The summary of the plan JSON in ``plan_json_file``; None if the command could not make it.
+        PlanError, as in-process, when the file is not a plan."""
         if self._process is None or self._lines is None or not self.greeted():
             return None
         request = {
@@ -126,8 +145,17 @@ class WarmSummary:
             return None
         try:
             answer = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(answer, dict):
+            return None
+        if isinstance(answer.get("plan_error"), str):
+            from lium_provider.plan_summary.parsing import PlanError
+
+            raise PlanError(answer["plan_error"])
+        try:
             return RenderedSummary(answer["markdown"], answer["json"], tuple(answer["violations"]))
-        except (ValueError, TypeError, KeyError):
+        except (KeyError, TypeError):
             return None
 
     def close(self) -> None:
@@ -141,17 +169,16 @@ class Summarizer:
     a thread imports the pricing code and reads the feed meanwhile, which still takes them off the
     job's time (though not off the plan's)."""
 
-    def __init__(self, stack_dir: Path, feed_flag: str | None) -> None:
-        self._stack_dir = stack_dir
+    def __init__(self, feed_flag: str | None) -> None:
         self._feed_flag = feed_flag
-        self._warm = WarmSummary(None, stack_dir, feed_flag)
+        self._warm = WarmSummary(None, feed_flag)
         self._book: OfferBook | None = None
         self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._prepare, name="summary-warm-up", daemon=True)
 
     def start(self, provider: InstalledProvider | None) -> None:
         """Start getting ready: warm, by ``provider``'s command, or here."""
-        self._warm = WarmSummary(provider, self._stack_dir, self._feed_flag)
+        self._warm = WarmSummary(provider, self._feed_flag)
         self._thread.start()
 
     def _prepare(self) -> None:

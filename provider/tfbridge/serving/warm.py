@@ -11,6 +11,7 @@ the process that started it, which stands for Terraform: if that process dies, w
 from __future__ import annotations
 
 import os
+import re
 import selectors
 import subprocess
 import time
@@ -36,22 +37,41 @@ class InstalledProvider:
 def installed_provider(
     working_dir: Path, source: str, environ: Mapping[str, str]
 ) -> InstalledProvider | None:
-    """The one provider ``namespace/type`` (``source``) that ``terraform init`` installed for
-    ``working_dir``; None when there is none, or more than one (another hostname, another version).
+    """The provider ``namespace/type`` (``source``) that ``terraform init`` installed for ``working_dir``
+    and Terraform uses there; None when that is not known for sure.
 
     Terraform's layout: ``<data dir>/providers/<hostname>/<namespace>/<type>/<version>/<os>_<arch>/
     terraform-provider-<type>_v<version>``, the data directory being ``TF_DATA_DIR`` (relative to the
-    working directory) or ``.terraform``.
+    working directory) or ``.terraform``. An upgrade leaves the older versions there: when there are
+    several, the one the dependency lock file (``.terraform.lock.hcl``) selects is the one.
     """
     namespace, type_name = source.split("/")
     # Absolute: the executable is started in ``working_dir``, where a relative path would mean another file.
-    providers = (working_dir / environ.get("TF_DATA_DIR", ".terraform") / "providers").absolute()
+    providers = (working_dir / (environ.get("TF_DATA_DIR") or ".terraform") / "providers").absolute()
     pattern = f"*/{namespace}/{type_name}/*/*/terraform-provider-{type_name}_v*"
-    found = [path for path in providers.glob(pattern) if os.access(path, os.X_OK)]
-    if len(found) != 1:
-        return None
-    hostname, _, _, version = found[0].relative_to(providers).parts[:4]
-    return InstalledProvider(f"{hostname}/{source}", version, found[0])
+    found = [
+        InstalledProvider(f"{parts[0]}/{source}", parts[3], path)
+        for path in providers.glob(pattern)
+        if os.access(path, os.X_OK) and (parts := path.relative_to(providers).parts)
+    ]
+    if len(found) > 1:
+        locked = _locked_versions(working_dir / LOCK_FILE)
+        found = [provider for provider in found if locked.get(provider.address) == provider.version]
+    return found[0] if len(found) == 1 else None
+
+
+LOCK_FILE = ".terraform.lock.hcl"
+# A lock file's provider block: its address, then (no block is nested in it) its selected version.
+_LOCKED_PROVIDER = re.compile(r'provider\s+"([^"]+)"\s*\{[^}]*?\bversion\s*=\s*"([^"]+)"')
+
+
+def _locked_versions(lock_file: Path) -> dict[str, str]:
+    """The version the lock file selects for each provider address; empty when it cannot be read."""
+    try:
+        text = lock_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    return dict(_LOCKED_PROVIDER.findall(text))
 
 
 def start_warm(
@@ -90,18 +110,27 @@ class LineReader:
         one (a warm-only start that found no zygote), None when no whole line came within ``timeout``
         seconds or within ``limit`` bytes."""
         deadline = time.monotonic() + timeout
-        with selectors.DefaultSelector() as selector:
-            selector.register(self._fd, selectors.EVENT_READ)
-            while b"\n" not in self._buffer:
-                if self._closed:
-                    return b"" if not self._buffer else None
-                if len(self._buffer) >= limit or not selector.select(max(0.0, deadline - time.monotonic())):
-                    return None
+        while b"\n" not in self._buffer:
+            if self._closed:
+                return b"" if not self._buffer else None
+            if len(self._buffer) >= limit or not self._wait_readable(deadline):
+                return None
+            try:
                 chunk = os.read(self._fd, 1 << 16)
-                self._closed = not chunk
-                self._buffer += chunk
+            except OSError:  # closed under it by another thread: the process was stopped
+                chunk = b""
+            self._closed = not chunk
+            self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line if len(line) <= limit else None
+
+    def _wait_readable(self, deadline: float) -> bool:
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(self._fd, selectors.EVENT_READ)
+                return bool(selector.select(max(0.0, deadline - time.monotonic())))
+        except (OSError, ValueError):  # closed under it: reading it says so
+            return True
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
