@@ -5,9 +5,9 @@ it, each is used only when a warm zygote serves it, and anything else falls back
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -22,11 +22,10 @@ from lium_provider.plan_summary.gitops_contract import Policies
 from lium_provider.plan_summary.parsing import PlanError
 from lium_provider.plan_summary.pricing import OfferBook, resolve_feed_url
 from lium_provider.plan_summary.summary import judge, render
-from lium_provider.plan_summary.warm_summary import RenderedSummary, WarmSummary
+from lium_provider.plan_summary.warm_summary import RenderedSummary, WarmSummary, greeting
 from tests.support.lium import Account
 from tests.support.procs import children, cmdline
 from tests.support.terraform import REPO, Terraform
-from tfbridge.serving.launch import build_identity
 from tfbridge.serving.reattach import ReattachableProvider
 from tfbridge.serving.warm import InstalledProvider, installed_provider
 from tfbridge.serving.zygote import process_running as running
@@ -147,10 +146,10 @@ print('{{"markdown": "m", "json": "j", "violations": []}}', flush=True)
 @pytest.mark.parametrize("build", ["this build", "another build"])
 def test_only_this_very_build_makes_the_summary(tmp_path: Path, build: str) -> None:
     # Another checkout or virtualenv at this version greets as another build, and is not asked.
-    this = hashlib.sha256(build_identity().encode()).hexdigest()[:32]
-    greeting = f"lium-plan-summary 2 {this if build == 'this build' else '0' * 32}"
+    this = greeting().decode()
+    greeted = this if build == "this build" else f"{this.rsplit(' ', 1)[0]} {'0' * 32}"
     executable = tmp_path / "terraform-provider-lium_v0.1.0"
-    executable.write_text(FAKE_SUMMARY_COMMAND.format(python=sys.executable, greeting=greeting))
+    executable.write_text(FAKE_SUMMARY_COMMAND.format(python=sys.executable, greeting=greeted))
     executable.chmod(executable.stat().st_mode | stat.S_IXUSR)
     address = f"registry.terraform.io/{PROVIDER_SOURCE}"
     warm = WarmSummary(InstalledProvider(address, __version__, executable), None)
@@ -159,6 +158,26 @@ def test_only_this_very_build_makes_the_summary(tmp_path: Path, build: str) -> N
         assert summary == (RenderedSummary("m", "j", ()) if build == "this build" else None)
     finally:
         warm.close()
+
+
+def test_summary_code_from_elsewhere_than_the_bridge_is_another_build(tmp_path: Path) -> None:
+    # One installation, but lium_provider taken from a copy (PYTHONPATH): its summaries are the copy's.
+    shutil.copytree(REPO / "provider" / "lium_provider", tmp_path / "lium_provider")
+    copy = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, lium_provider.plan_summary.warm_summary as w; "
+            "sys.stdout.write(w.greeting().decode() + ' ' + w.lium_provider.__file__)",
+        ],
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.split()
+    assert copy[-1].startswith(str(tmp_path)), "the copy was not the code imported"
+    assert " ".join(copy[:-1]) != greeting().decode()
 
 
 def test_a_file_that_is_no_plan_fails_warm_as_it_fails_here(

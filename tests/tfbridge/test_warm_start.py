@@ -8,6 +8,7 @@ protocol 6 on a unix socket, the one kind of provider ``TF_REATTACH_PROVIDERS`` 
 from __future__ import annotations
 
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -45,12 +46,6 @@ def test_the_executable_is_found_from_a_relative_working_directory(
     monkeypatch.chdir(tmp_path)
     found = installed_provider(Path("stack"), SOURCE, {})
     assert found is not None and found.executable.is_absolute() and found.executable == executable
-
-
-def test_no_provider_is_guessed_among_several(tmp_path: Path) -> None:
-    install(tmp_path / ".terraform", "1.2.3")
-    install(tmp_path / ".terraform", "1.2.4")
-    assert installed_provider(tmp_path, SOURCE, {}) is None
 
 
 def test_the_data_directory_terraform_is_told_is_searched(tmp_path: Path) -> None:
@@ -146,14 +141,18 @@ def test_an_empty_data_directory_setting_means_the_default(tmp_path: Path) -> No
     assert found is not None and found.executable == executable
 
 
-def test_after_an_upgrade_the_locked_version_is_the_one(tmp_path: Path) -> None:
+def test_after_an_upgrade_the_version_terraform_selects_is_the_one(
+    tmp_path: Path, terraform_env: dict[str, str]
+) -> None:
     install(tmp_path / ".terraform", "0.1.0")
     upgraded = install(tmp_path / ".terraform", "0.2.0")
     (tmp_path / ".terraform.lock.hcl").write_text(
         '# This file is maintained automatically by "terraform init".\n\n'
-        'provider "registry.terraform.io/hashicorp/null" {\n  version = "0.1.0"\n  hashes = ["h1:x="]\n}\n\n'
-        'provider "registry.terraform.io/lium-stacks/lium" {\n  version     = "0.2.0"\n'
-        '  constraints = ">= 0.1.0"\n  hashes = [\n    "h1:abc=",\n  ]\n}\n'
+        'provider "registry.terraform.io/lium-stacks/lium" {\n'
+        '  # was version = "0.1.0" before the upgrade\n'
+        '  version     = "0.2.0"\n  constraints = ">= 0.1.0"\n  hashes = [\n    "h1:abc//def=",\n  ]\n}\n'
     )
-    found = installed_provider(tmp_path, SOURCE, {})
+    found = installed_provider(tmp_path, SOURCE, {**os.environ, **terraform_env})
     assert found is not None and found.executable == upgraded and found.version == "0.2.0"
+    (tmp_path / ".terraform.lock.hcl").unlink()  # nothing selects either: neither is guessed
+    assert installed_provider(tmp_path, SOURCE, {**os.environ, **terraform_env}) is None

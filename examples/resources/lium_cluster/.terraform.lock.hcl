@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:/Of7p5dSUtLMLKTMJgEQAcNDqPrlG+ICniRRzbopLDs=",
-    "zh:ad8999cd31a57a23c9d8d7a9ac8a373b807af0fdfc5460e25dc467235608d9f1",
+    "h1:/D68kWPO3RK+xyOYFnJ5fPgoWbL11AO40wY8nc9pUbY=",
+    "zh:d005db60959e6e5517ac45bee5e36898486020888d40b1b2a9dd69fb75e5d36f",
   ]
 }

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import lium_provider
 from lium_provider import PLAN_SUMMARY_COMMAND, __version__
 from lium_provider.plan_summary.gitops_contract import Policies
 from tfbridge.serving.constants import COMMAND_FLAG
@@ -68,7 +69,7 @@ def command(args: Sequence[str]) -> int:
     from lium_provider.plan_summary.pricing import OfferBook, resolve_feed_url
 
     out = sys.stdout.buffer
-    out.write(_greeting() + b"\n")
+    out.write(greeting() + b"\n")
     out.flush()
     book = OfferBook(resolve_feed_url(args[0] if args and args[0] else None, os.environ))
     book.fetch()
@@ -84,8 +85,12 @@ def command(args: Sequence[str]) -> int:
     return 0
 
 
-def _greeting() -> bytes:
-    build = hashlib.sha256(build_identity().encode()).hexdigest()[:32]
+def greeting() -> bytes:
+    """The greeting of this build: the zygote's build identity (the interpreter, the installed
+    distributions, the bridge's files) and where the code that makes the summary lives, since one
+    installation may take ``lium_provider`` from elsewhere than ``tfbridge`` (``PYTHONPATH``)."""
+    code = os.path.realpath(os.path.dirname(lium_provider.__file__))
+    build = hashlib.sha256("\0".join((build_identity(), code)).encode()).hexdigest()[:32]
     return _GREETING + b" " + build.encode()
 
 
@@ -121,7 +126,7 @@ class WarmSummary:
         will likely answer."""
         if self._greeted is None:
             line = None if self._lines is None else self._lines.line(_GREETING_TIMEOUT_SECONDS, 128)
-            self._greeted = line == _greeting()
+            self._greeted = line == greeting()
         return self._greeted
 
     def summarize(self, stack: str, plan_json_file: Path, policies: Policies) -> RenderedSummary | None:

@@ -10,8 +10,8 @@ the process that started it, which stands for Terraform: if that process dies, w
 
 from __future__ import annotations
 
+import json
 import os
-import re
 import selectors
 import subprocess
 import time
@@ -22,6 +22,7 @@ from pathlib import Path
 from tfbridge.serving.constants import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE, WARM_ONLY_ENV
 
 PROVIDER_PROTOCOL = "6"
+_TERRAFORM_VERSION_TIMEOUT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ def installed_provider(
     Terraform's layout: ``<data dir>/providers/<hostname>/<namespace>/<type>/<version>/<os>_<arch>/
     terraform-provider-<type>_v<version>``, the data directory being ``TF_DATA_DIR`` (relative to the
     working directory) or ``.terraform``. An upgrade leaves the older versions there: when there are
-    several, the one the dependency lock file (``.terraform.lock.hcl``) selects is the one.
+    several, the one Terraform selects (its dependency lock file says which) is the one.
     """
     namespace, type_name = source.split("/")
     # Absolute: the executable is started in ``working_dir``, where a relative path would mean another file.
@@ -54,24 +55,28 @@ def installed_provider(
         for path in providers.glob(pattern)
         if os.access(path, os.X_OK) and (parts := path.relative_to(providers).parts)
     ]
-    if len(found) > 1:
-        locked = _locked_versions(working_dir / LOCK_FILE)
-        found = [provider for provider in found if locked.get(provider.address) == provider.version]
+    if len(found) > 1:  # rare (an upgrade): ask Terraform, ~0.03 s
+        selected = _selected_versions(working_dir, environ)
+        found = [provider for provider in found if selected.get(provider.address) == provider.version]
     return found[0] if len(found) == 1 else None
 
 
-LOCK_FILE = ".terraform.lock.hcl"
-# A lock file's provider block: its address, then (no block is nested in it) its selected version.
-_LOCKED_PROVIDER = re.compile(r'provider\s+"([^"]+)"\s*\{[^}]*?\bversion\s*=\s*"([^"]+)"')
-
-
-def _locked_versions(lock_file: Path) -> dict[str, str]:
-    """The version the lock file selects for each provider address; empty when it cannot be read."""
+def _selected_versions(working_dir: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """The version Terraform selects for each provider address in ``working_dir`` (``terraform version
+    -json``, from the dependency lock file); empty when Terraform cannot say."""
     try:
-        text = lock_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        result = subprocess.run(
+            ["terraform", "version", "-json"],
+            cwd=working_dir,
+            env=dict(environ),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_TERRAFORM_VERSION_TIMEOUT_SECONDS,
+        )
+        selections = json.loads(result.stdout).get("provider_selections", {})
+    except (OSError, subprocess.TimeoutExpired, ValueError, AttributeError):
         return {}
-    return dict(_LOCKED_PROVIDER.findall(text))
+    return {str(address): str(version) for address, version in selections.items()}
 
 
 def start_warm(
