@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:/D68kWPO3RK+xyOYFnJ5fPgoWbL11AO40wY8nc9pUbY=",
-    "zh:d005db60959e6e5517ac45bee5e36898486020888d40b1b2a9dd69fb75e5d36f",
+    "h1:OzV6W1+OmtMowe5KTy6tgI+6hwIeG8xrfaFEChk7WRs=",
+    "zh:2a0c6aa70f44ce704928dea97c8f14eb0c243b099c48cf6efac06c89faa9898e",
   ]
 }

@@ -17,7 +17,6 @@ Terraform's own output goes to standard error, as it runs; standard output carri
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import json
 import os
@@ -25,9 +24,8 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from lium_provider import PROVIDER_SOURCE
 from lium_provider.plan_summary.gitops_contract import (
@@ -73,8 +71,7 @@ class ArtifactError(GitopsError):
     """The artifact to apply is missing or is not one ``gitops plan`` wrote."""
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """What both commands need: where the stack is, the commit it is checked out at, Terraform's lock wait."""
 
     stack_dir: Path
@@ -215,7 +212,7 @@ def plan(settings: Settings, policies: Policies) -> int:
         "manifest_version": MANIFEST_VERSION,
         "commit": settings.commit,
         "config_sha256": digest,
-        "policies": dataclasses.asdict(policies),
+        "policies": policies._asdict(),
         "policies_passed": not summary.failed,
     }
     (artifact / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
@@ -239,7 +236,7 @@ def read_manifest(artifact: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict) or manifest.get("manifest_version") != MANIFEST_VERSION:
         raise ArtifactError(f"{path} is not a lium-tf gitops manifest of version {MANIFEST_VERSION}")
     policies = manifest.get("policies")
-    if not isinstance(policies, dict) or not set(policies) <= {f.name for f in dataclasses.fields(Policies)}:
+    if not isinstance(policies, dict) or not set(policies) <= set(Policies._fields):
         raise ArtifactError(f"{path} does not say which policies the plan was reviewed under")
     if not (artifact / PLAN_FILE).is_file():
         raise ArtifactError(f"no reviewed plan: {artifact / PLAN_FILE} does not exist")
@@ -298,8 +295,8 @@ def _refuse(settings: Settings, reason: str, policies: Policies) -> int:
         f"lium-tf gitops apply: a fresh plan of {settings.commit[:12]} for review is in {fresh}:",
         file=sys.stderr,
     )
-    fresh_settings = dataclasses.replace(
-        settings, artifact_dir=fresh, not_configuration=(settings.artifact_dir, *settings.not_configuration)
+    fresh_settings = settings._replace(
+        artifact_dir=fresh, not_configuration=(settings.artifact_dir, *settings.not_configuration)
     )
     plan(fresh_settings, policies)
     print(

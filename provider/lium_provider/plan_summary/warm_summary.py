@@ -16,7 +16,6 @@ in-process, as it always can (:class:`Summarizer` does either).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import importlib
 import json
@@ -24,9 +23,8 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import lium_provider
 from lium_provider import PLAN_SUMMARY_COMMAND, __version__
@@ -50,8 +48,7 @@ _MAX_ANSWER_BYTES = 256 << 20
 _WARM_UP_NICENESS = 10
 
 
-@dataclass(frozen=True)
-class RenderedSummary:
+class RenderedSummary(NamedTuple):
     """A plan's summary as the job publishes it: Markdown, JSON, and the policies it violates."""
 
     markdown: str
@@ -80,7 +77,7 @@ def command(args: Sequence[str]) -> int:
     except PlanError as exc:  # the job says it as its own: no second read of the feed to find it again
         answer: dict[str, object] = {"plan_error": str(exc)}
     else:
-        answer = dataclasses.asdict(summary)
+        answer = summary._asdict()
     out.write(json.dumps(answer).encode() + b"\n")
     return 0
 
@@ -137,7 +134,7 @@ class WarmSummary:
         request = {
             "stack": stack,
             "plan_json_file": str(plan_json_file.resolve()),
-            "policies": dataclasses.asdict(policies),
+            "policies": policies._asdict(),
         }
         assert self._process.stdin is not None
         try:

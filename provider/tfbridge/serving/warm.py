@@ -16,8 +16,8 @@ import selectors
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from tfbridge.serving.constants import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE, WARM_ONLY_ENV
 
@@ -25,8 +25,7 @@ PROVIDER_PROTOCOL = "6"
 _TERRAFORM_VERSION_TIMEOUT_SECONDS = 30.0
 
 
-@dataclass(frozen=True)
-class InstalledProvider:
+class InstalledProvider(NamedTuple):
     """A provider as ``terraform init`` installed it in a working directory."""
 
     address: str
