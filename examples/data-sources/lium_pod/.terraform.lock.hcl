@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:OzV6W1+OmtMowe5KTy6tgI+6hwIeG8xrfaFEChk7WRs=",
-    "zh:2a0c6aa70f44ce704928dea97c8f14eb0c243b099c48cf6efac06c89faa9898e",
+    "h1:Ma0RqmxmzhpKFhNhXMAneTZdAMJjzodwms3o1Rb420k=",
+    "zh:724392fe3ea036e3c3924a6c0086691e03ae515e0102c89f52bfead048920659",
   ]
 }

@@ -10,6 +10,10 @@ this file by path and executes it; every other module imports it as ``tfbridge.s
 MAGIC_COOKIE_KEY = "TF_PLUGIN_MAGIC_COOKIE"
 MAGIC_COOKIE_VALUE = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"
 
+# The tfplugin protocol the bridge serves: the second field of its handshake line, what Terraform lists in
+# PLUGIN_PROTOCOL_VERSIONS, and the ProtocolVersion of a provider Terraform attaches to.
+PROVIDER_PROTOCOL_VERSION = 6
+
 # The launcher starts the provider program with ``ZYGOTE_FLAG SOCKET IDLE_SECONDS`` to make it a zygote.
 ZYGOTE_FLAG = "--tfbridge-zygote"
 # ``COMMAND_FLAG NAME ARGS...`` runs one of the program's side commands instead of serving Terraform, warm

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from tfbridge.cancel import abandon_all
-from tfbridge.serving.constants import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE
+from tfbridge.serving.constants import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE, PROVIDER_PROTOCOL_VERSION
 from tfbridge.serving.hosts import Host, TerraformParent, launcher_of_this_process
 from tfbridge.serving.lifecycle import Lifecycle
 from tfbridge.serving.tls_certificate import CertificateChild
@@ -46,7 +46,6 @@ if TYPE_CHECKING:
     from tfbridge.serving.tls_relay import ServerIdentity
 
 CORE_PROTOCOL_VERSION = 1
-PROVIDER_PROTOCOL_VERSION = 6
 
 NOT_A_COMMAND_MESSAGE = (
     "This binary is a plugin. These are not meant to be executed directly. Please execute the program "

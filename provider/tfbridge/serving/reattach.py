@@ -18,7 +18,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from tfbridge.serving.warm import PROVIDER_PROTOCOL, InstalledProvider, LineReader, start_warm, stop
+from tfbridge.serving.constants import PROVIDER_PROTOCOL_VERSION
+from tfbridge.serving.warm import InstalledProvider, LineReader, start_warm, stop
 
 REATTACH_ENV = "TF_REATTACH_PROVIDERS"
 # A plaintext handshake line is ~60 bytes; a longer one is not one this module can use.
@@ -51,13 +52,18 @@ class ReattachableProvider:
     def _configuration(self, handshake: str) -> dict[str, str] | None:
         # go-plugin's line: core version | protocol version | network | address | protocol | server cert.
         fields = handshake.split("|")
-        if len(fields) < 5 or fields[1] != PROVIDER_PROTOCOL or fields[2] != "unix" or fields[4] != "grpc":
+        if (
+            len(fields) < 5
+            or fields[1] != str(PROVIDER_PROTOCOL_VERSION)
+            or fields[2] != "unix"
+            or fields[4] != "grpc"
+        ):
             return None
         if len(fields) > 5 and fields[5]:
             return None  # it serves TLS: a reattached client cannot speak it
         config = {
             "Protocol": "grpc",
-            "ProtocolVersion": int(PROVIDER_PROTOCOL),
+            "ProtocolVersion": PROVIDER_PROTOCOL_VERSION,
             "Pid": self._process.pid,
             # go-plugin's test mode: Terraform leaves the process running when done; stop() ends it.
             "Test": True,

@@ -19,9 +19,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from tfbridge.serving.constants import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE, WARM_ONLY_ENV
+from tfbridge.serving.constants import (
+    MAGIC_COOKIE_KEY,
+    MAGIC_COOKIE_VALUE,
+    PROVIDER_PROTOCOL_VERSION,
+    WARM_ONLY_ENV,
+)
 
-PROVIDER_PROTOCOL = "6"
 _TERRAFORM_VERSION_TIMEOUT_SECONDS = 30.0
 
 
@@ -87,7 +91,7 @@ def start_warm(
     environment = {key: value for key, value in environ.items() if key != "PLUGIN_CLIENT_CERT"}
     environment |= {
         MAGIC_COOKIE_KEY: MAGIC_COOKIE_VALUE,
-        "PLUGIN_PROTOCOL_VERSIONS": PROVIDER_PROTOCOL,
+        "PLUGIN_PROTOCOL_VERSIONS": str(PROVIDER_PROTOCOL_VERSION),
         WARM_ONLY_ENV: "1",
     }
     return subprocess.Popen(
