@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from lium_provider.plan_summary.pricing import OfferBook, resolve_feed_url
 from lium_provider.plan_summary.summary import judge, render
 from lium_provider.plan_summary.warm_summary import RenderedSummary, WarmSummary, greeting
 from tests.support.lium import Account
-from tests.support.procs import children, cmdline
+from tests.support.procs import children, cmdline, python_program
 from tests.support.terraform import REPO, Terraform
 from tfbridge.serving.reattach import ReattachableProvider
 from tfbridge.serving.warm import InstalledProvider, installed_provider
@@ -43,6 +42,14 @@ def planned(make_terraform: Callable[..., Terraform], account: Account) -> tuple
     tf.init()
     tf.run("plan", "-input=false", "-no-color", "-out=plan.bin")
     return tf, tf.workdir / "plan.bin"
+
+
+@pytest.fixture
+def job_environment(account: Account, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process's environment is a job's: the helpers start with it, and the feed both sides price
+    with is the emulator's (never Lium's default endpoint)."""
+    for key, value in account.env.items():
+        monkeypatch.setenv(key, value)
 
 
 def environment(tf: Terraform) -> dict[str, str]:
@@ -87,14 +94,11 @@ def test_show_attached_to_a_provider_started_ahead_shows_the_same_plan(
         provider.stop()
 
 
-def test_the_summary_made_in_the_zygote_is_the_one_made_here(
-    planned: tuple[Terraform, Path], account: Account, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("job_environment")
+def test_the_summary_made_in_the_zygote_is_the_one_made_here(planned: tuple[Terraform, Path]) -> None:
     tf, plan_file = planned
     plan_json = tf.run("show", "-json", str(plan_file)).stdout
     (tf.workdir / "plan.json").write_text(plan_json)
-    for key, value in account.env.items():  # the feed both price with: the emulator's, as a job's would
-        monkeypatch.setenv(key, value)
     report, results = judge([("stack", plan_json)], OfferBook(resolve_feed_url(None, os.environ)), POLICIES)
     markdown = render(report, results, "markdown")
     here = RenderedSummary(markdown.text, render(report, results, "json").text, tuple(markdown.violations))
@@ -119,12 +123,12 @@ def test_another_version_of_the_provider_is_not_asked(planned: tuple[Terraform, 
 
 def test_a_provider_that_does_not_know_the_command_is_left_alone(tmp_path: Path) -> None:
     # An older provider serves Terraform whatever its arguments: it answers with a handshake line.
-    executable, pid_file = tmp_path / "terraform-provider-lium_v0.1.0", tmp_path / "pid"
-    executable.write_text(
-        f"#!{sys.executable}\nimport os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-        "print('1|6|unix|/tmp/x.sock|grpc|', flush=True)\ntime.sleep(600)\n"
+    pid_file = tmp_path / "pid"
+    executable = python_program(
+        tmp_path / "terraform-provider-lium_v0.1.0",
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "print('1|6|unix|/tmp/x.sock|grpc|', flush=True)\ntime.sleep(600)\n",
     )
-    executable.chmod(executable.stat().st_mode | stat.S_IXUSR)
     address = f"registry.terraform.io/{PROVIDER_SOURCE}"
     warm = WarmSummary(InstalledProvider(address, __version__, executable), None)
     assert not warm.greeted()
@@ -135,8 +139,7 @@ def test_a_provider_that_does_not_know_the_command_is_left_alone(tmp_path: Path)
     assert not running(started), "the provider started for the summary must be stopped"
 
 
-FAKE_SUMMARY_COMMAND = """#!{python}
-import sys
+FAKE_SUMMARY_COMMAND = """import sys
 print({greeting!r}, flush=True)
 sys.stdin.readline()
 print('{{"markdown": "m", "json": "j", "violations": []}}', flush=True)
@@ -148,9 +151,9 @@ def test_only_this_very_build_makes_the_summary(tmp_path: Path, build: str) -> N
     # Another checkout or virtualenv at this version greets as another build, and is not asked.
     this = greeting().decode()
     greeted = this if build == "this build" else f"{this.rsplit(' ', 1)[0]} {'0' * 32}"
-    executable = tmp_path / "terraform-provider-lium_v0.1.0"
-    executable.write_text(FAKE_SUMMARY_COMMAND.format(python=sys.executable, greeting=greeted))
-    executable.chmod(executable.stat().st_mode | stat.S_IXUSR)
+    executable = python_program(
+        tmp_path / "terraform-provider-lium_v0.1.0", FAKE_SUMMARY_COMMAND.format(greeting=greeted)
+    )
     address = f"registry.terraform.io/{PROVIDER_SOURCE}"
     warm = WarmSummary(InstalledProvider(address, __version__, executable), None)
     try:
@@ -180,12 +183,9 @@ def test_summary_code_from_elsewhere_than_the_bridge_is_another_build(tmp_path: 
     assert " ".join(copy[:-1]) != greeting().decode()
 
 
-def test_a_file_that_is_no_plan_fails_warm_as_it_fails_here(
-    planned: tuple[Terraform, Path], account: Account, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("job_environment")
+def test_a_file_that_is_no_plan_fails_warm_as_it_fails_here(planned: tuple[Terraform, Path]) -> None:
     tf, _ = planned
-    for key, value in account.env.items():
-        monkeypatch.setenv(key, value)
     not_a_plan = tf.workdir / "not-a-plan.json"
     not_a_plan.write_text('{"format_version": "1.2"}')
     with pytest.raises(PlanError) as here:
@@ -200,12 +200,11 @@ def test_a_file_that_is_no_plan_fails_warm_as_it_fails_here(
         warm.close()
 
 
+@pytest.mark.usefixtures("job_environment")
 def test_the_summary_runs_where_the_job_runs(
-    planned: tuple[Terraform, Path], account: Account, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    planned: tuple[Terraform, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     tf, _ = planned
-    for key, value in account.env.items():
-        monkeypatch.setenv(key, value)
     elsewhere = tmp_path / "job-directory"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)  # relative settings (SSL_CERT_FILE=ca.pem) mean what they mean here
@@ -218,16 +217,13 @@ def test_the_summary_runs_where_the_job_runs(
         warm.close()
 
 
+@pytest.mark.usefixtures("job_environment")
 def test_without_a_warm_zygote_nothing_is_started(
-    make_terraform: Callable[..., Terraform],
-    account: Account,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    make_terraform: Callable[..., Terraform], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cold = tmp_path / "no-zygotes"
     cold.mkdir(mode=0o700)
-    for key, value in {**account.env, "TFBRIDGE_ZYGOTE_DIR": str(cold)}.items():
-        monkeypatch.setenv(key, value)  # the job's own environment, which the helpers start with
+    monkeypatch.setenv("TFBRIDGE_ZYGOTE_DIR", str(cold))
     tf = make_terraform(QUICKSTART)
     tf.init()  # installs the provider; no start of it yet, so no zygote
     provider = ReattachableProvider(provider_of(tf), tf.workdir, environment(tf))

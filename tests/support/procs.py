@@ -1,5 +1,5 @@
-"""Process helpers: find the provider process Terraform started (to kill it mid-operation), and keep
-the provider zygotes a run starts private to it and stopped afterwards."""
+"""Process helpers: find the provider process Terraform started (to kill it mid-operation), keep the
+provider zygotes a run starts private to it and stopped afterwards, and write small stand-in programs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import contextlib
 import gc
 import os
 import signal
+import stat
 import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -132,3 +134,11 @@ def private_zygotes(directory: Path) -> Iterator[Path]:
         else:
             os.environ["TFBRIDGE_ZYGOTE_DIR"] = previous
         close_directory(directory)
+
+
+def python_program(path: Path, body: str) -> Path:
+    """An executable file at ``path`` that runs the Python ``body`` with this interpreter (a stand-in for a
+    provider executable, say)."""
+    path.write_text(f"#!{sys.executable}\n{body}")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path

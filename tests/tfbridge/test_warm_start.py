@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.procs import python_program
 from tfbridge.serving.reattach import REATTACH_ENV, ReattachableProvider
 from tfbridge.serving.warm import InstalledProvider, LineReader, installed_provider
 
@@ -94,9 +95,10 @@ def test_a_line_too_long_or_too_late_is_none(tmp_path: Path) -> None:
 
 
 def provider_printing(tmp_path: Path, line: str) -> InstalledProvider:
-    executable = tmp_path / "terraform-provider-lium_v1.0.0"
-    executable.write_text(f"#!{sys.executable}\nimport time\nprint({line!r}, flush=True)\ntime.sleep(600)\n")
-    executable.chmod(executable.stat().st_mode | stat.S_IXUSR)
+    executable = python_program(
+        tmp_path / "terraform-provider-lium_v1.0.0",
+        f"import time\nprint({line!r}, flush=True)\ntime.sleep(600)\n",
+    )
     return InstalledProvider("registry.terraform.io/lium-stacks/lium", "1.0.0", executable)
 
 
