@@ -20,7 +20,13 @@ from lium_provider.domain.removal import (
     TERMINATION_HOURS_RANGE,
     configured_default_hours,
 )
-from lium_provider.domain.stack import ADOPT_STACKS_ENV, STACK_ENV, adopted_tags, stack_identity, stack_tag
+from lium_provider.domain.stack import (
+    ADOPT_STACKS_ENV,
+    STACK_ENV,
+    adopted_tags,
+    named_explicitly,
+    this_stacks_tag,
+)
 from lium_provider.resources.cluster import ClusterResource
 from lium_provider.resources.cluster_offers import ClusterOffersDataSource
 from lium_provider.resources.data_sources import OffersDataSource, PodDataSource, TemplatesDataSource
@@ -128,10 +134,12 @@ class LiumProviderConfig(BaseModel):
         str | None,
         Attribute(
             optional=True,
-            description=f"Names the stack whose objects this provider may recover (adopt or delete after a "
-            f"crash); its hash tags every pod name sent to Lium. Default: env `{STACK_ENV}`, else derived "
-            'from the backend that holds the state and the workspace (docs/reliability.md, "What counts as '
-            'the same stack").',
+            description="Names the stack: its hash tags every object this provider creates (a pod's Lium "
+            "name, a template's or volume's description), bounds recovery after a crash to what carries "
+            "that tag, and makes the objects of the state this stack's only under that tag (or an adopted "
+            f"one). Default: env `{STACK_ENV}`; else the stack is its state: the tag its objects record "
+            "travels with it (a moved or re-cloned directory, a migrated backend), and a new state's is "
+            'derived from where it lives (docs/design.md, "Stacks: identity, names and ownership").',
         ),
         PRINTABLE_NAME,
     ] = None
@@ -140,12 +148,12 @@ class LiumProviderConfig(BaseModel):
         Attribute(
             optional=True,
             description="Stacks (each a `stack` value, or the tag that errors name) whose objects this stack "
-            "takes over on purpose: when this stack's identity changed (its backend was migrated, its "
-            "directory moved), its state holds them under the old stack's tag, and the plan refuses them "
-            "until they are named here; the apply then records this stack's tag in the state (and in a "
-            "volume's description). A pod keeps its Lium name and a template its description (Lium cannot "
-            "rename a pod, and rewriting a template restarts its pods), so `lium-tf sweep --stack` finds "
-            f"those under the old stack. Default: env `{ADOPT_STACKS_ENV}` (comma-separated), else none.",
+            "takes over on purpose: an import of an object that carries one of their tags in Lium, an object "
+            "of the state that carries one (a stack named with `stack` whose name changed), a `lium_runner` "
+            "on one of their pods. The object is then recorded with this stack's tag, and the tag it carries "
+            "in `adopted_from` (a pod keeps its Lium name and a template its description: Lium cannot rename "
+            "a pod, and rewriting a template restarts its pods), after which the setting can go. Default: "
+            f"env `{ADOPT_STACKS_ENV}` (comma-separated), else none.",
         ),
     ] = None
 
@@ -263,7 +271,8 @@ class LiumProvider(Provider[LiumProviderConfig]):
             ssh_private_key=private_key,
             runner_download_url=config.runner_download_url or os.environ.get("LIUM_RUNNER_DOWNLOAD_URL"),
             journal=RentJournal(journal_dir()),
-            stack_tag=stack_tag(stack_identity(config.stack, command=terraform_command())),
+            stack_tag=this_stacks_tag(config.stack, command=terraform_command()),
+            named=named_explicitly(config.stack),
             adopt_tags=adopted_tags(config.adopt_stacks),
             default_termination_hours=default_hours,
         )

@@ -16,6 +16,9 @@ from lium_provider.domain.placement import Placement
 from lium_provider.domain.stack import parse_lium_pod_name
 from tfbridge import Context, TFError
 
+_CREATED = "a create"
+_HELD = "an object of the state"
+
 
 @dataclass
 class LiumSession:
@@ -27,15 +30,21 @@ class LiumSession:
     runner_download_url: str | None
     journal: RentJournal
     stack_tag: str
-    """This stack's tag (:mod:`lium_provider.domain.stack`): recovery touches only objects that carry it."""
+    """The tag of what this stack creates (:mod:`lium_provider.domain.stack`): recovery touches only
+    objects that carry it."""
+    named: bool = False
+    """Whether the stack is named (``stack``, ``LIUM_STACK``): then its state's objects are its own only
+    under its name's tag or an adopted one (:mod:`lium_provider.resources.ownership`)."""
     adopt_tags: frozenset[str] = frozenset()
     """Tags of the stacks whose objects this stack takes over (the provider's ``adopt_stacks``)."""
     default_termination_hours: int | None = None
     """``termination_hours`` of a pod that sets none (the provider's ``default_termination_hours``)."""
     watcher: PodWatcher = field(init=False)
     placement: Placement = field(init=False)
-    _planned_creates: set[tuple[str, str]] = field(init=False, default_factory=set)
-    _planned_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _names: dict[tuple[str, ...], str] = field(init=False, default_factory=dict)
+    """Each name this run's plans use, and by what (:data:`_CREATED` or :data:`_HELD`)."""
+    _held_tags: set[str] = field(init=False, default_factory=set)
+    _names_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _earlier_pods: dict[str, Pod] | None = field(init=False, default=None)
     _earlier_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _account: User | None = field(init=False, default=None)
@@ -68,7 +77,7 @@ class LiumSession:
             return self._account
 
     def earlier_pod(self, lium_name: str) -> Pod | None:
-        """The live pod of this stack named ``lium_name`` that existed when this process first asked.
+        """The live pod named ``lium_name`` that existed when this process first asked.
 
         An interrupted run's pod exists before this process starts, so one listing per process (not
         one per create, which would spend Lium's listing budget that :mod:`lium_provider.api.pod_watch`
@@ -79,23 +88,43 @@ class LiumSession:
                 self._earlier_pods = {
                     p.pod_name: p
                     for p in self.client.list_pods()
-                    if p.status not in DEAD_POD_STATES
-                    and (parse_lium_pod_name(p.pod_name) or ("", ""))[1] == self.stack_tag
+                    if p.status not in DEAD_POD_STATES and parse_lium_pod_name(p.pod_name) is not None
                 }
             return self._earlier_pods.get(lium_name)
 
-    def claim_name(self, type_name: str, name: str) -> bool:
-        """Note that this process plans to create a ``type_name`` named ``name``; False if one already is.
+    def use_name(self, key: tuple[str, ...], *, create: bool, replacing: bool = False) -> bool:
+        """Note that this run's plan uses the name ``key`` (a Lium pod name, or a kind, name and stack
+        tag), for a create (``create``) or for an object the state holds; False when the name is taken
+        already by a create, or, for a create, by an object the state holds, unless the create is
+        ``replacing`` that very object (Terraform plans a replacement's create half right after it).
 
-        Within a stack the name (with the stack's tag) is what recognises a pod, template or volume
-        without the local journal, so a fresh runner can adopt what a killed one made: two creates of one
-        name in one stack must be refused (each provider process plans one Terraform run).
+        The name (with the stack's tag) is how a create finds what an interrupted run of it made, so a
+        create whose name another resource of the stack uses would adopt that resource's object. Every
+        object of the state and every create is planned in this one process, in any order: whichever
+        comes second sees the other.
         """
-        with self._planned_lock:
-            if (type_name, name) in self._planned_creates:
+        with self._names_lock:
+            taken = self._names.get(key)
+            if create:
+                if taken is not None and not (taken == _HELD and replacing):
+                    return False
+                self._names[key] = _CREATED
+                return True
+            if taken == _CREATED:
                 return False
-            self._planned_creates.add((type_name, name))
+            self._names.setdefault(key, _HELD)
             return True
+
+    def note_held(self, *tags: str | None) -> None:
+        """Tags an object of this state is recorded under (its ``stack_tag``, and ``adopted_from``),
+        seen while planning: a ``lium_runner`` may run on a pod that carries one of them."""
+        with self._names_lock:
+            self._held_tags.update(t for t in tags if t)
+
+    def holds_tag(self, tag: str) -> bool:
+        """Whether ``tag`` is this stack's, adopted, or one an object of this state is recorded under."""
+        with self._names_lock:
+            return tag == self.stack_tag or tag in self.adopt_tags or tag in self._held_tags
 
     def require_ssh_key(self, attribute: str) -> str:
         if not self.ssh_private_key:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "Cancelled": "tfbridge.cancel",
     "CancelToken": "tfbridge.cancel",
+    "outliving_the_host": "tfbridge.cancel",
     "destroying": "tfbridge.command",
     "terraform_command": "tfbridge.command",
     "AttributePath": "tfbridge.diagnostics",
@@ -42,7 +43,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
-    from tfbridge.cancel import Cancelled, CancelToken
+    from tfbridge.cancel import Cancelled, CancelToken, outliving_the_host
     from tfbridge.command import destroying, terraform_command
     from tfbridge.diagnostics import AttributePath, Diagnostic, Severity, TFError
     from tfbridge.plan import PlanChange
@@ -90,6 +91,7 @@ __all__ = [
     "UseStateForUnknown",
     "current_context",
     "destroying",
+    "outliving_the_host",
     "parse_duration",
     "schema_of",
     "terraform_command",

@@ -8,8 +8,12 @@ return partial state when they stop early.
 
 from __future__ import annotations
 
+import itertools
 import threading
+import time
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class Cancelled(Exception):
@@ -62,3 +66,31 @@ def abandon_all() -> None:
     """Abandon every token of this process: the serving process's host is gone (:mod:`tfbridge.serving.handshake`)."""
     for token in list(_TOKENS):
         token.abandon()
+
+
+_HOLDS: dict[int, float] = {}
+_HOLDS_LOCK = threading.Lock()
+_HOLD_KEYS = itertools.count()
+
+
+@contextmanager
+def outliving_the_host(seconds: float) -> Iterator[None]:
+    """Around one request whose effect is not known until it answers (a rent): should the host go away
+    meanwhile, the process waits for the block to end (at most ``seconds`` from its start) before the
+    grace that abandoned operations get to undo what they made begins, so the undo can still see what
+    the request made. Outside such a block an abandoned process exits after that grace alone."""
+    key = next(_HOLD_KEYS)
+    with _HOLDS_LOCK:
+        _HOLDS[key] = time.monotonic() + seconds
+    try:
+        yield
+    finally:
+        with _HOLDS_LOCK:
+            _HOLDS.pop(key, None)
+
+
+def held_seconds() -> float:
+    """How much longer the longest :func:`outliving_the_host` block now open may last (0: none is open)."""
+    now = time.monotonic()
+    with _HOLDS_LOCK:
+        return max((until - now for until in _HOLDS.values()), default=0.0)

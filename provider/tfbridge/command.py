@@ -22,6 +22,7 @@ from tfbridge.serving.constants import TERRAFORM_PID_ENV
 
 DESTROY_COMMAND = "destroy"
 DESTROY_FLAG = "destroy"
+TARGET_FLAG = "target"
 # What Go's flag package (strconv.ParseBool) reads as true in ``-destroy=<value>``.
 GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 # The subcommands whose TF_CLI_ARGS_<name> may add -destroy.
@@ -40,16 +41,22 @@ def destroy_requested(argv: list[str], environment: dict[str, str]) -> bool:
         return True
     if subcommand not in _PLANNING_COMMANDS:
         return False
-    # Terraform puts TF_CLI_ARGS, then TF_CLI_ARGS_<command>, right after the subcommand.
+    words = _arguments(argv, environment)
+    settings = [setting for word in words if (setting := _destroy_setting(word)) is not None]
+    return bool(settings) and settings[-1]  # as in Go's flag package, the last one counts
+
+
+def _arguments(argv: list[str], environment: dict[str, str]) -> list[str]:
+    """The subcommand's arguments as Terraform reads them: ``TF_CLI_ARGS``, then
+    ``TF_CLI_ARGS_<command>``, right after the subcommand, then the command line's own."""
+    subcommand = subcommand_of(argv)
     words: list[str] = []
     for variable in ("TF_CLI_ARGS", f"TF_CLI_ARGS_{subcommand}"):
         try:
             words += shlex.split(environment.get(variable, ""))
         except ValueError:  # unbalanced quotes: Terraform itself refuses to run with them
             continue
-    words += argv[argv.index(subcommand) + 1 :]
-    settings = [setting for word in words if (setting := _destroy_setting(word)) is not None]
-    return bool(settings) and settings[-1]  # as in Go's flag package, the last one counts
+    return words + argv[argv.index(subcommand) + 1 :]
 
 
 def _destroy_setting(word: str) -> bool | None:
@@ -79,6 +86,24 @@ def destroying() -> bool:
     Read at each call, never cached: a zygote's fork must not inherit an answer made for another run."""
     argv = _terraform_argv()
     return argv is not None and destroy_requested(argv, dict(os.environ))
+
+
+def destroys_everything(argv: list[str], environment: dict[str, str]) -> bool:
+    """Whether a Terraform command line (without the program) and its environment destroy everything its
+    state holds and go on to delete (``destroy``, ``apply -destroy``): not a speculative ``plan
+    -destroy``, and not one narrowed by ``-target``."""
+    if subcommand_of(argv) not in (DESTROY_COMMAND, "apply") or not destroy_requested(argv, environment):
+        return False
+    flags = (
+        word.lstrip("-").partition("=")[0] for word in _arguments(argv, environment) if word.startswith("-")
+    )
+    return TARGET_FLAG not in flags
+
+
+def whole_destroy() -> bool:
+    """:func:`destroys_everything` for the Terraform command this process serves. Read at each call."""
+    argv = _terraform_argv()
+    return argv is not None and destroys_everything(argv, dict(os.environ))
 
 
 def terraform_command() -> str | None:

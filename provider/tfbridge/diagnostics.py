@@ -37,6 +37,10 @@ class Diagnostic:
     def warning(cls, summary: str, detail: str = "", path: Sequence[str | int] | None = None) -> Diagnostic:
         return cls(Severity.WARNING, summary, detail, tuple(path) if path is not None else None)
 
+    def as_warning(self) -> Diagnostic:
+        """The same message as a warning: for what must be said without failing the operation."""
+        return Diagnostic(Severity.WARNING, self.summary, self.detail, self.path)
+
 
 @dataclass
 class TFError(Exception):

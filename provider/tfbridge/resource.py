@@ -116,6 +116,18 @@ class Resource(Generic[StateT]):
     def create(self, ctx: Context, plan: StateT, config: StateT) -> StateT:
         raise NotImplementedError
 
+    def end_unrecorded(self, ctx: Context, config: StateT) -> None:
+        """End what an interrupted create of this instance made and no state records.
+
+        Called instead of :meth:`modify_plan` when a ``terraform destroy`` of everything (or ``apply
+        -destroy``; never a speculative ``plan -destroy`` nor one narrowed by ``-target``) refreshes with
+        a normal plan and that plan would create this instance: the only moment a destroy meets an
+        instance its state does not hold (Terraform skips that plan when the state is empty). ``config`` is
+        the instance's configuration (unknowns read as None). A :class:`TFError` it raises becomes a
+        warning: a destroy is never blocked. Terraform shows no diagnostic of that plan unless it fails,
+        so what was done belongs in the log too. By default nothing.
+        """
+
     def read(self, ctx: Context, state: StateT) -> StateT | None:
         """Refresh ``state``; return ``None`` when the object is gone, so Terraform plans to create it."""
         raise NotImplementedError

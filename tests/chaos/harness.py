@@ -38,7 +38,7 @@ from tests.chaos.outcome import Outcome
 from tests.chaos.scenarios import Scenario
 from tests.support import http
 from tests.support.lium import FAST_TIMINGS, Account, rotate_host_keys
-from tests.support.procs import children, find_descendant, providers_in
+from tests.support.procs import find_descendant, kill_machine, providers_in
 from tests.support.terraform import Terraform, interrupt, kill_group
 from tfbridge.serving.handshake import ABANDON_GRACE_SECONDS
 
@@ -381,18 +381,7 @@ class ScenarioRun:
             os.kill(provider, signal.SIGKILL)
 
     def _kill_machine(self, process: subprocess.Popen[str]) -> None:
-        """The runner's machine dies: the stack's provider servers first (a server that saw its launcher
-        go would undo the rent, which a dead machine cannot), then terraform's process group (terraform
-        and the launchers), then anything of the stack still running."""
-        workdir = self.tf.workdir.resolve()
-        launchers = set(children(process.pid))
-        for pid in [p for p in providers_in(workdir) if p not in launchers]:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        kill_group(process)
-        for pid in providers_in(workdir):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        kill_machine(process, self.tf.workdir)
 
     def _restart_emulator(self, process: subprocess.Popen[str]) -> None:
         assert self.emulator is not None, "restart scenarios need their own emulator"

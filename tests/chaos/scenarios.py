@@ -28,6 +28,10 @@ Category = Literal[
     "copied-state",
     "host-key-change",
     "cluster",
+    "moved-directory",
+    "migrated-backend",
+    "edited-id",
+    "killed-cluster-create",
 ]
 Phase = Literal["apply", "plan", "destroy"]
 Twin = Literal["", "directories", "workspaces"]
@@ -41,11 +45,15 @@ ClusterHit = Literal["member-fails", "kill-terraform", "kill-provider", "fresh-r
 HostKeyExit = Literal["", "destroy", "destroy -refresh=false", "apply -replace"]
 # The command run first in a stack that holds a copy of another stack's state.
 CopyCommand = Literal["", "plan", "apply", "destroy"]
+# How a cluster create dies in ``killed-cluster-create``: Terraform killed while Lium answers the rental
+# slower than an abandoned create may take to undo it, or the runner's machine killed while the members'
+# removal deadlines are being set.
+KilledClusterCreate = Literal["slow-answer", "dead-runner"]
 Backend = Literal["local", "pg"]
 
 DEFAULT_SEED = 20260701
 # Every seed's coverage list fits in this many scenarios: the default count of a run.
-COVERED_WITHIN = 33
+COVERED_WITHIN = 37
 
 # Each API route the provider uses: (method, path pattern relative to /api), and the phases that send it.
 ROUTES: dict[str, tuple[str, str]] = {
@@ -126,6 +134,14 @@ FRESH_RUNNER_HITS: tuple[Hit, ...] = ("kill-terraform", "kill-provider")
 PG_RUNNER_HITS: tuple[Hit, ...] = ("kill-terraform", "kill-provider", "kill-machine")
 COPY_COMMANDS: tuple[CopyCommand, ...] = ("plan", "apply", "destroy")
 CLUSTER_HITS: tuple[ClusterHit, ...] = ("member-fails", "kill-terraform", "kill-provider", "fresh-runner")
+# What hits a stack's destroy after its state moved (a directory moved, a backend migrated): nothing, or
+# a process fault.
+TRAVEL_HITS: tuple[Hit, ...] = ("", "sigint", "kill-terraform")
+KILLED_CLUSTER_CREATES: tuple[KilledClusterCreate, ...] = ("slow-answer", "dead-runner")
+# Longer than the grace an abandoned create gets to undo what it made (tfbridge.serving.handshake).
+SLOW_RENTAL_SECONDS = 10
+# How long a held request waits while its stack's machine is killed: longer than anything after it.
+COMMAND_HOLD_SECONDS = 30
 CLUSTER_RENT = ("POST", "/executors/cluster/rent")
 CLUSTER_IMAGE = "daturaai/lium-cluster:1.2.0"
 CLUSTER_NODES = 2
@@ -221,6 +237,10 @@ class Scenario:
             "host-key-change": self.host_key_exit.replace(" ", ""),
             "cluster": (f"{self.hit}-rent+{self.delay:.1f}s" if self.hit else self.variant)
             + ("-fresh-runner" if self.fresh_runner and self.category == "cluster" else ""),
+            "moved-directory": self.hit or "clean",
+            "migrated-backend": self.hit or "clean",
+            "edited-id": "then-destroy",
+            "killed-cluster-create": self.variant,
         }[self.category]
         return f"{self.index:03d}-{self.category}-{self.phase}-{detail}"
 
@@ -268,6 +288,10 @@ def coverage_cases(seed: int) -> list[Case]:
         ("pg-killed-runner", rng.choice(PG_RUNNER_HITS), ""),
         ("copied-state", rng.choice(COPY_COMMANDS), ""),
         ("cluster", rng.choice(CLUSTER_HITS), ""),
+        ("moved-directory", rng.choice(TRAVEL_HITS), ""),
+        ("migrated-backend", rng.choice(TRAVEL_HITS), ""),
+        ("edited-id", "", ""),
+        ("killed-cluster-create", rng.choice(KILLED_CLUSTER_CREATES), ""),
     ]
     rng.shuffle(first)
     routes: list[Case] = [
@@ -296,6 +320,12 @@ def _random_case(rng: random.Random) -> Case:
         return ("copied-state", rng.choice(COPY_COMMANDS), "")
     if draw < 0.55:
         return ("cluster", rng.choice(CLUSTER_HITS), "")
+    if draw < 0.57:
+        return (rng.choice(("moved-directory", "migrated-backend")), rng.choice(TRAVEL_HITS), "")
+    if draw < 0.58:
+        return ("edited-id", "", "")
+    if draw < 0.60:
+        return ("killed-cluster-create", rng.choice(KILLED_CLUSTER_CREATES), "")
     variant = rng.choice(VARIANTS)
     return ("fault", variant, rng.choice(VARIANT_ROUTES[variant]))
 
@@ -316,6 +346,12 @@ def _build(index: int, seed: int, case: Case, rng: random.Random, *, sure: bool)
         return _copied_state(index, seed, detail, rng)
     if category == "cluster":
         return _cluster(index, seed, detail, rng)
+    if category in ("moved-directory", "migrated-backend"):
+        return _travelled(index, seed, category, detail, rng)
+    if category == "edited-id":
+        return Scenario(index, seed, "edited-id", "destroy", _stack(rng))
+    if category == "killed-cluster-create":
+        return _killed_cluster_create(index, seed, detail, rng)
     return _process(index, seed, category, detail, rng)
 
 
@@ -619,6 +655,54 @@ def _cluster(index: int, seed: int, detail: str, rng: random.Random) -> Scenario
         recover_by_apply=recover or hit == "fresh-runner",
         hit=killed,
         fresh_runner=hit == "fresh-runner",
+    )
+
+
+def _travelled(index: int, seed: int, category: Category, detail: str, rng: random.Random) -> Scenario:
+    """A stack applies, then its state moves (its directory is moved, or its state migrated from local to
+    ``pg``); its plan from there must be empty, and its destroy, hit by ``hit``, must leave nothing."""
+    hit = next(h for h in TRAVEL_HITS if h == detail)
+    return Scenario(
+        index,
+        seed,
+        category,
+        "destroy",
+        _stack(rng),
+        delay=round(rng.uniform(0.2, 2.0), 2),
+        signal="SIGKILL" if hit == "kill-terraform" else "SIGINT" if hit else "",
+        hit=hit,
+    )
+
+
+def _killed_cluster_create(index: int, seed: int, detail: str, rng: random.Random) -> Scenario:
+    """A cluster stack whose template is applied first; its cluster's create then dies: Terraform killed
+    while the rental's answer is slow, or the whole machine killed while the members' deadlines are being
+    set. The destroy (after a recovery apply, or alone) must leave nothing."""
+    variant = next(v for v in KILLED_CLUSTER_CREATES if v == detail)
+    stack = Stack(pods=0, credential=False, volume=False, create_timeout=CREATE_TIMEOUT, cluster=True)
+    if variant == "slow-answer":
+        method, path, seconds = *CLUSTER_RENT, SLOW_RENTAL_SECONDS
+    else:
+        method, path, seconds = "POST", "/pods/*/schedule-removal", COMMAND_HOLD_SECONDS
+    rule = {
+        "name": "chaos-held",
+        "method": method,
+        "path": path,
+        "kind": "latency",
+        "seconds": seconds,
+        "first": 1,
+    }
+    return Scenario(
+        index,
+        seed,
+        "killed-cluster-create",
+        "apply",
+        stack,
+        rules=(rule,),
+        variant=variant,
+        signal="SIGKILL",
+        recover_by_apply=rng.random() < 0.5,
+        hit="kill-terraform" if variant == "slow-answer" else "kill-machine",
     )
 
 

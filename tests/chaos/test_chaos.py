@@ -16,6 +16,7 @@ from tests.chaos.harness import RestartableEmulator, ScenarioRun
 from tests.chaos.outcome import Outcome
 from tests.chaos.scenarios import TWIN_LABELS, Scenario, generate, render
 from tests.chaos.summary import chaos_count, chaos_seed
+from tests.chaos.travels import TravellingRun
 from tests.chaos.twins import STAGING, TwinRun
 from tests.support.lium import PROVIDER_BLOCK, Account, new_account, ssh_keypair
 from tests.support.postgres import PostgresServer
@@ -25,6 +26,7 @@ from tests.support.terraform import Terraform
 pytestmark = pytest.mark.terraform
 
 PRIVATE = next(image for image in image_catalog() if image.private)
+TRAVELLING = ("moved-directory", "migrated-backend", "edited-id", "killed-cluster-create")
 
 
 def secrets_of(account: Account) -> dict[str, str]:
@@ -57,6 +59,8 @@ def run(
     config = PROVIDER_BLOCK.replace("terraform {\n", "terraform {\n" + backend_block(scenario, postgres), 1)
     tf = make_terraform(config + body, **account.env, TF_VAR_registry_password=password)
     tf.init()
+    if scenario.category in TRAVELLING:
+        return TravellingRun(scenario, tf, account, secrets_of(account), postgres).execute()
     kind = CopiedStateRun if scenario.category == "copied-state" else ScenarioRun
     return kind(scenario, tf, account, secrets_of(account), emulator).execute()
 
@@ -121,7 +125,8 @@ def test_scenario(
             if scenario.category == "twin-stacks":
                 outcome = run_twins(scenario, account, make_terraform)
             else:
-                postgres = request.getfixturevalue("chaos_postgres") if scenario.backend == "pg" else None
+                needs = scenario.backend == "pg" or scenario.category == "migrated-backend"
+                postgres = request.getfixturevalue("chaos_postgres") if needs else None
                 outcome = run(scenario, account, make_terraform, None, postgres)
     record_outcome(outcome)
     print(f"{scenario.name}: {outcome.seconds:.1f} s; " + "; ".join(outcome.steps + outcome.notes))

@@ -24,10 +24,12 @@ from tests.chaos.scenarios import (
     DEFAULT_SEED,
     FRESH_RUNNER_HITS,
     HOST_KEY_EXITS,
+    KILLED_CLUSTER_CREATES,
     PG_RUNNER_HITS,
     PROCESS_CASES,
     ROUTES,
     STACK_LABEL_VARIABLE,
+    TRAVEL_HITS,
     TWIN_HITS,
     TWINS,
     VARIANTS,
@@ -37,6 +39,7 @@ from tests.chaos.scenarios import (
     render,
 )
 from tests.support.proxy import Exchange
+from tfbridge.serving.handshake import ABANDON_GRACE_SECONDS
 
 pytestmark = pytest.mark.unit  # the generator and the audit alone: no terraform or emulator
 
@@ -60,11 +63,22 @@ def test_the_first_scenarios_cover_every_fault_kind_route_process_fault_and_team
         assert {s.variant for s in scenarios if s.category == "fault"} == set(VARIANTS)
         processes = {(s.category, s.signal if s.category == "restart" else s.phase) for s in scenarios}
         assert set(PROCESS_CASES) <= processes
-        assert {s.route for s in scenarios if s.variant and s.category != "cluster"} == set(ROUTES)
+        routed = {
+            s.route for s in scenarios if s.variant and s.category not in ("cluster", "killed-cluster-create")
+        }
+        assert routed == set(ROUTES)
         assert {s.twin for s in scenarios if s.category == "twin-stacks"} == set(TWINS)
         assert any(s.category == "fresh-runner" for s in scenarios)
         assert any(s.category == "host-key-change" for s in scenarios)
-        assert {s.category for s in scenarios} >= {"pg-killed-runner", "copied-state", "cluster"}
+        assert {s.category for s in scenarios} >= {
+            "pg-killed-runner",
+            "copied-state",
+            "cluster",
+            "moved-directory",
+            "migrated-backend",
+            "edited-id",
+            "killed-cluster-create",
+        }
         assert len({s.name for s in scenarios}) == COVERED_WITHIN
 
 
@@ -95,6 +109,15 @@ def test_team_scenarios_are_well_formed() -> None:
         assert bool(cluster.variant) != bool(cluster.hit), "a member fails, or a process is killed"
         assert all(rule["path"] == "/executors/cluster/rent" for rule in cluster.rules)
     assert not any(s.fresh_runner for s in scenarios if s.category != "cluster")
+    travelled = [s for s in scenarios if s.category in ("moved-directory", "migrated-backend")]
+    assert {s.hit for s in travelled} == set(TRAVEL_HITS) and all(s.phase == "destroy" for s in travelled)
+    killed = [s for s in scenarios if s.category == "killed-cluster-create"]
+    assert {s.variant for s in killed} == set(KILLED_CLUSTER_CREATES)
+    for scenario in killed:
+        (rule,) = scenario.rules
+        assert scenario.stack.cluster and rule["kind"] == "latency" and rule["name"] == "chaos-held"
+        # a slow rental answer outlasts the grace an abandoned create has to undo it
+        assert scenario.variant != "slow-answer" or rule["seconds"] > ABANDON_GRACE_SECONDS
 
 
 def test_every_generated_fault_plan_is_valid_for_the_emulator() -> None:

@@ -5,7 +5,9 @@ After every test the emulator account must be empty: no pod, template, credentia
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -70,7 +72,7 @@ def test_quickstart_deploys_and_destroys_with_the_cdk_cli(
     assert account.report()["billed_pod_seconds"] > 0
 
 
-def test_fleet_of_three_deploys_and_destroys_with_the_cdktf_cli(
+def test_fleet_of_three_deploys_and_is_destroyed_from_where_its_project_moved_with_the_cdktf_cli(
     account: Account, deploy_env: dict[str, str], tmp_path: Path
 ) -> None:
     app = CdktfApp("fleet", tmp_path / "app", deploy_env)
@@ -86,7 +88,11 @@ def test_fleet_of_three_deploys_and_destroys_with_the_cdktf_cli(
     assert outputs["stack_price_per_hour"] == pytest.approx(sum(outputs["price_per_hour"]))
     assert len(account.live()["templates"]) == 3, "one private template per pod"
 
-    app.destroy()
+    # The project moves after the deploy (a renamed or re-cloned checkout): it is the same stack, and its
+    # destroy from the new place leaves nothing.
+    shutil.move(app.workdir, tmp_path / "moved-app")
+    moved = dataclasses.replace(app, workdir=tmp_path / "moved-app")
+    moved.destroy()
     assert_nothing_left(account)
 
 

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.support.faults import fault_counters, put_fault_plan
-from tests.support.lium import Account, assert_nothing_left, instances
-from tests.support.procs import providers_in, wait_for
+from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances
+from tests.support.procs import kill_machine, providers_in, wait_for
 from tests.support.terraform import Terraform, interrupt, reaped
 
 pytestmark = pytest.mark.terraform
@@ -42,19 +43,32 @@ def live_members(account: Account) -> list[dict[str, Any]]:
     return [p for p in account.live()["pods"] if p.get("cluster_id")]
 
 
+def holding(seconds: float, path: str = "/executors/cluster/rent") -> dict[str, Any]:
+    """A fault plan whose rule ``held`` holds the first ``POST`` to ``path`` ``seconds`` before Lium
+    takes it (and answers)."""
+    rule = {"name": "held", "method": "POST", "path": path, "kind": "latency", "seconds": seconds, "first": 1}
+    return {"rules": [rule]}
+
+
+def until_held(account: Account, process: subprocess.Popen[str]) -> None:
+    """Wait until the request the plan of :func:`holding` holds has reached Lium."""
+    wait_for(
+        lambda: fault_counters(account.emulator)["held"]["matched"] == 1,
+        "the held request reaches Lium",
+        WAIT_SECONDS,
+        process=process,
+    )
+
+
 def test_ctrl_c_while_the_rental_is_on_its_way_leaves_the_cluster_in_the_state(
     stack: Callable[[str], Terraform], account: Account
 ) -> None:
     tf = stack(CLUSTER % "interrupted")
-    held = {"name": "held", "method": "POST", "path": "/executors/cluster/rent", "kind": "latency"}
-    plan = {"rules": [{**held, "seconds": RENT_HELD_SECONDS, "first": 1}]}
-    with account.faults(plan), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
-        wait_for(
-            lambda: fault_counters(account.emulator)["held"]["matched"] == 1,
-            "the rental reaches Lium",
-            WAIT_SECONDS,
-            process=process,
-        )
+    with (
+        account.faults(holding(RENT_HELD_SECONDS)),
+        reaped(tf.start("apply", "-auto-approve", "-no-color")) as process,
+    ):
+        until_held(account, process)
         interrupt(process)  # Ctrl-C: the rental is answered after Terraform asked the provider to stop
         output, _ = process.communicate(timeout=WAIT_SECONDS * 2)
     assert process.returncode != 0 and "cancelled" in output, output
@@ -106,15 +120,11 @@ def test_the_members_carry_their_provisional_deadline_before_the_listing_that_fi
     """The rental's answer names the members: their removal is scheduled at once, so a machine that dies
     while the listing catches up (or a listing that fails, as here) leaves nothing without a deadline."""
     tf = stack(CLUSTER % "listing-fails")
-    held = {"name": "held", "method": "POST", "path": "/executors/cluster/rent", "kind": "latency"}
-    plan = {"rules": [{**held, "seconds": RENT_HELD_SECONDS, "first": 1}]}
-    with account.faults(plan), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
-        wait_for(
-            lambda: fault_counters(account.emulator)["held"]["matched"] == 1,
-            "the rental reaches Lium",
-            WAIT_SECONDS,
-            process=process,
-        )
+    with (
+        account.faults(holding(RENT_HELD_SECONDS)),
+        reaped(tf.start("apply", "-auto-approve", "-no-color")) as process,
+    ):
+        until_held(account, process)
         # from now on every listing is garbage: the members are never listed by this create
         garbage = {"method": "GET", "path": "/pods", "kind": "garbage", "body": "not_json"}
         put_fault_plan(account.emulator, {"rules": [garbage]})
@@ -126,4 +136,60 @@ def test_the_members_carry_their_provisional_deadline_before_the_listing_that_fi
         removals = [api.get(f"/pods/{p['id']}").json()["removal_scheduled_at"] for p in members]
     assert None not in removals, "a member was left without a removal deadline"
     tf.destroy()
+    assert_nothing_left(account)
+
+
+# Longer than the grace an abandoned create gets to undo what it made (tfbridge.serving.handshake).
+SLOW_RENT_SECONDS = 10
+
+
+def test_a_create_killed_while_the_rental_answer_is_slow_still_removes_the_cluster(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    """Terraform is killed while Lium takes longer to answer the rental than an abandoned create has to
+    undo it: the orphaned provider still learns what was rented and removes it; the destroy after that
+    finds nothing billed."""
+    tf = stack(CLUSTER % "slow-answer")
+    with (
+        account.faults(holding(SLOW_RENT_SECONDS)),
+        reaped(tf.start("apply", "-auto-approve", "-no-color")) as process,
+    ):
+        until_held(account, process)
+        os.kill(process.pid, signal.SIGKILL)  # a CI timeout: no state will ever hold the cluster
+        process.wait(timeout=WAIT_SECONDS)
+        wait_for(lambda: providers_in(tf.workdir) == [], "the orphaned provider exits", WAIT_SECONDS)
+    assert [p for p in live_members(account) if p["status"] != "DELETING"] == [], "the cluster bills on"
+    destroyed = tf.destroy()
+    assert "0 destroyed" in destroyed.stdout
+    wait_for(lambda: live_members(account) == [], "the members are gone", WAIT_SECONDS)
+    assert_nothing_left(account)
+
+
+CLUSTER_TEMPLATE = """
+resource "lium_template" "t" {
+  name  = "cluster-image"
+  image = "daturaai/lium-cluster:1.2.0"
+}
+"""
+
+
+def test_a_destroy_removes_the_cluster_a_dead_runner_rented_and_no_state_records(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    """The runner's machine dies after the rental, while the members' removal deadlines are being set: no
+    process is left to undo it, and Terraform never recorded it. The stack's next destroy finds it by
+    the Lium name its create gives it (this stack's tag) and removes it, before its template. (Terraform
+    refreshes a destroy, and so meets the cluster's create, only when its state holds something: here
+    its template. It shows no warning of that refresh, so the removal is in the provider's log alone.)"""
+    tf = stack(CLUSTER_TEMPLATE)
+    tf.apply()
+    cluster = CLUSTER.replace("node_count = 2", "node_count = 2\n  template_id = lium_template.t.id")
+    tf.write(PROVIDER_BLOCK + CLUSTER_TEMPLATE + cluster % "dead-runner")
+    slow_deadline = holding(WAIT_SECONDS, "/pods/*/schedule-removal")
+    with account.faults(slow_deadline), reaped(tf.start("apply", "-auto-approve", "-no-color")) as process:
+        until_held(account, process)
+        kill_machine(process, tf.workdir)
+    assert len(live_members(account)) == 2 and instances(tf, "lium_cluster") == []
+    tf.destroy()
+    assert live_members(account) == [], "the destroy left the unrecorded cluster billing"
     assert_nothing_left(account)

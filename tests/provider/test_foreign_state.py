@@ -1,10 +1,11 @@
 """A state never acts on another stack's objects, and a damaged id blocks nothing.
 
-A state copied into another stack (or the wrong workspace's) holds objects whose recorded stack tag is
-not this stack's: the plan refuses them, naming both stacks and the setting that takes them over; a
-destroy forgets them and leaves them running for their own stack. ``adopt_stacks`` takes them over on
-purpose, in place. An id that names no Lium object (empty, or hand-edited) fails the plan with the
-attribute named and is forgotten by a destroy.
+A named stack (``LIUM_STACK``) holding a state copied from another named stack holds objects whose
+recorded stack tag is not its own: the plan refuses them, naming both stacks and the setting that takes
+them over; a destroy leaves them running for their own stack and fails, naming each, until the state
+lets go of them (``terraform state rm``) or takes them over (``adopt_stacks``, in place). An id that
+names no Lium object (empty, or hand-edited) fails the plan with the attribute named and is forgotten
+by a destroy.
 """
 
 from __future__ import annotations
@@ -59,7 +60,13 @@ def copied_stack(
     return tf
 
 
-def test_a_copied_state_is_refused_at_plan_and_its_destroy_leaves_the_other_stacks_pod(
+def let_go(tf: Terraform) -> None:
+    """The copy lets go of everything it holds, as the destroy's error says: ``terraform state rm``."""
+    addresses = tf.run("state", "list").stdout.split()
+    tf.run("state", "rm", *addresses)
+
+
+def test_a_copied_state_is_refused_at_plan_and_its_destroy_fails_leaving_the_other_stacks_pod(
     make_terraform: Callable[..., Terraform], account: Account
 ) -> None:
     team_a = applied_team_a(make_terraform, account)
@@ -69,15 +76,20 @@ def test_a_copied_state_is_refused_at_plan_and_its_destroy_leaves_the_other_stac
     assert plan.returncode == 1, plan.stdout
     message = flat(plan.stderr)
     tag_a, tag_b = stack_tag("stack:team-a"), stack_tag("stack:team-b")
-    # The template is planned first, and its refusal stops the plan there.
-    assert "This lium_template belongs to another stack" in message, message
-    assert f"is stack {tag_a}'s, and this is stack {tag_b}" in message, message
+    assert "belongs to another stack" in message, message
+    assert f"records it as stack {tag_a}'s, and this stack is named {tag_b}" in message, message
     assert f'adopt_stacks = ["{tag_a}"]' in message and f"LIUM_ADOPT_STACKS={tag_a}" in message, message
-    destroyed = copy.destroy()
-    assert "Left another stack's lium_pod alone" in flat(destroyed.stdout + destroyed.stderr)
-    assert copy.resources() == [] and live_ids(account) == owned, (
+    destroyed = copy.destroy(check=False)
+    message = flat(destroyed.stdout + destroyed.stderr)
+    assert destroyed.returncode == 1, "a destroy that left a billed pod reported success"
+    (pod_id,), _ = owned
+    assert f"lium_pod {pod_id} belongs to another stack" in message and "It was not deleted" in message
+    assert "terraform state rm" in message, message
+    assert live_ids(account) == owned and state_ids(copy) == owned, (
         "the copy's destroy touched team-a's objects"
     )
+    let_go(copy)
+    assert copy.destroy().returncode == 0 and copy.resources() == []
     assert team_a.plan_exitcode()[0] == 0
     team_a.destroy()
     assert_nothing_left(account)
@@ -104,9 +116,10 @@ def test_a_destroy_in_a_pid_namespace_of_its_own_still_leaves_the_other_stacks_p
         timeout=300,
         stdin=subprocess.DEVNULL,
     )
-    assert destroyed.returncode == 0, destroyed.stdout + destroyed.stderr
-    assert "Left another stack's lium_pod alone" in flat(destroyed.stdout + destroyed.stderr)
-    assert copy.resources() == [] and live_ids(account) == owned
+    # It fails at the pod's delete (the plan's refusal is skipped: a destroy is never blocked there).
+    assert destroyed.returncode == 1, destroyed.stdout + destroyed.stderr
+    assert "It was not deleted" in flat(destroyed.stdout + destroyed.stderr)
+    assert live_ids(account) == owned
     team_a.destroy()
     assert_nothing_left(account)
 
@@ -233,8 +246,8 @@ def test_a_copied_state_that_records_no_stack_still_leaves_every_object_of_the_o
     without_stack_tags(copy)
     plan = copy.run("plan", "-input=false", "-no-color", check=False)
     assert plan.returncode == 1 and "belongs to another stack" in flat(plan.stderr), plan.stdout
-    destroyed = copy.destroy(refresh)
-    assert "Left another stack's" in flat(destroyed.stdout + destroyed.stderr)
+    destroyed = copy.destroy(refresh, check=False)
+    assert destroyed.returncode == 1 and "It was not deleted" in flat(destroyed.stdout + destroyed.stderr)
     assert holdings(account) == kept, "the copy's destroy touched the owner's objects"
     assert owner.plan_exitcode()[0] == 0, "the owner's runner or pod changed"
     owner.destroy()

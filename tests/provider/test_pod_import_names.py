@@ -1,15 +1,16 @@
-"""Whose an imported pod is: a Lium name counts as a stack's mark only when a ``lium_pod`` provably made it.
+"""The ``name`` an imported pod gets: a Lium name's first part counts as a ``lium_pod``'s ``name`` only
+when a ``lium_pod`` provably made it.
 
 A person's name can have the shape ``<name>-<tag><digest>`` (``gpu-workstation``: 11 letters of the tag
-alphabet after the last hyphen), so the shape alone would refuse its import as another stack's and import
-it under the name ``gpu``. The rent digest, recomputed from the pod's row, or the tag on its template
-tells the two apart.
+alphabet after the last hyphen), so the shape alone would import it under the name ``gpu``. The rent
+digest, recomputed from the pod's row, or the tag on its template tells the two apart. (Whose the pod
+is does not depend on this: the tag in any such name is its mark.)
 """
 
 from __future__ import annotations
 
 from lium_provider.api.models import Pod
-from lium_provider.domain.stack import cluster_rent_digest, lium_pod_name, rent_digest, stack_tag
+from lium_provider.domain.stack import lium_pod_name, rent_digest, stack_tag
 from lium_provider.resources.pod_import import imported_fields, name_made_by_lium_pod
 
 TEMPLATE = "0b6f6f7e-1d2c-4b8a-9a53-5c2f0d7e8a42"
@@ -53,12 +54,3 @@ def test_a_digest_the_row_cannot_recompute_counts_when_the_template_carries_the_
     assert name_made_by_lium_pod(pod(made), no_template_tag) is None
     assert name_made_by_lium_pod(pod(made), lambda: TAG) == ("trainer-0", TAG)
     assert name_made_by_lium_pod(pod(made), lambda: stack_tag("stack:team-b")) is None
-
-
-def test_a_clusters_member_carries_its_stack_whatever_the_member_count() -> None:
-    for count, key in ((2, None), (3, KEY), (64, None)):
-        made = lium_pod_name("train", TAG, cluster_rent_digest(TEMPLATE, count, None, key))
-        member = pod(made).model_copy(update={"cluster_id": "c0ffee00-0000-4000-8000-000000000001"})
-        assert name_made_by_lium_pod(member, no_template_tag) == ("train", TAG)
-        # the same name on a pod outside any cluster proves nothing
-        assert name_made_by_lium_pod(pod(made), no_template_tag) is None

@@ -86,9 +86,13 @@ def test_out_of_band_delete_and_import(stack: Callable[[str], Terraform], accoun
     (recreated,) = instances(tf, "lium_pod")
     assert recreated["id"] != pod["id"]
 
-    # Import both resources into a fresh working directory: the plan afterwards is empty for the template.
+    # Import both resources into a fresh working directory, another stack: refused until it names the
+    # stack it takes them over from; the plan afterwards is empty for the template.
     (template,) = instances(tf, "lium_template")
     other = stack(TEMPLATE % ("python:3.11-slim", "") + POD % ("oob", ""))
+    refused = other.run("import", "-no-color", "lium_template.t", template["id"], check=False)
+    assert refused.returncode == 1 and "belongs to another stack" in refused.stderr
+    other.env["LIUM_ADOPT_STACKS"] = template["stack_tag"]
     other.run("import", "-no-color", "lium_template.t", template["id"])
     other.run("import", "-no-color", "lium_pod.p", recreated["id"])
     (imported,) = instances(other, "lium_pod")

@@ -9,12 +9,16 @@ from typing import Any
 import pytest
 
 from lium_provider.domain.stack import (
+    TEST_RUN_SUFFIX,
     lium_pod_name,
+    local_state_file,
     parse_lium_pod_name,
+    recorded_tag,
     rent_digest,
     stack_identity,
     stack_tag,
     tags_of,
+    this_stacks_tag,
 )
 
 SECRETS = ("s3cr3t-pass", "tok-123456", "AKIAEXAMPLE")
@@ -187,3 +191,60 @@ def test_backend_settings_given_in_the_environment_name_the_state_too(tmp_path: 
     assert stack_identity(environ={"TF_HTTP_ADDRESS": "https://a.example/s"}, cwd=http) != stack_identity(
         environ={"TF_HTTP_ADDRESS": "https://b.example/s"}, cwd=http
     )
+
+
+def state_with(*tags: str | None) -> dict[str, Any]:
+    """A Terraform state whose Lium objects record ``tags`` (None: an object that records none)."""
+    instances = [{"attributes": {"id": f"i{n}", "stack_tag": tag}} for n, tag in enumerate(tags)]
+    return {
+        "version": 4,
+        "resources": [
+            {"mode": "managed", "type": "lium_pod", "name": "p", "instances": instances},
+            {"mode": "managed", "type": "null_resource", "name": "n", "instances": [{"attributes": {}}]},
+        ],
+    }
+
+
+def test_the_tag_a_state_records_is_the_one_most_of_its_objects_record() -> None:
+    a, b = stack_tag("stack:a"), stack_tag("stack:b")
+    assert recorded_tag(state_with(a, b, b, None)) == b
+    assert recorded_tag(state_with(a, b)) == min(a, b), "a tie is settled the same way every time"
+    assert recorded_tag(state_with(None, "not a tag")) is None and recorded_tag(None) is None
+
+
+def test_a_moved_local_state_keeps_the_tag_its_objects_record(tmp_path: Path) -> None:
+    first = workdir(tmp_path, "first")
+    new_tag = this_stacks_tag(environ={}, cwd=first)
+    assert new_tag == stack_tag(stack_identity(environ={}, cwd=first)), "a new state's tag is derived"
+    (first / "terraform.tfstate").write_text(json.dumps(state_with(new_tag)))
+    moved = tmp_path / "moved"
+    first.rename(moved)
+    assert stack_identity(environ={}, cwd=moved) != stack_identity(environ={}, cwd=tmp_path / "first")
+    assert this_stacks_tag(environ={}, cwd=moved) == new_tag
+    assert this_stacks_tag("named", environ={}, cwd=moved) == stack_tag("stack:named"), "a name still wins"
+    tested = this_stacks_tag(environ={}, cwd=moved, command="test")
+    assert tested == stack_tag(stack_identity(environ={}, cwd=moved) + TEST_RUN_SUFFIX)
+
+
+def test_the_local_state_file_is_the_workspace_s_and_none_for_a_remote_backend(tmp_path: Path) -> None:
+    plain = workdir(tmp_path, "plain")
+    assert local_state_file(environ={}, cwd=plain) == plain / "terraform.tfstate"
+    assert local_state_file(environ={"TF_WORKSPACE": "dev"}, cwd=plain) == (
+        plain / "terraform.tfstate.d" / "dev" / "terraform.tfstate"
+    )
+    configured = workdir(
+        tmp_path, "configured", {"type": "local", "config": {"path": "s/x.tfstate", "workspace_dir": "ws"}}
+    )
+    assert local_state_file(environ={}, cwd=configured) == configured / "s" / "x.tfstate"
+    assert local_state_file(environ={"TF_WORKSPACE": "dev"}, cwd=configured) == (
+        configured / "ws" / "dev" / "terraform.tfstate"
+    )
+    assert local_state_file(environ={}, cwd=workdir(tmp_path, "remote", PG)) is None
+
+
+def test_an_empty_or_broken_state_file_falls_back_to_the_derived_tag(tmp_path: Path) -> None:
+    root = workdir(tmp_path, "w")
+    derived = stack_tag(stack_identity(environ={}, cwd=root))
+    for text in ("", "{not json", "[]"):
+        (root / "terraform.tfstate").write_text(text)
+        assert this_stacks_tag(environ={}, cwd=root) == derived, text

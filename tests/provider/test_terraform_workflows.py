@@ -137,18 +137,21 @@ def test_a_removed_block_lets_go_of_a_running_pod_that_the_next_stack_imports_an
 
     team_b.env["LIUM_ADOPT_STACKS"] = "team-a"
     plan = actions(planned(team_b))
-    # Both move onto team-b's tag in place: the pod in the state (Lium cannot rename it), the template
-    # in its description too.
+    # Both are imported as team-b's with nothing to change in Lium: each keeps the tag it carries there
+    # (a pod cannot be renamed; rewriting a template restarts its pods), remembered as adopted.
     assert {address: acts for address, (acts, _) in plan.items()} == {
-        "lium_pod.p": ["update"],
-        "lium_template.t": ["update"],
+        "lium_pod.p": ["no-op"],
+        "lium_template.t": ["no-op"],
     }, plan
     team_b.run("apply", "-input=false", "-no-color", "tfplan")
     del team_b.env["LIUM_ADOPT_STACKS"]
     assert team_b.plan_exitcode()[0] == 0, "team-b does not own what it imported"
-    assert {i["stack_tag"] for t in ("lium_pod", "lium_template") for i in instances(team_b, t)} == {
-        stack_tag("stack:team-b")
+    records = {
+        (i["stack_tag"], i["adopted_from"])
+        for t in ("lium_pod", "lium_template")
+        for i in instances(team_b, t)
     }
+    assert records == {(stack_tag("stack:team-b"), tag_a)}, records
     assert running_pods(account) == [ids["lium_pod"]]
     team_b.destroy()
     assert_nothing_left(account)

@@ -445,10 +445,10 @@ def test_one_change_plans_what_the_schema_declares(stack_live: LiveStack, step: 
 # -- import, then plan -----------------------------------------------------------------------------------
 
 
-def import_refusal(type_name: str) -> str | None:
-    """The error summary the resource's ``import_state`` gives, or None when it imports."""
+def import_refusal(type_name: str, import_id: str) -> str | None:
+    """The error summary the resource's ``import_state`` gives for ``import_id``, or None when it imports."""
     try:
-        RESOURCES[type_name]().import_state(Context(CancelToken(), Logger("tests")), "any-id")
+        RESOURCES[type_name]().import_state(Context(CancelToken(), Logger("tests")), import_id)
     except TFError as exc:
         return exc.summary
     return None
@@ -469,7 +469,7 @@ def test_import_then_plan(stack_live: LiveStack, type_name: str, tmp_path: Path)
     what = f"{address} imported as {target} with its example\n--- config\n{example.text}---"
     if plan.crashes:
         pytest.fail(f"{what}\nthe plan crashed ({', '.join(plan.crashes)}):\n{plan.errors}")
-    refusal = import_refusal(type_name)
+    refusal = import_refusal(type_name, live["id"])
     if refusal is not None:
         if plan.returncode != 0 and refusal in plan.stderr:
             return

@@ -84,6 +84,24 @@ def kill_provider_and_server(terraform_pid: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def kill_machine(process: subprocess.Popen[str], workdir: Path) -> None:
+    """The runner's machine dies under ``process`` (a terraform in ``workdir``, started in a process group
+    of its own): the stack's provider servers first (a server that saw its launcher go would undo the
+    rent, which a dead machine cannot), then terraform's process group (terraform and the launchers),
+    then anything of the stack still running."""
+    workdir = workdir.resolve()
+    launchers = set(children(process.pid))
+    for pid in [p for p in providers_in(workdir) if p not in launchers]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    for pid in providers_in(workdir):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def open_files() -> Counter[str]:
     """What this process's file descriptors refer to (``socket:[inode]``, a path, ...), counted.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfbridge.command import destroy_requested, subcommand_of
+from tfbridge.command import destroy_requested, destroys_everything, subcommand_of
 
 
 @pytest.mark.parametrize(
@@ -54,3 +54,23 @@ def test_destroy_requested_reads_the_subcommand_its_flags_and_tf_cli_args(
 )
 def test_the_subcommand_is_the_first_word_that_is_not_a_flag(argv: list[str], expected: str) -> None:
     assert subcommand_of(argv) == expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "environment", "expected"),
+    [
+        (["destroy", "-auto-approve"], {}, True),
+        (["-chdir=infra", "apply", "-destroy", "-auto-approve"], {}, True),
+        (["apply", "-auto-approve"], {"TF_CLI_ARGS_apply": "-destroy"}, True),
+        (["plan", "-destroy"], {}, False),  # speculative: nothing is deleted after it
+        (["destroy", "-target=lium_pod.p"], {}, False),
+        (["destroy", "-target", "lium_pod.p"], {}, False),
+        (["destroy"], {"TF_CLI_ARGS": "-target=lium_pod.p"}, False),
+        (["apply", "plan.bin"], {}, False),
+        (["apply", "-destroy=false"], {}, False),
+    ],
+)
+def test_a_whole_destroy_deletes_everything_and_is_not_narrowed_by_target(
+    argv: list[str], environment: dict[str, str], expected: bool
+) -> None:
+    assert destroys_everything(argv, environment) is expected

@@ -81,5 +81,10 @@ class DockerCredential(LiumResourceBase):
 
     @property
     def stack_tag(self) -> str:
-        """Tag of the stack this object belongs to (docs/reliability.md, "What counts as the same stack"): another stack's object in this state is refused at plan and left alone by destroy."""
+        """Tag of the stack this object belongs to (docs/design.md, "Stacks: identity, names and ownership"): an object whose tag in Lium is not the one its state records is another stack's, refused at plan and never changed or deleted."""
         return self.get_string_attribute("stack_tag")
+
+    @property
+    def adopted_from(self) -> str:
+        """The stack tag this object still carries in Lium (a pod's or cluster's Lium name, a template's description, a runner's pod) when this stack took it over from that stack (`adopt_stacks`); null for an object this stack made."""
+        return self.get_string_attribute("adopted_from")

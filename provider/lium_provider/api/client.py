@@ -128,6 +128,11 @@ class LiumClient:
     def __repr__(self) -> str:
         return f"LiumClient({self.base_url!r})"
 
+    @property
+    def request_timeout(self) -> float:
+        """The longest one call may take (``timeout``), waits asked for by a 429 aside."""
+        return self._http.timeout
+
     def __enter__(self) -> LiumClient:
         return self
 

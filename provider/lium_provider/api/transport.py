@@ -140,6 +140,11 @@ class HttpTransport:
         self._holds = _RetryAfterHolds()
 
     @property
+    def timeout(self) -> float:
+        """The longest one request may take, resends after failed connections and server errors included."""
+        return self._timeout
+
+    @property
     def request_count(self) -> int:
         with self._lock:
             return self._request_count

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -50,6 +50,18 @@ def cmd_install(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _narrowing(why: str) -> Callable[[str], str]:
+    """An argparse type for a value that narrows what ``sweep`` deletes: refused, before any request,
+    when blank (an unset shell variable expands to nothing), saying ``why``."""
+
+    def value(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"must not be empty: {why}")
+        return text
+
+    return value
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -115,9 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Uses LIUM_API_URL and LIUM_API_KEY. Prints the leftovers as JSON.",
     )
     which = sweep.add_mutually_exclusive_group(required=True)
-    which.add_argument("--name-prefix", help="only resources whose names start with this")
+    which.add_argument(
+        "--name-prefix",
+        type=_narrowing("an empty prefix matches every pod, template and volume of the account"),
+        help="only resources whose names start with this (not empty)",
+    )
     which.add_argument(
         "--stack",
+        type=_narrowing("an empty value names no stack (an unset variable?)"),
         help="exactly this stack's pods, templates, volumes, the credentials only its templates use, and its "
         "journalled rents (with --delete, volumes too): the provider's `stack` value (or LIUM_STACK) or its "
         "8-character tag (a resource's `stack_tag`; a name shaped like a tag means both)",

@@ -91,6 +91,11 @@ def _used_only_by(client: LiumClient, swept: list[Template], own: list[Template]
 
 
 def find_leftovers(client: LiumClient, prefix: str, journal: RentJournal | None = None) -> Leftovers:
+    """What is named ``prefix``*: the account's live pods, own templates and volumes of those names, the
+    credentials only those templates use, and journalled rents. An empty prefix is refused (it would
+    be everything), before any request."""
+    if not prefix.strip():
+        raise ValueError("an empty name prefix matches every pod, template and volume of the account")
     me = client.me()
     pods = [p for p in client.list_pods() if p.pod_name.startswith(prefix) and p.status != DELETED]
     own = [t for t in client.list_templates() if t.user_id == me.id]

@@ -7,6 +7,9 @@ and different for different states (another directory with local state, another 
 machine's local state). The identity is:
 
 * the provider argument ``stack``, else the environment variable ``LIUM_STACK``, taken as it is;
+* else, once a local state records objects, the tag they record (:func:`recorded_tag`): the identity
+  travels with the state, so a moved or re-cloned directory, or a CI job that restores the state into
+  another path, is the same stack;
 * else derived from where the state lives, read from Terraform's own files in the working directory the
   provider inherits (the root module, also under ``-chdir``): the backend cache
   ``<data dir>/terraform.tfstate`` (``backend.type`` and ``backend.config``; the data dir is
@@ -23,6 +26,10 @@ machine's local state). The identity is:
 Under ``terraform test`` the identity is that of the directory's stack followed by
 :data:`TEST_RUN_SUFFIX`: a stack of its own.
 
+Which objects a state may act on is not decided here: a state's objects are its own, each with the tag
+it recorded (:mod:`lium_provider.resources.ownership`); the identity names what this stack creates and
+bounds recovery (adopting or ending what an interrupted run made) to its tag.
+
 The **stack tag** (:func:`stack_tag`) is a short hash of the identity, the only form that goes on the
 wire: pod names carry it (:func:`lium_pod_name`), templates and volumes carry it in their description
 (:func:`described`), and it never reveals the identity itself. Pod names
@@ -38,6 +45,8 @@ import json
 import os
 import re
 import socket
+import time
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -104,15 +113,48 @@ def stack_identity(
     return identity + TEST_RUN_SUFFIX if command == TEST_COMMAND else identity
 
 
-def _configured_identity(explicit: str | None, environ: Mapping[str, str] | None, cwd: Path | None) -> str:
+def named_explicitly(explicit: str | None, *, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the stack is named (the ``stack`` argument or ``LIUM_STACK``) rather than derived."""
     env = os.environ if environ is None else environ
-    given = explicit or env.get(STACK_ENV)
-    if given:
-        return f"stack:{given}"
+    return bool(explicit or env.get(STACK_ENV))
+
+
+def this_stacks_tag(
+    explicit: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    command: str | None = None,
+) -> str:
+    """The tag of what this process creates: the named stack's; under ``terraform test`` the test
+    stack's; else the tag a local state's objects record (:func:`recorded_tag`); else the derived
+    identity's (:func:`stack_identity`)."""
+    if not named_explicitly(explicit, environ=environ) and command != TEST_COMMAND:
+        state = local_state_file(environ=environ, cwd=cwd)
+        recorded = recorded_tag(_read_state(state)) if state is not None else None
+        if recorded is not None:
+            return recorded
+    return stack_tag(stack_identity(explicit, environ=environ, cwd=cwd, command=command))
+
+
+def _where_the_state_lives(
+    environ: Mapping[str, str] | None, cwd: Path | None
+) -> tuple[Mapping[str, str], Path, str, tuple[str, dict[str, Any]] | None]:
+    """The environment, the root module's directory, the selected workspace (``TF_WORKSPACE``, else
+    ``<data dir>/environment``, absent = ``default``) and the backend ``terraform init`` cached (None:
+    none), read from Terraform's own files; the data dir is ``TF_DATA_DIR``, default ``.terraform``."""
+    env = os.environ if environ is None else environ
     root = (cwd or Path.cwd()).resolve()
     data_dir = root / env.get("TF_DATA_DIR", ".terraform")
     workspace = env.get("TF_WORKSPACE") or _read_text(data_dir / "environment") or "default"
-    backend = _backend(data_dir)
+    return env, root, workspace, _backend(data_dir)
+
+
+def _configured_identity(explicit: str | None, environ: Mapping[str, str] | None, cwd: Path | None) -> str:
+    given = explicit or (os.environ if environ is None else environ).get(STACK_ENV)
+    if given:
+        return f"stack:{given}"
+    env, root, workspace, backend = _where_the_state_lives(environ, cwd)
     if backend is None or backend[0] == "local":
         config = backend[1] if backend else {}
         path = config.get("path")
@@ -120,6 +162,74 @@ def _configured_identity(explicit: str | None, environ: Mapping[str, str] | None
         return f"local:{_machine()}:{state_path}|workspace={workspace}"
     kind, config = backend
     return f"{kind}:{json.dumps(_naming_fields(kind, config, env), sort_keys=True)}|workspace={workspace}"
+
+
+def local_state_file(*, environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Path | None:
+    """The file that holds the selected workspace's state when it is local (no backend, or ``local``):
+    the backend's ``path`` (default ``terraform.tfstate``) for the default workspace, else
+    ``<workspace_dir>/<workspace>/terraform.tfstate`` (default ``terraform.tfstate.d``), as Terraform's
+    local backend places them. None for a remote backend."""
+    _, root, workspace, backend = _where_the_state_lives(environ, cwd)
+    if backend is not None and backend[0] != "local":
+        return None
+    config = backend[1] if backend else {}
+    if workspace == "default":
+        path = config.get("path")
+        return root / (path if isinstance(path, str) and path else "terraform.tfstate")
+    directory = config.get("workspace_dir")
+    directory = directory if isinstance(directory, str) and directory else "terraform.tfstate.d"
+    return root / directory / workspace / "terraform.tfstate"
+
+
+# Terraform rewrites a local state file in place while it applies: a read that lands mid-write is tried
+# again a few times before the state counts as unreadable.
+_STATE_READ_ATTEMPTS = 3
+_STATE_READ_PAUSE_SECONDS = 0.05
+
+
+def _read_state(path: Path) -> dict[str, Any] | None:
+    """A local state file's JSON; None when it is missing, empty (Terraform makes it so before its first
+    write) or cannot be read whole."""
+    for attempt in range(_STATE_READ_ATTEMPTS):
+        if attempt:
+            time.sleep(_STATE_READ_PAUSE_SECONDS)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return None
+        except OSError:
+            continue
+        if not text:
+            return None
+        try:
+            state = json.loads(text)
+        except ValueError:
+            continue
+        return state if isinstance(state, dict) else None
+    return None
+
+
+def recorded_tag(state: Mapping[str, Any] | None) -> str | None:
+    """The stack tag the Lium objects of a Terraform state record in ``stack_tag`` (the tag most of
+    them record; of equally many, the first in alphabetical order), None when it records none."""
+    tags: Counter[str] = Counter()
+    for resource in (state or {}).get("resources") or []:
+        if not isinstance(resource, dict) or not str(resource.get("type", "")).startswith("lium_"):
+            continue
+        for instance in resource.get("instances") or []:
+            attributes = instance.get("attributes") if isinstance(instance, dict) else None
+            tag = attributes.get("stack_tag") if isinstance(attributes, dict) else None
+            if isinstance(tag, str) and is_tag(tag):
+                tags[tag] += 1
+    if not tags:
+        return None
+    most = max(tags.values())
+    return min(tag for tag, count in tags.items() if count == most)
+
+
+def is_tag(text: str) -> bool:
+    """Whether ``text`` is shaped like a stack tag (8 characters of its base32 alphabet)."""
+    return len(text) == TAG_LENGTH and all(c in _TAG_ALPHABET for c in text)
 
 
 def _base32(text: str, length: int) -> str:
@@ -215,7 +325,7 @@ def tags_of(stack_or_tag: str) -> frozenset[str]:
     meant)."""
     identity = stack_identity(stack_or_tag)
     tags = {stack_tag(identity), stack_tag(identity + TEST_RUN_SUFFIX)}
-    if len(stack_or_tag) == TAG_LENGTH and all(c in _TAG_ALPHABET for c in stack_or_tag):
+    if is_tag(stack_or_tag):
         tags.add(stack_or_tag)
     return frozenset(tags)
 

@@ -17,7 +17,7 @@ import json
 import time
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -63,18 +63,22 @@ from lium_provider.resources.cluster_members import (
 from lium_provider.resources.common import (
     api_errors,
     check_access_on_create,
+    import_by_lium_id,
     undo_abandoned,
     with_plan_rules,
 )
 from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.resources.ownership import (
+    AdoptedFrom,
     StackTag,
+    check_before_change,
     claim_create_name,
+    claim_lium_name,
     left_alone_at_delete,
     plan_ownership,
-    refreshed_owner,
-    warn_if_foreign,
+    refreshed_ownership,
 )
+from lium_provider.resources.pod import LIUM_NAME_KEY
 from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import public_key_line
@@ -89,6 +93,7 @@ from tfbridge import (
     TFError,
     Timeouts,
     UseStateForUnknown,
+    outliving_the_host,
 )
 from tfbridge.schema import PlanRule
 
@@ -225,6 +230,7 @@ class ClusterModel(OfferFilter):
         ),
     ] = None
     stack_tag: StackTag = None
+    adopted_from: AdoptedFrom = None
     timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
 
 
@@ -309,6 +315,14 @@ def _members_schedule(recorded: str | None, members: list[Pod]) -> str | None:
     return recorded
 
 
+def _members_mark(state: ClusterModel, members: list[Pod]) -> str | None:
+    """The stack tag a cluster carries in Lium: its members' Lium name's (a member that carries another
+    than the state records counts, whatever the others carry)."""
+    marks = [tag_in_pod_name(p.pod_name) for p in members]
+    odd = [m for m in marks if m not in (state.stack_tag, state.adopted_from)]
+    return odd[0] if odd else next(iter(marks), None)
+
+
 def _host_keys(state: ClusterModel) -> dict[str, str | None]:
     return {n.pod_id: n.ssh_host_key for n in state.nodes or [] if n.pod_id}
 
@@ -348,6 +362,8 @@ class ClusterResource(Resource[ClusterModel]):
             change.require_replace("status")
         if not change.requires_replace:
             plan_removal(change, prior, "cluster")
+        if prior.lium_name:
+            claim_lium_name(ctx, change, (LIUM_NAME_KEY, prior.lium_name), prior.lium_name)
 
     def _plan_create(self, ctx: Context, change: PlanChange[ClusterModel]) -> None:
         """A create's template (Lium's newest cluster template unless set) and its Lium name; when the
@@ -365,8 +381,11 @@ class ClusterResource(Resource[ClusterModel]):
         ):
             change.set_unknown("lium_name")
         else:
-            digest = _digest(change.planned, change.config)
-            change.set_planned("lium_name", lium_pod_name(change.planned.name, s.stack_tag, digest))
+            lium_name = lium_pod_name(
+                change.planned.name, s.stack_tag, _digest(change.planned, change.config)
+            )
+            claim_lium_name(ctx, change, (LIUM_NAME_KEY, lium_name), lium_name)
+            change.set_planned("lium_name", lium_name)
         # The nodes are chosen at apply (the cheapest then), so the price is known only after it.
         change.set_unknown("price_per_hour")
         if change.is_unknown("node_count") or any(
@@ -422,7 +441,8 @@ class ClusterResource(Resource[ClusterModel]):
         state = plan.model_copy(
             update={"ssh_public_key": public_key, "template_id": template_id, "timeouts": plan.timeouts}
         )
-        lium_name = plan.lium_name or lium_pod_name(plan.name, s.stack_tag, _digest(state, config))
+        tag = plan.stack_tag or s.stack_tag  # as planned: the state's tag may be read otherwise now
+        lium_name = plan.lium_name or lium_pod_name(plan.name, tag, _digest(state, config))
         state = state.model_copy(update={"lium_name": lium_name})
         adopted = self._adopt_unrecorded(ctx, s, state)
         if adopted is not None:
@@ -469,7 +489,10 @@ class ClusterResource(Resource[ClusterModel]):
         )
         key = str(uuid.uuid4())
         try:
-            rental = s.client.rent_cluster(body, idempotency_key=key)
+            # A cluster rental carries no removal deadline: killed meanwhile, the create still learns
+            # what Lium rented, and removes it (see create).
+            with outliving_the_host(s.client.request_timeout):
+                rental = s.client.rent_cluster(body, idempotency_key=key)
         except LiumError as exc:
             if is_definitive(exc):
                 raise TFError("Lium refused the cluster rental", str(exc)) from None
@@ -628,10 +651,12 @@ class ClusterResource(Resource[ClusterModel]):
                 "termination_hours": plan.termination_hours,
                 "timeouts": plan.timeouts,
                 "stack_tag": plan.stack_tag,
+                "adopted_from": plan.adopted_from,
                 **{name: getattr(plan, name) for name in _PLACEMENT},
             }
         )
         if plan.removal_scheduled_at != prior.removal_scheduled_at:
+            check_before_change(ctx, self.type_name, prior, lambda: self._mark_now(ctx, prior), "changed")
             wanted = parse_time(plan.removal_scheduled_at)
             for node in prior.nodes or []:
                 with api_errors("moving the cluster's removal"):
@@ -663,10 +688,8 @@ class ClusterResource(Resource[ClusterModel]):
         refreshed = _members_state(refreshed, members, _host_keys(state))
         schedule = _members_schedule(refreshed.removal_scheduled_at, members)
         refreshed = refreshed.model_copy(update={"removal_scheduled_at": schedule})
-        owner = refreshed_owner(ctx, state.stack_tag, in_lium=tag_in_pod_name(members[0].pod_name))
-        refreshed = refreshed.model_copy(update={"stack_tag": owner})
-        warn_if_foreign(ctx, self.type_name, refreshed)
-        return refreshed
+        owner = refreshed_ownership(ctx, self.type_name, state, _members_mark(state, members))
+        return refreshed.model_copy(update=owner)
 
     def _imported(self, members: list[Pod], state: ClusterModel) -> ClusterModel:
         """An imported cluster's arguments, from what its members say (a config with them plans no change)."""
@@ -688,8 +711,41 @@ class ClusterResource(Resource[ClusterModel]):
         )
 
     def delete(self, ctx: Context, state: ClusterModel) -> None:
-        if left_alone_at_delete(ctx, self.type_name, state, in_lium=lambda: tag_in_pod_name(state.lium_name)):
+        if left_alone_at_delete(ctx, self.type_name, state, lambda: self._mark_now(ctx, state)):
             return
         delete_cluster_and_wait(
             ctx, session(ctx), state.id or "", [n.pod_id or "" for n in state.nodes or []]
         )
+
+    def _mark_now(self, ctx: Context, state: ClusterModel) -> str | None:
+        """The stack tag the cluster's members carry in Lium now (None: all gone), from the listing."""
+        s = session(ctx)
+        with api_errors("reading the cluster's members"):
+            members = [s.watcher.current(ctx, n.pod_id) for n in state.nodes or [] if n.pod_id]
+        return _members_mark(state, [p for p in members if p is not None])
+
+    def end_unrecorded(self, ctx: Context, config: ClusterModel) -> None:
+        """During a destroy, a cluster this instance's interrupted create rented and no state records
+        (its members carry the Lium name its create would give it, with this stack's tag) is removed:
+        a cluster rental carries no removal deadline until its create sets one member by member."""
+        s = session(ctx)
+        if not config.name or not config.node_count:
+            return
+        with api_errors("looking for a cluster an interrupted create of this stack rented"):
+            template_id = config.template_id or newest_cluster_template(s.client).id
+            named = config.model_copy(update={"template_id": template_id})
+            lium_name = lium_pod_name(config.name, s.stack_tag, _digest(named, config))
+            clusters = members_of(s.client.list_pods(), lium_name, None)
+        for cluster_id, members in sorted(clusters.items()):
+            ctx.log.warn(
+                "removing a cluster an interrupted create rented and no state records", cluster=cluster_id
+            )
+            ctx.warn(
+                f"Removed cluster {cluster_id} ({lium_name}), which no state records",
+                "An interrupted create of this lium_cluster rented it (its members' Lium name carries this "
+                "stack's tag), and this destroy ends it.",
+            )
+            delete_cluster_and_wait(ctx, s, cluster_id, [p.id for p in members])
+
+    def import_state(self, ctx: Context, import_id: str) -> dict[str, Any]:
+        return import_by_lium_id(self.type_name, import_id)

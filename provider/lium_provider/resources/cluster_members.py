@@ -14,7 +14,7 @@ from lium_provider.api.client import LiumClient
 from lium_provider.api.cluster_rules import CLUSTER_IMAGE_PREFIX, is_cluster_image
 from lium_provider.api.errors import LiumError, is_definitive
 from lium_provider.api.models import RUNNING, TERMINAL_POD_STATES, Pod, Template
-from lium_provider.resources.pod import (
+from lium_provider.resources.pod_lifecycle import (
     delete_pod_and_wait,
     failure_reason,
     pod_gone,

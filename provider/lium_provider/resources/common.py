@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from lium_provider.api.errors import LiumAuthError, LiumError, LiumNotFound, is_definitive
-from lium_provider.api.models import CLOCK_SKEW
+from lium_provider.api.models import CLOCK_SKEW, is_lium_id
 from lium_provider.session import LiumSession, access_error
 from tfbridge import Context, PlanChange, Schema, TFError
 from tfbridge.schema import PlanRule
@@ -149,3 +149,15 @@ def undo_abandoned(remove: Callable[[], object]) -> Exception | None:
             if time.monotonic() + ABANDONED_UNDO_PAUSE_SECONDS >= deadline:
                 return exc
         time.sleep(ABANDONED_UNDO_PAUSE_SECONDS)
+
+
+def import_by_lium_id(type_name: str, import_id: str) -> dict[str, Any]:
+    """The state ``terraform import`` starts from: the id alone, refused unless it can name a Lium object
+    (a UUID as Lium writes it), so garbage never imports as successful."""
+    if not is_lium_id(import_id):
+        raise TFError(
+            f"Cannot import {type_name} {import_id!r}",
+            f"A {type_name} is imported by its Lium id, a UUID such as "
+            "3f2a5c1e-8b7d-4e6f-9a0b-1c2d3e4f5a6b (`lium ps`, `lium-tf sweep`, or Lium's console show it).",
+        )
+    return {"id": import_id}

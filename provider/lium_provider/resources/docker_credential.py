@@ -6,7 +6,7 @@ or plans. Bump ``password_wo_version`` to send a new password (rotation happens 
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,15 +17,17 @@ from lium_provider.resources.common import (
     check_access_on_create,
     create_reconciled,
     delete_reconciled,
+    import_by_lium_id,
     newest,
 )
 from lium_provider.resources.inputs import PRINTABLE_NAME
 from lium_provider.resources.ownership import (
+    AdoptedFrom,
     StackTag,
+    check_before_change,
     left_alone_at_delete,
     plan_ownership,
-    refreshed_owner,
-    warn_if_foreign,
+    refreshed_ownership,
 )
 from lium_provider.session import LiumSession, session
 from tfbridge import Attribute, Context, PlanChange, Resource, TFError, UseStateForUnknown
@@ -61,7 +63,8 @@ class DockerCredentialModel(BaseModel):
         Attribute(optional=True, description="Change this number to send a new `password_wo` (rotation)."),
     ] = None
     stack_tag: StackTag = None
-    """Only in the state (Lium has no field for it): what tells a copied state's credential apart."""
+    """Only in the state (Lium has no field for it): its mark is that of the templates that use it."""
+    adopted_from: AdoptedFrom = None
 
 
 def _password(config: DockerCredentialModel) -> str:
@@ -75,19 +78,19 @@ def _password(config: DockerCredentialModel) -> str:
     return config.password_wo
 
 
-def _tag_of_users(s: LiumSession, credential_id: str) -> str | None:
-    """Whose a credential is, for a state that does not say (Lium has no field for it): the tag of
-    another stack one of the account's templates using it carries, else this stack's if one of its
-    templates does; None when no tagged template uses it."""
+def _mark_of_users(s: LiumSession, state: DockerCredentialModel) -> str | None:
+    """A credential's mark (Lium has no field for it): the stack tags the account's templates that use
+    it carry; of those, one the state does not record it under, so that a credential another stack's
+    template uses is never this stack's to delete; None when no tagged template uses it."""
     with api_errors("listing the templates that use the Docker credential"):
         me = s.verify_access().id
         tags = {
-            tag_in(t.description)
+            tag
             for t in s.client.list_templates()
-            if t.user_id == me and t.docker_credential_id == credential_id
-        } - {None}
-    others = sorted(t for t in tags if t and t != s.stack_tag)
-    return others[0] if others else (s.stack_tag if tags else None)
+            if t.user_id == me and t.docker_credential_id == state.id and (tag := tag_in(t.description))
+        }
+    others = sorted(tags - {state.stack_tag or s.stack_tag, state.adopted_from})
+    return others[0] if others else next(iter(sorted(tags)), None)
 
 
 class DockerCredentialResource(Resource[DockerCredentialModel]):
@@ -124,17 +127,10 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
         if credential is None:
             return None
         s = session(ctx)
-        in_lium = None if state.stack_tag else _tag_of_users(s, state.id or "")
-        owner = refreshed_owner(ctx, state.stack_tag, in_lium=in_lium)
-        refreshed = state.model_copy(
-            update={
-                "username": credential.username or state.username,
-                "password_wo": None,
-                "stack_tag": owner,
-            }
+        owner = refreshed_ownership(ctx, self.type_name, state, _mark_of_users(s, state))
+        return state.model_copy(
+            update={"username": credential.username or state.username, "password_wo": None, **owner}
         )
-        warn_if_foreign(ctx, self.type_name, refreshed)
-        return refreshed
 
     def update(
         self,
@@ -146,13 +142,15 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
         if (prior.username, prior.password_wo_version) == (plan.username, plan.password_wo_version):
             return plan.model_copy(update={"id": prior.id, "password_wo": None})  # only the stack tag moved
         password = _password(config)
+        s = session(ctx)
+        check_before_change(ctx, self.type_name, prior, lambda: _mark_of_users(s, prior), "changed")
         with api_errors("updating the Docker credential"):
-            session(ctx).client.update_docker_credential(prior.id or "", plan.username, password)
+            s.client.update_docker_credential(prior.id or "", plan.username, password)
         return plan.model_copy(update={"id": prior.id, "password_wo": None})
 
     def delete(self, ctx: Context, state: DockerCredentialModel) -> None:
         s = session(ctx)
-        if left_alone_at_delete(ctx, self.type_name, state, in_lium=lambda: _tag_of_users(s, state.id or "")):
+        if left_alone_at_delete(ctx, self.type_name, state, lambda: _mark_of_users(s, state)):
             return
         client = s.client
         credential_id = state.id or ""
@@ -162,3 +160,6 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
             lambda: client.delete_docker_credential(credential_id),
             lambda: client.get_docker_credential(credential_id) is not None,
         )
+
+    def import_state(self, ctx: Context, import_id: str) -> dict[str, Any]:
+        return import_by_lium_id(self.type_name, import_id)

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict, Field
-
-from lium_provider.api.errors import LiumError, LiumUncertainOutcome, is_definitive
+from lium_provider.api.errors import LiumError, LiumUncertainOutcome
 from lium_provider.api.models import (
     DEAD_POD_STATES,
     DELETED,
@@ -24,17 +22,10 @@ from lium_provider.api.models import (
     RUNNING,
     Pod,
     RentRequest,
-    TerminationHours,
     is_lium_id,
 )
 from lium_provider.api.rent import RentAttempt, find_rented_pod, rent_reconciled
-from lium_provider.domain.offer_filter import (
-    OfferFilter,
-    PodFacts,
-    display_gpu_name,
-    same_gpu,
-    same_gpu_name,
-)
+from lium_provider.domain.offer_filter import OfferFilter, display_gpu_name, same_gpu, same_gpu_name
 from lium_provider.domain.removal import (
     imported_schedule,
     parse_time,
@@ -45,35 +36,41 @@ from lium_provider.domain.removal import (
     set_removal,
     started_at,
 )
-from lium_provider.domain.stack import lium_pod_name, rent_digest, tag_in_pod_name
+from lium_provider.domain.stack import lium_pod_name, tag_in_pod_name
 from lium_provider.resources.common import (
     api_errors,
     check_access_on_create,
-    undo_abandoned,
+    import_by_lium_id,
     with_plan_rules,
 )
-from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.resources.ownership import (
-    StackTag,
+    check_before_change,
     claim_create_name,
+    claim_lium_name,
     left_alone_at_delete,
     plan_ownership,
-    refreshed_owner,
-    warn_if_foreign,
+    refreshed_ownership,
 )
 from lium_provider.resources.pod_import import (
     imported_fields,
     lium_stacks_name,
     plan_first_apply,
-    warn_if_unproven,
+    refuse_cluster_member,
 )
+from lium_provider.resources.pod_lifecycle import (
+    delete_abandoned_pod,
+    delete_pod_and_wait,
+    failure_reason,
+    pod_gone,
+    started_or_dead,
+    wait_for_host_key,
+)
+from lium_provider.resources.pod_model import PodModel, pod_facts, pod_rent_digest, refilter_replacements
 from lium_provider.resources.pod_private import PodPrivate
 from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, fingerprint, public_key_line
 from tfbridge import (
-    TIMEOUTS_BLOCK,
-    Attribute,
     ConfigView,
     Context,
     Diagnostic,
@@ -82,165 +79,27 @@ from tfbridge import (
     Resource,
     Schema,
     TFError,
-    Timeouts,
     UseStateForUnknown,
+    outliving_the_host,
 )
 from tfbridge.schema import PlanRule
 
 if TYPE_CHECKING:  # gpuhunt costs ~100 ms to import: only plans and creates that search offers load it
     from lium_provider.domain.offers import Offer
 
-_REPLACE = (RequiresReplace(),)
-_KEEP = (UseStateForUnknown(),)
 # The pod's plan rules for fields of the shared offer filter (see PodResource.schema).
-FILTER_PLAN_RULES: dict[str, tuple[PlanRule, ...]] = {"gpu_count": _REPLACE, "gpu": _KEEP}
-SSH_POLL_SECONDS = 0.25
-# How old the pod watcher's latest listing may be for a template's or volume's delete to use it instead
-# of listing again (its own pods' deletes, just before, each end on a listing).
-RECENT_LISTING_SECONDS = 5.0
+FILTER_PLAN_RULES: dict[str, tuple[PlanRule, ...]] = {
+    "gpu_count": (RequiresReplace(),),
+    "gpu": (UseStateForUnknown(),),
+}
+LIUM_NAME_KEY = "lium-name"
+"""The kind of name a pod's or cluster's Lium name is in the stack's register of names (one namespace:
+Lium's pod names)."""
 
 
-class PodModel(OfferFilter):
-    """A Lium GPU pod. Placed by `executor_id`, or by an offer filter (the cheapest match at apply time).
-    Re-renting (a new pod, billed anew; the old one is deleted): changing `name`, `template_id`,
-    `gpu_count`, `executor_id`, `ssh_public_key` or `volume_id`, or a dead pod. Changing an offer-filter
-    field (`gpu`, `max_price_per_hour`, `regions`, `min_memory_gib`, `min_disk_gb`, `spot`) re-rents only
-    when the running pod no longer satisfies the new filter; otherwise it updates the state alone. The
-    offer-filter fields are those of `lium_offers`.
-    Removal deadline: with `termination_hours` (or the provider's `default_termination_hours`) Lium
-    removes the pod that many hours after it started (`started_at`), at `removal_scheduled_at`; changing
-    it moves the removal in place, removing it cancels the removal. Every rent also carries a provisional
-    deadline covering the create's timeout (`termination_hours` when shorter), so a create that never
-    finished is ended by Lium itself; once the pod answers SSH the real schedule replaces it. If that last
-    call fails, the create fails with the pod in the state as tainted (`terraform untaint` keeps it, and
-    the next apply then sets the schedule in place). A schedule changed outside Terraform (Lium's UI)
-    plans an in-place update back to the configuration.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: Annotated[str | None, Attribute(computed=True, plan=_KEEP, description="Pod id (UUID).")] = None
-    name: Annotated[
-        str,
-        Attribute(required=True, plan=_REPLACE, description="Pod name."),
-        PRINTABLE_NAME,
-    ] = Field(min_length=1, max_length=63)
-    template_id: Annotated[
-        str, Attribute(required=True, plan=_REPLACE, description="`lium_template` to run."), LIUM_ID
-    ]
-    executor_id: Annotated[
-        str | None,
-        Attribute(
-            optional=True,
-            computed=True,
-            plan=(*_REPLACE, *_KEEP),
-            description="Rent this executor (node). Conflicts with the offer filter, except `gpu`, which may "
-            "name the executor's GPU; computed when the filter chose.",
-        ),
-        LIUM_ID,
-    ] = None
-    ssh_public_key: Annotated[
-        str | None,
-        Attribute(
-            optional=True,
-            computed=True,
-            plan=(*_REPLACE, *_KEEP),
-            description="Public key authorised for root SSH, one OpenSSH line (ed25519, ecdsa or rsa). Default: "
-            "derived from the provider's private key.",
-        ),
-        OPENSSH_PUBLIC_KEY,
-    ] = None
-    volume_id: Annotated[
-        str | None,
-        Attribute(optional=True, plan=_REPLACE, description="`lium_volume` to mount at /mnt (one)."),
-        LIUM_ID,
-    ] = None
-    status: Annotated[str | None, Attribute(computed=True, description="Lium status, e.g. `RUNNING`.")] = None
-    region: Annotated[
-        str | None, Attribute(computed=True, plan=_KEEP, description="Region of the executor.")
-    ] = None
-    price_per_hour: Annotated[
-        float | None, Attribute(computed=True, plan=_KEEP, description="Billed USD per hour.")
-    ] = None
-    ssh_host: Annotated[str | None, Attribute(computed=True, plan=_KEEP, description="SSH host.")] = None
-    ssh_port: Annotated[int | None, Attribute(computed=True, plan=_KEEP, description="SSH port.")] = None
-    ports: Annotated[
-        dict[str, int] | None,
-        Attribute(computed=True, plan=_KEEP, description="Container port → external port."),
-    ] = None
-    ssh_host_key: Annotated[
-        str | None,
-        Attribute(computed=True, plan=_KEEP, description="The pod's SSH host key, pinned on first contact."),
-    ] = None
-    termination_hours: Annotated[
-        TerminationHours | None,
-        Attribute(
-            optional=True,
-            computed=True,
-            description="Lium removes the pod this many hours after it started. Default: the "
-            "provider's `default_termination_hours`, else none (the pod runs until deleted). Changing it "
-            "moves the removal in place; removing it cancels the removal.",
-        ),
-    ] = None
-    removal_scheduled_at: Annotated[
-        str | None,
-        Attribute(
-            computed=True,
-            description="When Lium removes the pod (RFC 3339, UTC): `started_at` plus `termination_hours`; "
-            "null when it has none.",
-        ),
-    ] = None
-    started_at: Annotated[
-        str | None,
-        Attribute(
-            computed=True,
-            plan=_KEEP,
-            description="When the pod started running (RFC 3339, UTC), from which `termination_hours` "
-            "counts. For an imported pod: when Lium created it.",
-        ),
-    ] = None
-    lium_name: Annotated[
-        str | None,
-        Attribute(
-            computed=True,
-            plan=_KEEP,
-            description="The name sent to Lium: `name`, `-`, the stack tag (see the provider's `stack`) and 3 "
-            "characters of what the rent asks for (`template_id`, `gpu_count`, `volume_id`, a configured "
-            "`executor_id` and `ssh_public_key`), so a replacement never has its predecessor's name. It "
-            "recognises this stack's pod of this instance from any machine.",
-        ),
-    ] = None
-    stack_tag: StackTag = None
-    timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
-
-
-def _rent_digest(pod: PodModel, configured: PodModel) -> str:
-    """The rent digest of a pod's Lium name (:func:`lium_provider.domain.stack.rent_digest`)."""
-    return rent_digest(
-        pod.template_id, pod.gpu_count, pod.volume_id, configured.executor_id, configured.ssh_public_key
-    )
-
-
-def pod_facts(state: PodModel, rented: PodPrivate) -> PodFacts:
-    """What a running pod is: count, price and region from its state, the rest from the offer it rented."""
-    return PodFacts(
-        gpu=rented.gpu_model or state.gpu,
-        gpu_memory_gib=rented.gpu_memory_gib,
-        gpu_count=state.gpu_count,
-        price_per_hour=state.price_per_hour,
-        region=state.region,
-        memory_gib=rented.memory_gib,
-        disk_gb=rented.disk_gb,
-        spot=rented.spot,
-    )
-
-
-def refilter_replacements(wanted: OfferFilter, prior: OfferFilter, facts: PodFacts) -> list[str]:
-    """The filter fields whose change re-rents the pod: changed from ``prior`` and unmet by ``facts``."""
-    changed = {name for name in OfferFilter.fields() if getattr(wanted, name) != getattr(prior, name)}
-    if not changed:  # the common plan: no rule to run (and gpuhunt stays unloaded)
-        return []
-    return [name for name in wanted.unmet_by(facts) if name in changed]
+def _mark(pod: Pod | None) -> str | None:
+    """The stack tag a pod carries in Lium: the one in its Lium name, whatever else the name says."""
+    return tag_in_pod_name(pod.pod_name) if pod is not None else None
 
 
 def _apply_pod(state: PodModel, pod: Pod) -> PodModel:
@@ -308,13 +167,6 @@ def _same_gpu_respelled(planned: object, prior: object) -> bool:
     )
 
 
-def started_or_dead(pod: Pod | None) -> bool:
-    """Whether a create's wait is over: the pod runs with its SSH address published, or will never run."""
-    if pod is None or pod.status in DEAD_POD_STATES:
-        return True
-    return pod.status == RUNNING and pod.ssh_host_port() is not None
-
-
 class PodResource(Resource[PodModel]):
     type_name = "lium_pod"
     model = PodModel
@@ -368,6 +220,8 @@ class PodResource(Resource[PodModel]):
         _plan_filter_change(change, prior, record)
         if not change.requires_replace:
             plan_removal(change, prior, "pod")
+        if prior.lium_name:
+            claim_lium_name(ctx, change, (LIUM_NAME_KEY, prior.lium_name), prior.lium_name)
 
     def _authorised_keys(self, ctx: Context, prior: PodModel) -> tuple[str, ...]:
         with api_errors("reading the pod's authorised keys"):
@@ -376,7 +230,8 @@ class PodResource(Resource[PodModel]):
 
     def _plan_lium_name(self, ctx: Context, change: PlanChange[PodModel]) -> None:
         """A create's Lium name, known at plan time when what it hashes is known; a second create of one
-        name in this stack (this provider process plans the whole run) is refused."""
+        name in this stack, or of a Lium name an object of the state has (this provider process plans
+        the whole run), is refused."""
         if change.is_unknown("name"):
             change.set_unknown("lium_name")
             return
@@ -387,8 +242,11 @@ class PodResource(Resource[PodModel]):
         ):
             change.set_unknown("lium_name")  # named at create, from the same fields
             return
-        digest = _rent_digest(change.planned, change.config)
-        change.set_planned("lium_name", lium_pod_name(name, session(ctx).stack_tag, digest))
+        lium_name = lium_pod_name(
+            name, session(ctx).stack_tag, pod_rent_digest(change.planned, change.config)
+        )
+        claim_lium_name(ctx, change, (LIUM_NAME_KEY, lium_name), lium_name)
+        change.set_planned("lium_name", lium_name)
 
     def _check_offers_exist(self, ctx: Context, change: PlanChange[PodModel]) -> None:
         """Creating by filter: check now that something matches, so `plan` fails, not a later `apply`;
@@ -455,7 +313,8 @@ class PodResource(Resource[PodModel]):
     def create(self, ctx: Context, plan: PodModel, config: PodModel) -> PodModel:
         s = session(ctx)
         public_key = plan.ssh_public_key or public_key_line(s.require_ssh_key("lium_pod.ssh_public_key"))
-        lium_name = plan.lium_name or lium_pod_name(plan.name, s.stack_tag, _rent_digest(plan, config))
+        tag = plan.stack_tag or s.stack_tag  # as planned: the state's tag may be read otherwise now
+        lium_name = plan.lium_name or lium_pod_name(plan.name, tag, pod_rent_digest(plan, config))
         state = plan.model_copy(
             update={"ssh_public_key": public_key, "timeouts": plan.timeouts, "lium_name": lium_name}
         )
@@ -487,7 +346,7 @@ class PodResource(Resource[PodModel]):
             return self._wait_until_ready(ctx, s, plan, state)
         except BaseException:
             if ctx.abandoned:  # no state will ever hold this pod: it must not outlive the process
-                _delete_abandoned(ctx, s, pod_id, state.lium_name or "")
+                delete_abandoned_pod(ctx, s, pod_id, state.lium_name or "")
             raise
 
     def _wait_until_ready(self, ctx: Context, s: LiumSession, plan: PodModel, state: PodModel) -> PodModel:
@@ -601,7 +460,9 @@ class PodResource(Resource[PodModel]):
             attempt = RentAttempt.new(executor_id, body)
             s.journal.write(attempt)
             try:
-                result = rent_reconciled(s.client, attempt)
+                # Killed meanwhile, the create still learns whether Lium rented, and ends what it did.
+                with outliving_the_host(s.client.request_timeout):
+                    result = rent_reconciled(s.client, attempt)
             except LiumUncertainOutcome as exc:
                 raise TFError(
                     "The rent's outcome is unknown",
@@ -655,10 +516,12 @@ class PodResource(Resource[PodModel]):
                 "timeouts": plan.timeouts,
                 "termination_hours": plan.termination_hours,
                 "stack_tag": plan.stack_tag,
+                "adopted_from": plan.adopted_from,
             }
         )
         wanted = parse_time(plan.removal_scheduled_at)
         if plan.removal_scheduled_at != prior.removal_scheduled_at:
+            check_before_change(ctx, self.type_name, prior, lambda: self._mark_now(ctx, prior), "changed")
             with api_errors("scheduling the pod's removal" if wanted else "cancelling the pod's removal"):
                 set_removal(session(ctx).client, prior.id or "", wanted)
         # Only once the update went through: a failed one leaves the import's plan rules in force, or
@@ -675,22 +538,16 @@ class PodResource(Resource[PodModel]):
         if pod is None or pod_gone(pod):
             return None
         refreshed = _with_schedule(_apply_pod(state, pod), pod)
-        # Whose the pod is when the state does not say: a state from before the tag recorded the Lium
-        # name a lium_pod made, so its tag; for an import, only a name provably a lium_pod's.
         if not refreshed.name:  # just imported
-            made = lium_stacks_name(s, pod)
-            warn_if_unproven(ctx, pod, made)
-            in_lium = made[1] if made else None
-            refreshed = refreshed.model_copy(update=imported_fields(pod, made))
+            refuse_cluster_member(ctx, pod)
+            refreshed = refreshed.model_copy(update=imported_fields(pod, lium_stacks_name(s, pod)))
             refreshed = self._with_listed_offer(ctx, s, refreshed)
             ctx.private = (
                 PodPrivate.from_private(ctx.private).model_copy(update={"imported": True}).to_private()
             )
-        else:
-            in_lium = tag_in_pod_name(refreshed.lium_name)
-        owner = refreshed_owner(ctx, state.stack_tag, in_lium=in_lium)
-        refreshed = refreshed.model_copy(update={"stack_tag": owner})
-        warn_if_foreign(ctx, self.type_name, refreshed)
+        # Whose the pod is: the tag its Lium name carries now is compared with what the state records.
+        owner = refreshed_ownership(ctx, self.type_name, state, _mark(pod))
+        refreshed = refreshed.model_copy(update=owner)
         if refreshed.ssh_host_key is None:  # imported (or its create stopped before SSH answered)
             refreshed = self._pin_on_first_read(ctx, refreshed)
         s.journal.forget(refreshed.lium_name or refreshed.name)  # Terraform holds this pod now
@@ -734,17 +591,48 @@ class PodResource(Resource[PodModel]):
     def delete(self, ctx: Context, state: PodModel) -> None:
         if not is_lium_id(state.id):
             self._delete_by_lium_name(ctx, state)
-        if left_alone_at_delete(ctx, self.type_name, state, in_lium=lambda: tag_in_pod_name(state.lium_name)):
+        if left_alone_at_delete(ctx, self.type_name, state, lambda: self._mark_now(ctx, state)):
             return
         s = session(ctx)
         delete_pod_and_wait(ctx, s, state.id or "")
         s.journal.forget(state.lium_name or state.name)
 
+    def end_unrecorded(self, ctx: Context, config: PodModel) -> None:
+        """During a destroy, a pod this instance's interrupted create rented and no state records (found
+        by the Lium name its create would give it, with this stack's tag, and through this machine's
+        journal) is deleted: it would be adopted by the next apply, and nothing else ends it early."""
+        s = session(ctx)
+        if not config.name or not config.template_id:
+            return  # its Lium name is not known before the apply: nothing can be found by it
+        lium_name = lium_pod_name(config.name, s.stack_tag, pod_rent_digest(config, config))
+        with api_errors("looking for a pod an interrupted create of this stack rented"):
+            listed = s.client.list_pods()
+            found = {p.id for p in listed if p.pod_name == lium_name and p.status not in (DELETING, DELETED)}
+            attempt = s.journal.find(lium_name)
+            if attempt is not None:
+                rented = find_rented_pod(s.client, attempt)
+                if rented is not None and rented.outcome == "rented" and rented.pod_id:
+                    found.add(rented.pod_id)
+        for pod_id in sorted(found):
+            ctx.log.warn("deleting a pod an interrupted create rented and no state records", pod=pod_id)
+            ctx.warn(
+                f"Deleted pod {pod_id} ({lium_name}), which no state records",
+                "An interrupted create of this lium_pod rented it (its Lium name carries this stack's tag), "
+                "and this destroy ends it.",
+            )
+            delete_pod_and_wait(ctx, s, pod_id)
+        s.journal.forget(lium_name)
+
+    def _mark_now(self, ctx: Context, state: PodModel) -> str | None:
+        """The stack tag the pod carries in Lium now (None: gone, or no tag), from the stack's listing."""
+        with api_errors("reading the pod"):
+            return _mark(session(ctx).watcher.current(ctx, state.id or ""))
+
     def _delete_by_lium_name(self, ctx: Context, state: PodModel) -> None:
         """A damaged id with this stack's Lium name beside it: the pod is found, and deleted, by the name
         (a paid pod is not left running because its id was lost)."""
         s = session(ctx)
-        if not is_this_stacks(s, state.lium_name or ""):
+        if tag_in_pod_name(state.lium_name) not in (state.stack_tag or s.stack_tag, state.adopted_from):
             return
         with api_errors("looking for the pod by its Lium name"):
             found = [p for p in s.client.list_pods() if p.pod_name == state.lium_name]
@@ -758,127 +646,5 @@ class PodResource(Resource[PodModel]):
                 delete_pod_and_wait(ctx, s, pod.id)
         s.journal.forget(state.lium_name or state.name)
 
-
-def delete_pod_and_wait(ctx: Context, s: LiumSession, pod_id: str) -> None:
-    """Delete a pod and wait until Lium reports it DELETED or gone; 404 counts as success."""
-    while True:
-        try:
-            s.client.delete_pod(pod_id)
-            break
-        except LiumError as exc:
-            if exc.code != "pod_state_conflict" and is_definitive(exc):
-                raise TFError("Deleting the pod failed", str(exc)) from None
-            # dstack's rule: a conflict (or an unknown outcome) is fine only if the pod is on its way out.
-            with api_errors("reading the pod"):
-                pod = s.client.get_pod(pod_id)
-            if pod is None or pod.status in ("DELETING", DELETED):
-                break
-            ctx.log.info("pod cannot be deleted yet, retrying", pod=pod_id, status=pod.status)
-            ctx.sleep(2.0)
-    try:
-        s.watcher.wait(ctx, pod_id, pod_gone, unlisted_is_gone=True)
-    except TimeoutError:
-        # The listing is shared by every waiter and rate limited per account, so under a 429 storm the
-        # next one may come after the deadline although the pod is long gone: ask for this pod alone
-        # before failing the destroy.
-        with api_errors("reading the pod"):
-            if pod_gone(s.client.get_pod(pod_id)):
-                return
-        raise
-
-
-def pod_gone(pod: Pod | None) -> bool:
-    """The pod is no more: unknown to Lium (404, or missing from a listing) or DELETED."""
-    return pod is None or pod.status == DELETED
-
-
-def failure_reason(s: LiumSession, pod_id: str) -> str:
-    """Why a pod did not start, from its latest events: "Lium says: …", or that it gave no reason."""
-    try:
-        events = s.client.events(pod_id=pod_id, limit=20)
-    except LiumError:
-        return "Lium gave no reason."
-    for event in events:
-        reason = " ".join(
-            x for x in (event.reason, getattr(event, "detail", None), getattr(event, "error", None)) if x
-        )
-        if reason:
-            return f"Lium says: {reason}"
-    return "Lium gave no reason."
-
-
-def wait_for_host_key(ctx: Context, host: str, port: int) -> str:
-    """Wait until the sshd at ``host:port`` answers and return its host key (pinned from then on)."""
-    while True:
-        ctx.check()
-        key = fetch_host_key(host, port, timeout=5.0)
-        if key:
-            return key
-        ctx.sleep(SSH_POLL_SECONDS)
-
-
-def _delete_abandoned(ctx: Context, s: LiumSession, pod_id: str, lium_name: str) -> None:
-    """Send DELETE for a pod whose create was abandoned; no wait for DELETED (the process is exiting)."""
-    error = undo_abandoned(lambda: s.client.delete_pod(pod_id))
-    if error is not None:  # the process exits anyway: the removal deadline and sweep remain
-        ctx.log.warn(
-            "could not delete the pod of an abandoned create", pod=pod_id, error=type(error).__name__
-        )
-        return
-    ctx.log.warn("deleted the pod of an abandoned create: Terraform is gone and cannot record it", pod=pod_id)
-    s.journal.forget(lium_name)
-
-
-def is_this_stacks(s: LiumSession, lium_name: str) -> bool:
-    """Whether a Lium pod name carries this stack's tag (:func:`lium_provider.domain.stack.lium_pod_name`)."""
-    return tag_in_pod_name(lium_name) == s.stack_tag
-
-
-def settle_orphans(
-    ctx: Context, s: LiumSession, *, template_id: str | None = None, volume_id: str | None = None
-) -> None:
-    """Delete this stack's pods that run ``template_id`` or mount ``volume_id``, just before that goes.
-
-    Terraform deletes the pods it records before their template or volume, so such a pod is one
-    Terraform never recorded: the provider died between Lium's answer and the state write (SIGKILL,
-    a crash, power loss). It is found by this stack's tag in its Lium name among the live pods (from
-    any machine), and through this machine's journal (by name and executor in the pod list, then in the
-    account events; never by renting again). A pod of another stack is never touched.
-    """
-
-    def uses(template: str | None, volume: str | None) -> bool:
-        return (template_id is not None and template == template_id) or (
-            volume_id is not None and volume == volume_id
-        )
-
-    with api_errors("looking for this stack's unrecorded pods"):
-        # Such a pod was rented before this process began, so the listing that saw this process's
-        # own pods go (a moment ago, as Terraform deletes them first) shows it as well as a new one.
-        live = s.watcher.recent_pods(RECENT_LISTING_SECONDS)
-        listed = [
-            p
-            for p in (live if live is not None else s.client.list_pods())
-            if p.status not in DEAD_POD_STATES
-            and is_this_stacks(s, p.pod_name)
-            and uses(p.template_id, p.volume_id)
-        ]
-    for pod in listed:
-        ctx.log.warn("deleting a pod of this stack Terraform never recorded", pod=pod.id, name=pod.pod_name)
-        ctx.warn(
-            f"Deleted pod {pod.id} ({pod.pod_name}), which this state does not hold",
-            "Its Lium name carries this stack's tag and it used what is being deleted here, so it is taken "
-            "for a pod an interrupted create rented. A pod this stack let go of (a `removed` block) must be "
-            "let go of with its template and volume: deleting those here ends it.",
-        )
-        delete_pod_and_wait(ctx, s, pod.id)
-    for attempt in s.journal.pending():
-        if not is_this_stacks(s, attempt.pod_name) or not uses(
-            attempt.body.template_id, attempt.body.volume_id
-        ):
-            continue
-        with api_errors("reconciling an unrecorded rent"):
-            found = find_rented_pod(s.client, attempt)
-        if found is not None and found.outcome == "rented" and found.pod_id:
-            ctx.log.warn("deleting a pod Terraform never recorded", pod=found.pod_id, name=attempt.pod_name)
-            delete_pod_and_wait(ctx, s, found.pod_id)
-        s.journal.forget(attempt.pod_name)
+    def import_state(self, ctx: Context, import_id: str) -> dict[str, Any]:
+        return import_by_lium_id(self.type_name, import_id)

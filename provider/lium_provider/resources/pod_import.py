@@ -15,40 +15,41 @@ cannot rename a pod, so an imported pod keeps its Lium name whatever the code ca
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from lium_provider.api.cluster_rules import MAX_CLUSTER_NODES, MIN_CLUSTER_NODES
 from lium_provider.api.models import Pod
 from lium_provider.domain.removal import imported_schedule
-from lium_provider.domain.stack import cluster_rent_digest, parse_lium_pod_name, rent_digest, tag_in
+from lium_provider.domain.stack import parse_lium_pod_name, rent_digest, tag_in
 from lium_provider.resources.common import api_errors
+from lium_provider.resources.pod_model import PodModel
 from lium_provider.session import LiumSession
 from lium_provider.sshkeys import fingerprint, same_public_key
-from tfbridge import Context, PlanChange
-
-if TYPE_CHECKING:
-    from lium_provider.resources.pod import PodModel
+from tfbridge import Context, PlanChange, TFError, destroying
 
 
 def lium_stacks_name(s: LiumSession, pod: Pod) -> tuple[str, str] | None:
     """``(name, stack tag)`` when the pod's Lium name is provably one a ``lium_pod`` made
-    (:func:`name_made_by_lium_pod`, reading the pod's template only if need be), else None."""
+    (:func:`name_made_by_lium_pod`, reading the pod's template only if need be), else None: what an
+    import's ``name`` is. Whose the pod is does not depend on it: any name shaped like a stack's carries
+    that stack's tag (:mod:`lium_provider.resources.ownership`)."""
     return name_made_by_lium_pod(pod, lambda: _template_tag(s, pod.template_id))
 
 
-def warn_if_unproven(ctx: Context, pod: Pod, made: tuple[str, str] | None) -> None:
-    """At import: a name shaped like a stack's pod name without the proof is said in a warning (a pod
-    made with a commented key on an untagged template has none), since it imports as nobody's."""
-    parsed = parse_lium_pod_name(pod.pod_name)
-    if made is not None or parsed is None:
+def refuse_cluster_member(ctx: Context, pod: Pod) -> None:
+    """At import: a member of a cluster is refused as a ``lium_pod`` (a warning during a destroy): its
+    cluster's members are rented, scheduled and removed together, and replacing or deleting one alone
+    would leave that cluster degraded."""
+    if not pod.cluster_id:
         return
-    tag = parsed[1]
-    ctx.warn(
-        f"Pod {pod.id}'s name looks like a lium-stacks pod's, but nothing proves it",
-        f"{pod.pod_name!r} has the shape of stack {tag}'s pod names, yet neither its rent digest nor its "
-        "template says so: it is taken as a pod made outside lium-stacks, under its whole name. If "
-        f"stack {tag} manages it, remove this import: that stack's destroy would delete it.",
+    refusal = TFError(
+        f"Pod {pod.id} is a member of cluster {pod.cluster_id}",
+        f"It is node {pod.cluster_node_index} of that cluster, whose members are rented and removed "
+        "together: it cannot be managed as a lium_pod. Nothing was changed. Import the cluster instead "
+        f'(`import {{ to = lium_cluster.<name>, id = "{pod.cluster_id}" }}`), or remove this import.',
+        path=("id",),
     )
+    if not destroying():
+        raise refusal
+    ctx.warnings += [d.as_warning() for d in refusal.diagnostics()]
 
 
 def name_made_by_lium_pod(pod: Pod, template_tag: Callable[[], str | None]) -> tuple[str, str] | None:
@@ -57,8 +58,8 @@ def name_made_by_lium_pod(pod: Pod, template_tag: Callable[[], str | None]) -> t
     A name shaped like ``<name>-<tag><digest>`` may be a person's (``gpu-workstation``), so the shape
     alone is not taken as a stack's mark: its rent digest must be that of the pod's own template, count
     and volume (with or without its executor and one of its keys, as the configuration may have named
-    them) — for a cluster's member, of its cluster's template, any member count and key, without a
-    fabric —, or its template (``template_tag()``, called only then) must carry the same tag.
+    them), or its template (``template_tag()``, called only then) must carry the same tag. (A cluster's
+    member is never imported as a pod: :func:`refuse_cluster_member`.)
     """
     parsed = parse_lium_pod_name(pod.pod_name)
     if parsed is None:
@@ -69,19 +70,7 @@ def name_made_by_lium_pod(pod: Pod, template_tag: Callable[[], str | None]) -> t
         for executor in (None, pod.executor_id)
         for key in (None, *pod.ssh_keys)
     }
-    if pod.cluster_id:  # a lium_cluster's member: its row does not say how many members (nor a fabric)
-        digests |= {
-            cluster_rent_digest(pod.template_id, count, None, key)
-            for count in range(MIN_CLUSTER_NODES, MAX_CLUSTER_NODES + 1)
-            for key in (None, *pod.ssh_keys)
-        }
     return (name, tag) if digest in digests or template_tag() == tag else None
-
-
-def proven_stack_tag(s: LiumSession, pod: Pod) -> str | None:
-    """The stack a pod's Lium name provably belongs to (:func:`lium_stacks_name`), else None."""
-    made = lium_stacks_name(s, pod)
-    return made[1] if made else None
 
 
 def _template_tag(s: LiumSession, template_id: str | None) -> str | None:

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     from lium_provider.domain.offers import Offer
 
 
 class PodPrivate(BaseModel):
-    """The pod's private record; every field None (not known) for an older pod."""
+    """The pod's private record; every field None (not known) for an older pod. Other keys (what
+    :mod:`lium_provider.resources.ownership` notes in every resource's record) are kept as they are."""
+
+    model_config = ConfigDict(extra="allow")
 
     gpu_model: str | None = None
     gpu_memory_gib: float | None = None

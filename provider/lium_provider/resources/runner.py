@@ -11,6 +11,7 @@ next plan replaces the runner, not the pod; a pod that is gone takes the runner 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,14 +25,14 @@ from lium_provider.domain.stack import tag_in_pod_name
 from lium_provider.resources.common import api_errors, check_access_on_create
 from lium_provider.resources.inputs import LIUM_ID, check_openssh_public_key
 from lium_provider.resources.ownership import (
+    AdoptedFrom,
     StackTag,
     left_alone_at_delete,
+    owns,
     plan_ownership,
-    refreshed_owner,
+    refreshed_ownership,
     refuse_another_stacks_pod,
-    warn_if_foreign,
 )
-from lium_provider.resources.pod_import import proven_stack_tag
 from lium_provider.runner import bootstrap
 from lium_provider.runner.pod_ssh import HostKeyMismatch, LoginRefused, PodSSH, PodUnreachable
 from lium_provider.runner.scripts import SSH_PORT
@@ -57,8 +58,25 @@ SSH_WAIT_SECONDS = 120.0
 SSH_RETRY_SECONDS = 1.0
 HEALTH_GRACE_SECONDS = 10.0  # a runner restarting after a job is not drift
 SMOKE_TEST_RUN_NAME = "lium-smoke-test"
+_PLANNED_MARK = "pod_mark"
+"""The private record's key for the tag the pod carried when the plan allowed the runner on it."""
 _HOST_KEY = re.compile(r"[a-z0-9][a-z0-9@.-]* [A-Za-z0-9+/]+={0,2}")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _adopted(mark: str | None, tag: str | None) -> str | None:
+    """A runner's ``adopted_from``: its pod's mark when that is not the runner's own stack's."""
+    return mark if mark not in (None, tag) else None
+
+
+def _planned_mark(private: bytes) -> str | None:
+    """The pod's mark the plan allowed (:data:`_PLANNED_MARK`), from the planned private record."""
+    try:
+        record = json.loads(private) if private else {}
+    except ValueError:
+        return None
+    mark = record.get(_PLANNED_MARK) if isinstance(record, dict) else None
+    return mark if isinstance(mark, str) else None
 
 
 class RunnerModel(BaseModel):
@@ -159,6 +177,7 @@ class RunnerModel(BaseModel):
         ),
     ] = None
     stack_tag: StackTag = None
+    adopted_from: AdoptedFrom = None
     timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
 
     @field_validator("ssh_host_key")
@@ -272,13 +291,17 @@ class RunnerResource(Resource[RunnerModel]):
             )
         plan_ownership(ctx, change, self.type_name)
         check_access_on_create(ctx, change)
-        new_on_known_pod = prior is None and not change.is_unknown("pod_id")
-        if new_on_known_pod and isinstance(ctx.provider, LiumSession):
+        if prior is None and change.is_unknown("pod_id"):
+            change.set_unknown("adopted_from")  # the pod's mark, known once the pod is
+        elif prior is None and isinstance(ctx.provider, LiumSession):
             s = ctx.provider
             with api_errors("reading the pod", path=("pod_id",)):
                 pod = s.client.get_pod(change.planned.pod_id)
             if pod is not None:
-                refuse_another_stacks_pod(ctx, self.type_name, pod.id, proven_stack_tag(s, pod))
+                mark = tag_in_pod_name(pod.pod_name)
+                refuse_another_stacks_pod(ctx, self.type_name, pod.id, mark)
+                change.set_planned("adopted_from", _adopted(mark, change.planned.stack_tag))
+                ctx.private = json.dumps({_PLANNED_MARK: mark}).encode()
         if prior is None:
             if change.is_unknown("runner_download_url") and change.config_is_null("runner_download_url"):
                 if not change.config_is_null("runner_binary_path"):
@@ -302,7 +325,9 @@ class RunnerResource(Resource[RunnerModel]):
                 "The runner binary does not exist", f"{binary} is not a file.", path=("runner_binary_path",)
             )
         pod, host, port = self._pod_address(ctx, s, plan.pod_id)
-        refuse_another_stacks_pod(ctx, self.type_name, pod.id, proven_stack_tag(s, pod))
+        mark = tag_in_pod_name(pod.pod_name)
+        if mark not in (plan.stack_tag, _planned_mark(ctx.private)):  # what the plan saw and allowed
+            refuse_another_stacks_pod(ctx, self.type_name, pod.id, mark)
         runner_port = (pod.ports_mapping or {}).get(str(SSH_PORT))
         if runner_port is None:
             raise TFError(
@@ -329,6 +354,7 @@ class RunnerResource(Resource[RunnerModel]):
                 "runner_ssh_port": runner_port,
                 "healthy": False,
                 "smoke_test_output": None,
+                "adopted_from": _adopted(mark, plan.stack_tag),
             }
         )
         with self._ssh(ctx, host, port, plan.ssh_host_key, private_key) as ssh:
@@ -418,14 +444,17 @@ class RunnerResource(Resource[RunnerModel]):
             pod = s.client.get_pod(state.pod_id)
         if pod is None or pod.is_terminal:
             return None  # the pod is gone, and the runner with it
+        mark = tag_in_pod_name(pod.pod_name)
         refreshed = state.model_copy(
             update={
                 "runner_ssh_port": (pod.ports_mapping or {}).get(str(SSH_PORT), state.runner_ssh_port),
-                "stack_tag": refreshed_owner(ctx, state.stack_tag, in_lium=tag_in_pod_name(pod.pod_name)),
+                **refreshed_ownership(ctx, self.type_name, state, mark),
             }
         )
-        if warn_if_foreign(ctx, self.type_name, refreshed):
-            return refreshed  # another stack's runner: not even its health is checked
+        if not owns(s, refreshed, mark):
+            return (
+                refreshed  # another stack's runner (a destroy refreshes it): not even its health is checked
+            )
         private_key = s.require_ssh_key("lium_runner")
         address = pod.ssh_host_port() if pod.status == RUNNING else None
         if address is None:
@@ -484,7 +513,7 @@ class RunnerResource(Resource[RunnerModel]):
                 "any pod.",
             )
             return
-        if left_alone_at_delete(ctx, self.type_name, state, in_lium=lambda: self._pod_tag_in_lium(s, state)):
+        if left_alone_at_delete(ctx, self.type_name, state, lambda: self._pod_tag_in_lium(s, state)):
             return
         private_key = s.require_ssh_key("lium_runner")
         with api_errors("reading the pod", path=("pod_id",)):

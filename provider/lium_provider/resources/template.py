@@ -15,6 +15,7 @@ from lium_provider.resources.common import (
     check_access_on_create,
     create_reconciled,
     delete_reconciled,
+    import_by_lium_id,
     newest,
 )
 from lium_provider.resources.inputs import (
@@ -28,14 +29,16 @@ from lium_provider.resources.inputs import (
     SCRIPT,
 )
 from lium_provider.resources.ownership import (
+    AdoptedFrom,
     StackTag,
+    check_before_change,
     claim_create_name,
+    claim_lium_name,
     left_alone_at_delete,
     plan_ownership,
-    refreshed_owner,
-    warn_if_foreign,
+    refreshed_ownership,
 )
-from lium_provider.resources.pod import settle_orphans
+from lium_provider.resources.pod_lifecycle import settle_orphans
 from lium_provider.session import LiumSession, session
 from tfbridge import Attribute, Context, PlanChange, Resource, UseStateForUnknown
 
@@ -143,6 +146,7 @@ class TemplateModel(BaseModel):
         LIUM_ID,
     ] = None
     stack_tag: StackTag = None
+    adopted_from: AdoptedFrom = None
 
     @field_validator("image")
     @classmethod
@@ -193,9 +197,9 @@ def _spec(model: TemplateModel, tag: str) -> TemplateSpec:
     )
 
 
-def _state(template: Template, base: TemplateModel, owner: str) -> TemplateModel:
+def _state(template: Template, base: TemplateModel, owner: dict[str, Any]) -> TemplateModel:
     """The refreshed state: what Lium reports, keeping the user's spelling of the image when equivalent,
-    and ``owner`` as its ``stack_tag``."""
+    and ``owner``'s ownership fields."""
     image = base.image if base.image and image_of(template) in _equivalent(base.image) else image_of(template)
     volumes = template.volumes or []
     update: dict[str, Any] = {
@@ -211,7 +215,7 @@ def _state(template: Template, base: TemplateModel, owner: str) -> TemplateModel
         "local_volume_path": volumes[0] if volumes else base.local_volume_path,
         "is_private": template.is_private,
         "docker_credential_id": template.docker_credential_id,
-        "stack_tag": owner,
+        **owner,
     }
     return base.model_copy(update=update)
 
@@ -222,8 +226,18 @@ def used_credentials(s: LiumSession) -> set[str]:
 
 
 def _same_in_lium(prior: TemplateModel, plan: TemplateModel) -> bool:
-    """Whether the two differ in nothing Lium holds but the stack tag."""
-    return prior.model_copy(update={"stack_tag": plan.stack_tag, "id": plan.id}) == plan
+    """Whether the two differ in nothing Lium holds but the ownership record."""
+    moved = {"stack_tag": plan.stack_tag, "adopted_from": plan.adopted_from, "id": plan.id}
+    return prior.model_copy(update=moved) == plan
+
+
+def _owned_by(plan: TemplateModel, tag: str) -> dict[str, Any]:
+    return {"stack_tag": plan.stack_tag or tag, "adopted_from": plan.adopted_from}
+
+
+def _name_key(name: str, tag: str | None) -> tuple[str, ...]:
+    """The name a template create finds an interrupted run's template by: its name and stack tag."""
+    return ("lium_template", name, tag or "")
 
 
 def _equivalent(image: str) -> set[str]:
@@ -243,50 +257,60 @@ class TemplateResource(Resource[TemplateModel]):
         plan_ownership(ctx, change, self.type_name)
         claim_create_name(ctx, change, self.type_name)
         check_access_on_create(ctx, change)
+        prior, tag = change.prior, change.planned.stack_tag
+        names = {prior.name} if prior is not None else set()
+        if not change.is_unknown("name"):
+            names.add(change.planned.name)  # a rename runs beside the creates of the same apply
+        for name in sorted(names):
+            claim_lium_name(ctx, change, _name_key(name, tag), f"the template name {name!r}")
 
     def create(self, ctx: Context, plan: TemplateModel, config: TemplateModel) -> TemplateModel:
         s = session(ctx)
         client = s.client
+        tag = plan.stack_tag or s.stack_tag  # as planned: the state's tag may be read otherwise now
+        owner = _owned_by(plan, tag)
         with api_errors("looking for this stack's template of that name"):
             me = s.verify_access().id  # the key's user, from the plan's access check
             mine = [t for t in client.list_templates() if t.user_id == me and t.name == plan.name]
-        earlier = [t for t in mine if tag_in(t.description) == s.stack_tag]
+        earlier = [t for t in mine if tag_in(t.description) == tag]
         if earlier:  # an interrupted run of this stack made it (names are unique within a stack)
-            return self._adopt(ctx, s, max(earlier, key=lambda t: t.created_at or datetime.min), plan)
+            return self._adopt(ctx, s, max(earlier, key=lambda t: t.created_at or datetime.min), plan, tag)
         template = create_reconciled(
             ctx,
             "creating the template",
-            lambda: client.create_template(_spec(plan, s.stack_tag)),
+            lambda: client.create_template(_spec(plan, tag)),
             lambda since: newest(
                 [
                     t
                     for t in client.list_templates()
                     if t.name == plan.name
                     and t.user_id == me
-                    and tag_in(t.description) == s.stack_tag
+                    and tag_in(t.description) == tag
                     and image_of(t) in _equivalent(plan.image)
                 ],
                 lambda t: t.created_at,
                 since,
             ),
         )
-        return _state(template, plan, s.stack_tag)
+        return _state(template, plan, owner)
 
-    def _adopt(self, ctx: Context, s: LiumSession, template: Template, plan: TemplateModel) -> TemplateModel:
+    def _adopt(
+        self, ctx: Context, s: LiumSession, template: Template, plan: TemplateModel, tag: str
+    ) -> TemplateModel:
         """Take on this stack's template an interrupted run created but never recorded: the same id (so
         the pods named after it are found too), set to the plan. A registry credential carries no tag:
         it is found through this template, and when the plan names another one (the fresh runner made
         its own), the interrupted run's credential, now used by no template, is deleted."""
         ctx.log.info("adopting a template an interrupted run of this stack created", template=template.id)
-        current = _state(template, plan, s.stack_tag)
+        current = _state(template, plan, _owned_by(plan, tag))
         if _same_in_lium(current, plan.model_copy(update={"id": template.id})):
             return current  # as planned: no PUT, which would restart the pods that use it
         with api_errors("updating the adopted template"):
-            adopted = s.client.update_template(template.id, _spec(plan, s.stack_tag))
+            adopted = s.client.update_template(template.id, _spec(plan, tag))
             old = template.docker_credential_id
             if old and old != plan.docker_credential_id and old not in used_credentials(s):
                 s.client.delete_docker_credential(old)
-        return _state(adopted, plan, s.stack_tag)
+        return _state(adopted, plan, _owned_by(plan, tag))
 
     def read(self, ctx: Context, state: TemplateModel) -> TemplateModel | None:
         if not is_lium_id(state.id):
@@ -296,10 +320,8 @@ class TemplateResource(Resource[TemplateModel]):
             template = s.client.get_template(state.id or "")
         if template is None:
             return None
-        owner = refreshed_owner(ctx, state.stack_tag, in_lium=tag_in(template.description))
-        refreshed = _state(template, state, owner)
-        warn_if_foreign(ctx, self.type_name, refreshed)
-        return refreshed
+        owner = refreshed_ownership(ctx, self.type_name, state, tag_in(template.description))
+        return _state(template, state, owner)
 
     def update(
         self, ctx: Context, prior: TemplateModel, plan: TemplateModel, config: TemplateModel
@@ -307,19 +329,25 @@ class TemplateResource(Resource[TemplateModel]):
         if _same_in_lium(prior, plan):  # only the stack tag moved (a take-over): the state is enough
             return plan.model_copy(update={"id": prior.id})
         s = session(ctx)
+        check_before_change(ctx, self.type_name, prior, lambda: _tag_in_lium(s, prior.id or ""), "changed")
+        # Its mark stays the one its state records (a take-over writes this stack's).
+        tag = plan.stack_tag or s.stack_tag
         with api_errors("updating the template"):
-            template = s.client.update_template(prior.id or "", _spec(plan, s.stack_tag))
-        return _state(template, plan, s.stack_tag)
+            template = s.client.update_template(prior.id or "", _spec(plan, tag))
+        return _state(template, plan, _owned_by(plan, tag))
 
     def delete(self, ctx: Context, state: TemplateModel) -> None:
         s = session(ctx)
-        if left_alone_at_delete(ctx, self.type_name, state, in_lium=lambda: _tag_in_lium(s, state.id or "")):
+        if left_alone_at_delete(ctx, self.type_name, state, lambda: _tag_in_lium(s, state.id or "")):
             return
         template_id = state.id or ""
-        settle_orphans(ctx, s, template_id=template_id)
+        settle_orphans(ctx, s, state.stack_tag or s.stack_tag, template_id=template_id)
         delete_reconciled(
             ctx,
             "deleting the template",
             lambda: s.client.delete_template(template_id),
             lambda: s.client.get_template(template_id) is not None,
         )
+
+    def import_state(self, ctx: Context, import_id: str) -> dict[str, Any]:
+        return import_by_lium_id(self.type_name, import_id)

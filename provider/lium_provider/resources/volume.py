@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -16,19 +16,22 @@ from lium_provider.resources.common import (
     check_access_on_create,
     create_reconciled,
     delete_reconciled,
+    import_by_lium_id,
     newest,
 )
 from lium_provider.resources.inputs import PRINTABLE_NAME
 from lium_provider.resources.ownership import (
+    AdoptedFrom,
     StackTag,
+    check_before_change,
     claim_create_name,
+    claim_lium_name,
     left_alone_at_delete,
     plan_ownership,
-    refreshed_owner,
-    warn_if_foreign,
+    refreshed_ownership,
 )
-from lium_provider.resources.pod import settle_orphans
-from lium_provider.session import session
+from lium_provider.resources.pod_lifecycle import settle_orphans
+from lium_provider.session import LiumSession, session
 from tfbridge import Attribute, Context, PlanChange, Resource, TFError, UseStateForUnknown
 
 # Lium's documented volume-name alphabet (docs/lium-api.md#volumes).
@@ -51,6 +54,7 @@ class VolumeModel(BaseModel):
     ] = Field(min_length=1, max_length=NAME_MAX_LENGTH)
     description: Annotated[str | None, Attribute(optional=True, description="Free text.")] = None
     stack_tag: StackTag = None
+    adopted_from: AdoptedFrom = None
 
     @field_validator("name")
     @classmethod
@@ -62,25 +66,39 @@ class VolumeModel(BaseModel):
         return value
 
 
+def _tag_in_lium(s: LiumSession, volume_id: str) -> str | None:
+    """The stack tag the volume's description carries in Lium (None: none, or no such volume)."""
+    with api_errors("reading the volume"):
+        volume = s.client.get_volume(volume_id)
+    return tag_in(volume.description) if volume else None
+
+
 class VolumeResource(Resource[VolumeModel]):
     type_name = "lium_volume"
     model = VolumeModel
     description = VolumeModel.__doc__ or ""
 
     def modify_plan(self, ctx: Context, change: PlanChange[VolumeModel]) -> None:
-        plan_ownership(ctx, change, self.type_name)
+        # An update writes the volume's stack tag (this stack's, after a take-over) into its description.
+        plan_ownership(ctx, change, self.type_name, rewrites_mark=True)
         claim_create_name(ctx, change, self.type_name)
         check_access_on_create(ctx, change)
+        prior, tag = change.prior, change.planned.stack_tag
+        names = {prior.name} if prior is not None else set()
+        if not change.is_unknown("name"):
+            names.add(change.planned.name)  # a rename runs beside the creates of the same apply
+        for name in sorted(names):
+            key = ("lium_volume", name, tag or "")
+            claim_lium_name(ctx, change, key, f"the volume name {name!r}")
 
     def create(self, ctx: Context, plan: VolumeModel, config: VolumeModel) -> VolumeModel:
         s = session(ctx)
         client = s.client
-        description = described(plan.description, s.stack_tag)
+        tag = plan.stack_tag or s.stack_tag  # as planned: the state's tag may be read otherwise now
+        description = described(plan.description, tag)
         with api_errors("looking for this stack's volume of that name"):
             earlier = [
-                v
-                for v in client.list_volumes()
-                if v.name == plan.name and tag_in(v.description) == s.stack_tag
+                v for v in client.list_volumes() if v.name == plan.name and tag_in(v.description) == tag
             ]
         if earlier:  # an interrupted run of this stack made it (names are unique within a stack)
             volume = max(earlier, key=lambda v: v.created_at or datetime.min)
@@ -94,11 +112,7 @@ class VolumeResource(Resource[VolumeModel]):
             "creating the volume",
             lambda: client.create_volume(plan.name, description),
             lambda since: newest(
-                [
-                    v
-                    for v in client.list_volumes()
-                    if v.name == plan.name and tag_in(v.description) == s.stack_tag
-                ],
+                [v for v in client.list_volumes() if v.name == plan.name and tag_in(v.description) == tag],
                 lambda v: v.created_at,
                 since,
             ),
@@ -117,34 +131,29 @@ class VolumeResource(Resource[VolumeModel]):
             update={
                 "name": volume.name,
                 "description": text if state.description is not None or text else None,
-                "stack_tag": refreshed_owner(ctx, state.stack_tag, in_lium=tag_in(volume.description)),
+                **refreshed_ownership(ctx, self.type_name, state, tag_in(volume.description)),
             }
         )
-        warn_if_foreign(ctx, self.type_name, refreshed)
         return refreshed
 
     def update(self, ctx: Context, prior: VolumeModel, plan: VolumeModel, config: VolumeModel) -> VolumeModel:
         s = session(ctx)
-        with api_errors("updating the volume"):  # a take-over writes this stack's tag too
+        check_before_change(ctx, self.type_name, prior, lambda: _tag_in_lium(s, prior.id or ""), "changed")
+        tag = plan.stack_tag or s.stack_tag  # a take-over writes this stack's tag
+        with api_errors("updating the volume"):
             s.client.update_volume(
-                prior.id or "", name=plan.name, description=described(plan.description, s.stack_tag)
+                prior.id or "", name=plan.name, description=described(plan.description, tag)
             )
         return plan.model_copy(update={"id": prior.id})
 
     def delete(self, ctx: Context, state: VolumeModel) -> None:
         s = session(ctx)
         client = s.client
-
-        def tag_in_lium() -> str | None:
-            with api_errors("reading the volume"):
-                volume = client.get_volume(state.id or "")
-            return tag_in(volume.description) if volume else None
-
-        if left_alone_at_delete(ctx, self.type_name, state, in_lium=tag_in_lium):
+        if left_alone_at_delete(ctx, self.type_name, state, lambda: _tag_in_lium(s, state.id or "")):
             return
         volume_id = state.id or ""
         # A pod an interrupted run rented with this volume, but never recorded, would hold it: it goes first.
-        settle_orphans(ctx, s, volume_id=volume_id)
+        settle_orphans(ctx, s, state.stack_tag or s.stack_tag, volume_id=volume_id)
 
         def delete() -> None:
             try:
@@ -161,3 +170,6 @@ class VolumeResource(Resource[VolumeModel]):
         delete_reconciled(
             ctx, "deleting the volume", delete, lambda: client.get_volume(volume_id) is not None
         )
+
+    def import_state(self, ctx: Context, import_id: str) -> dict[str, Any]:
+        return import_by_lium_id(self.type_name, import_id)

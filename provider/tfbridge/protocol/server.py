@@ -21,7 +21,7 @@ import grpc
 from pydantic import BaseModel
 
 from tfbridge.cancel import Cancelled, CancelToken
-from tfbridge.command import destroying
+from tfbridge.command import destroying, whole_destroy
 from tfbridge.diagnostics import Diagnostic, TFError, has_errors
 from tfbridge.logs import REDACTOR, Logger
 from tfbridge.plan import plan_change
@@ -324,6 +324,11 @@ class ProviderServer(pb_grpc.ProviderServicer):
             # (computed values unknown, defaults) stands.
             if not destroying():
                 resource.modify_plan(ctx, change)
+            elif prior is None and whole_destroy():
+                try:
+                    resource.end_unrecorded(ctx, change.config)
+                except TFError as exc:
+                    ctx.warnings += [d.as_warning() for d in exc.diagnostics()]
             diagnostics += change.diagnostics + ctx.warnings
             response.planned_state.CopyFrom(encode(change.planned_value, schema.type))
             response.planned_private = ctx.private

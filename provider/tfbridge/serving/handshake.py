@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from tfbridge.cancel import abandon_all
+from tfbridge.cancel import abandon_all, held_seconds
 from tfbridge.serving.constants import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE, PROVIDER_PROTOCOL_VERSION
 from tfbridge.serving.hosts import Host, TerraformParent, launcher_of_this_process
 from tfbridge.serving.lifecycle import Lifecycle
@@ -61,8 +61,9 @@ MAX_CONCURRENT_CALLS = 256
 # Time in-flight calls get to finish after GRPCController/Shutdown. go-plugin's client SIGKILLs a plugin
 # that has not exited 2 s after Shutdown (leaving its sockets behind), so stay well below that.
 _SHUTDOWN_GRACE_SECONDS = 1.0
-# Time in-flight calls get to undo what they made once the host is gone (``Context.abandoned``); the
-# process is killed outright a second later whatever it is doing, so it never outlives its host long.
+# Time in-flight calls get to undo what they made once the host is gone (``Context.abandoned``), after
+# the requests whose outcome they must first learn (``tfbridge.cancel.outliving_the_host``, each bounded);
+# the process is killed outright a second later whatever it is doing, so it never outlives its host long.
 ABANDON_GRACE_SECONDS = 8.0
 
 
@@ -152,7 +153,7 @@ def serve(
 
     terminated = lifecycle.wait_for_exit_request()
     lifecycle.begin_stopping()
-    grace = ABANDON_GRACE_SECONDS if lifecycle.abandoned else _SHUTDOWN_GRACE_SECONDS
+    grace = lifecycle.abandon_grace if lifecycle.abandoned else _SHUTDOWN_GRACE_SECONDS
     stopping_since = time.monotonic()
     server.stop(None if terminated else grace).wait()
     if lifecycle.abandoned:
@@ -177,14 +178,16 @@ def _exit_when_gone(lifecycle: Lifecycle, host: Host) -> None:
 
     Nobody can receive this process's answers any more, so nothing an in-flight create made can ever
     reach a state: every operation is abandoned (:attr:`tfbridge.Context.abandoned`) and gets
-    :data:`ABANDON_GRACE_SECONDS` to undo it; a watchdog kills the process a second after that.
+    :data:`ABANDON_GRACE_SECONDS` to undo it, after the requests it must first hear back from
+    (:func:`tfbridge.cancel.held_seconds`); a watchdog kills the process a second after that.
     """
     host.wait_gone()
-    watchdog = threading.Timer(ABANDON_GRACE_SECONDS + 1.0, os.kill, (os.getpid(), signal.SIGKILL))
+    grace = held_seconds() + ABANDON_GRACE_SECONDS
+    watchdog = threading.Timer(grace + 1.0, os.kill, (os.getpid(), signal.SIGKILL))
     watchdog.daemon = True
     watchdog.start()
     abandon_all()
-    lifecycle.abandon()
+    lifecycle.abandon(grace)
 
 
 def _make_socket_dir() -> str:

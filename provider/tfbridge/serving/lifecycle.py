@@ -37,6 +37,8 @@ class Lifecycle:
         self._stop_callbacks: list[Callable[[], None]] = []
         self.abandoned = False
         """Set when the host went away: in-flight operations get time to undo what they made."""
+        self.abandon_grace = 0.0
+        """How long, from the moment the host went away, in-flight operations get to undo what they made."""
         self._calls = 0
         self._calls_done = threading.Condition(self._lock)
 
@@ -48,8 +50,10 @@ class Lifecycle:
     def request_shutdown(self) -> None:
         os.write(self._wake_write_fd, _SHUTDOWN_REQUESTED)
 
-    def abandon(self) -> None:
-        """Stop because the host is gone: nobody receives answers any more (see ``abandoned``)."""
+    def abandon(self, grace: float) -> None:
+        """Stop because the host is gone: nobody receives answers any more (see ``abandoned``); in-flight
+        operations get ``grace`` seconds from now."""
+        self.abandon_grace = grace
         self.abandoned = True
         self.request_shutdown()
 
