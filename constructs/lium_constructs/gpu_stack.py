@@ -46,7 +46,8 @@ class GpuStack(Construct):
     """``count`` pods from one image, with their templates, optional registry login and optional volume.
 
     Outputs (names prefixed with ``output_prefix``): ``ssh_commands``, ``runner_ports`` and
-    ``price_per_hour`` (per pod), ``stack_price_per_hour``, and with a smoke test ``smoke_test_outputs``.
+    ``price_per_hour`` (per pod), ``known_hosts`` (every pod's pinned host key, one line each, for the
+    SSH commands to read), ``stack_price_per_hour``, and with a smoke test ``smoke_test_outputs``.
     """
 
     def __init__(
@@ -199,7 +200,8 @@ class GpuStack(Construct):
                 )
                 pod_runner.override_logical_id(logical)
                 self.runners.append(pod_runner)
-        self.ssh_commands = [f"ssh -p {cdk.Token.as_string(p.ssh_port)} root@{p.ssh_host}" for p in self.pods]
+        self.ssh_commands = [ssh_command(p.ssh_host, p.ssh_port) for p in self.pods]
+        self.known_hosts = [p.known_hosts for p in self.pods]
         self.prices = [p.price_per_hour for p in self.pods]
         self.hourly_price = cdk.Token.as_number(cdk.Fn.sum(self.prices)) if self.pods else 0.0
         self._output_common(output_prefix, runner, "pod")
@@ -212,7 +214,8 @@ class GpuStack(Construct):
         parts = declare_cluster(self, base, spec)
         self.templates, self.cluster, self.runners = [parts.template], parts.cluster, parts.runners
         members = [parts.cluster.nodes.get(rank) for rank in range(spec.nodes)]
-        self.ssh_commands = [f"ssh -p {cdk.Token.as_string(m.ssh_port)} root@{m.ssh_host}" for m in members]
+        self.ssh_commands = [ssh_command(m.ssh_host, m.ssh_port) for m in members]
+        self.known_hosts = [m.known_hosts for m in members]
         self.prices = [parts.cluster.price_per_hour]
         self.hourly_price = parts.cluster.price_per_hour
         self._output(
@@ -226,7 +229,17 @@ class GpuStack(Construct):
 
     def _output_common(self, prefix: str, runner: RunnerOptions | None, unit: str) -> None:
         """The outputs of both forms: per ``unit`` (pod or node, in order) and for the whole stack."""
-        self._output(prefix + "ssh_commands", self.ssh_commands, f"root SSH command per {unit}")
+        self._output(
+            prefix + "ssh_commands",
+            self.ssh_commands,
+            f"root SSH command per {unit}; it reads the host keys from ./{KNOWN_HOSTS_FILE} ("
+            f"`terraform output -raw {prefix}known_hosts > {KNOWN_HOSTS_FILE}`)",
+        )
+        self._output(
+            prefix + "known_hosts",
+            cdk.Fn.join("\n", self.known_hosts),
+            f"the pinned host key of every {unit}, one known_hosts line each",
+        )
         if runner is not None:
             ports = [r.runner_ssh_port for r in self.runners]
             self._output(prefix + "runner_ports", ports, "external port of each runner's sshd")
@@ -239,6 +252,16 @@ class GpuStack(Construct):
 
     def _output(self, name: str, value: object, description: str) -> None:
         cdk.TerraformOutput(self, name, value=value, description=description, static_id=True)
+
+
+KNOWN_HOSTS_FILE = "known_hosts"
+"""The file the SSH commands read host keys from: the ``known_hosts`` output, written next to you."""
+
+
+def ssh_command(host: str, port: float) -> str:
+    """The root SSH command of a pod or node, in the one form the examples use: it checks the host key
+    against :data:`KNOWN_HOSTS_FILE` (the pinned keys), so it works without a terminal to ask."""
+    return f"ssh -o UserKnownHostsFile={KNOWN_HOSTS_FILE} -p {cdk.Token.as_string(port)} root@{host}"
 
 
 def _identifier(name: str) -> str:

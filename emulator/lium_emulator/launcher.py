@@ -72,7 +72,8 @@ def launch(
     env: Mapping[str, str] | None = None,
     startup_timeout: float = 20.0,
 ) -> RunningEmulator:
-    """Run ``lium-emulator serve --port 0 <args>`` with this interpreter and wait until it serves.
+    """Run ``lium-emulator serve --port 0 <args>`` with this interpreter and wait until it serves; it runs
+    in a process group of its own.
 
     ``admin_key`` defaults to a fresh random key, passed with ``--admin-key`` and kept in the result.
     """
@@ -87,8 +88,14 @@ def launch(
         f"--admin-key={admin_key}",  # one argument, whatever the key starts with
         *args,
     ]
+    # A process group of its own: a terminal's Ctrl-C reaches its starter (which then cleans up through
+    # it, and stops it), not the emulator itself.
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, text=True, env=dict(env) if env is not None else None
+        command,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(env) if env is not None else None,
+        process_group=0,
     )
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_pump, args=(process, lines), daemon=True).start()

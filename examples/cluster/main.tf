@@ -78,8 +78,13 @@ output "world_size" {
 }
 
 output "ssh" {
-  description = "SSH into each node as root, in rank order."
-  value       = [for n in lium_cluster.train.nodes : "ssh root@${n.ssh_host} -p ${n.ssh_port}"]
+  description = "SSH into each node as root, in rank order, checking its pinned host key in ./known_hosts."
+  value       = [for n in lium_cluster.train.nodes : "ssh -o UserKnownHostsFile=known_hosts -p ${n.ssh_port} root@${n.ssh_host}"]
+}
+
+output "known_hosts" {
+  description = "Every node's pinned host key, one known_hosts line each: terraform output -raw known_hosts > known_hosts"
+  value       = join("\n", lium_cluster.train.nodes[*].known_hosts)
 }
 
 output "collective" {

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -54,11 +55,14 @@ class Timeline:
 
     steps: list[tuple[str, float]] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+    current: str = ""
+    """The step under way (the last one begun)."""
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[None]:
         print(f"\n==> {name}", flush=True)
         begin = time.monotonic()
+        self.current = name
         try:
             yield
         finally:
@@ -144,6 +148,14 @@ class CdkDidNothing(Exception):
     """A CDK CLI run that exited 0 without applying or destroying anything."""
 
 
+class Interrupted(Exception):
+    """Ctrl-C reached the demo (and, through the terminal's process group, the CDK CLI and Terraform)."""
+
+
+# How a process ends on SIGINT: killed by it (a negative status), or exiting 128 + 2 as shells report it.
+_INTERRUPTED_STATUSES = (-signal.SIGINT, 128 + signal.SIGINT)
+
+
 def _cdktf(app_dir: Path, env: dict[str, str], *args: str) -> None:
     """Run cdktf, showing only its progress lines (:data:`PROGRESS`); all of its output when it fails.
 
@@ -167,6 +179,8 @@ def _cdktf(app_dir: Path, env: dict[str, str], *args: str) -> None:
             transcript.append(line)
             if PROGRESS.search(line):
                 print("    " + line.strip(), flush=True)
+    if process.returncode in _INTERRUPTED_STATUSES:
+        raise Interrupted(f"cdktf {args[0]} was interrupted")
     finished = FINISHED[args[0]]
     if process.returncode != 0 or not any(finished in line for line in transcript):
         print("".join(transcript[-TRANSCRIPT_TAIL:]), end="", flush=True)
@@ -214,7 +228,7 @@ def _ssh(pod: dict[str, Any], key_file: Path, tmp: Path) -> str:
         f"root@{pod['ssh_host']}",
         POD_COMMAND,
     ]
-    print(f"    $ ssh -p {pod['ssh_port']} root@{pod['ssh_host']} '{POD_COMMAND}'")
+    print(f"    $ ssh -o UserKnownHostsFile=known_hosts -p {pod['ssh_port']} root@{pod['ssh_host']} '{POD_COMMAND}'")
     result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
     return result.stdout
 
@@ -263,6 +277,7 @@ def run(tmp: Path) -> int:
     timeline = Timeline()
     outputs: dict[str, Any] = {}
     deployed = False
+    interrupted: list[str] = []  # the steps Ctrl-C cut short
     with contextlib.ExitStack() as stack:
         target = _target(stack, tmp, timeline)
         with timeline.step("install the provider into a private filesystem mirror"):
@@ -283,9 +298,15 @@ def run(tmp: Path) -> int:
             with timeline.step("run a command on the pod over SSH"):
                 (pod,) = _pods(app_dir)
                 print(_ssh(pod, target.key_file, tmp))
+        except (KeyboardInterrupt, Interrupted):
+            interrupted.append(timeline.current)
+            print(f"\nInterrupted during: {timeline.current}. Destroying what was deployed…", flush=True)
         finally:
-            with timeline.step("cdktf destroy"):
-                _cdktf(app_dir, env, "destroy")
+            try:
+                with timeline.step("cdktf destroy"):
+                    _cdktf(app_dir, env, "destroy")
+            except (KeyboardInterrupt, Interrupted):
+                interrupted.append("cdktf destroy")
         with timeline.step("check that nothing is left"):
             clean, detail = _leak_check(target)
             print(f"    {detail}")
@@ -295,6 +316,11 @@ def run(tmp: Path) -> int:
         print(f"  {seconds:6.1f} s  {name}")
     print(f"  {timeline.total:6.1f} s  total")
     print(f"  cost: {cost}")
+    if interrupted:
+        cleanup = "the destroy was interrupted too" if "cdktf destroy" in interrupted else "cdktf destroy ran"
+        print(f"  interrupted (Ctrl-C) during: {interrupted[0]}; {cleanup}; {detail}")
+        print(f"  result: INTERRUPTED, {'nothing left' if clean else 'something is left (listed above)'}")
+        return 130
     print(f"  result: {'deployed, used and destroyed; nothing left' if clean and deployed else 'FAILED'}")
     return 0 if clean and deployed else 1
 

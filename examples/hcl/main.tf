@@ -40,8 +40,13 @@ resource "lium_runner" "quickstart" {
 }
 
 output "ssh" {
-  description = "SSH into the pod as root."
-  value       = "ssh root@${lium_pod.quickstart.ssh_host} -p ${lium_pod.quickstart.ssh_port}"
+  description = "SSH into the pod as root, checking its pinned host key in ./known_hosts (write it from the known_hosts output)."
+  value       = "ssh -o UserKnownHostsFile=known_hosts -p ${lium_pod.quickstart.ssh_port} root@${lium_pod.quickstart.ssh_host}"
+}
+
+output "known_hosts" {
+  description = "The pod's pinned host key as a known_hosts line: terraform output -raw known_hosts > known_hosts"
+  value       = lium_pod.quickstart.known_hosts
 }
 
 output "runner_port" {

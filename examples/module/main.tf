@@ -53,8 +53,13 @@ output "pod_id" {
 }
 
 output "ssh" {
-  description = "SSH into the pod as root."
-  value       = "ssh root@${lium_pod.this.ssh_host} -p ${lium_pod.this.ssh_port}"
+  description = "SSH into the pod as root, checking its pinned host key in ./known_hosts."
+  value       = "ssh -o UserKnownHostsFile=known_hosts -p ${lium_pod.this.ssh_port} root@${lium_pod.this.ssh_host}"
+}
+
+output "known_hosts" {
+  description = "The pod's pinned host key as a known_hosts line, for the ssh output's ./known_hosts."
+  value       = lium_pod.this.known_hosts
 }
 
 output "price_per_hour" {

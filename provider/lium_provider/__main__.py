@@ -50,7 +50,6 @@ def main() -> None:
     provider_main(
         _provider_server,
         preload=_preload,
-        packages=("tfbridge", "lium_provider"),
         commands={PLAN_SUMMARY_COMMAND: _plan_summary},
     )
 

@@ -87,3 +87,13 @@ def fingerprint(key_line: str) -> str:
         return f"{parts[0] if parts else '?'} (unparsable)"
     digest = base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
     return f"{parts[0]} SHA256:{digest}"
+
+
+def known_hosts_line(host: str | None, port: int | None, host_key: str | None) -> str | None:
+    """The OpenSSH ``known_hosts`` line that pins ``host_key`` for ``host:port`` (``[host]:port`` unless
+    the port is 22), so ``ssh -o UserKnownHostsFile=<a file of it>`` checks the pinned key without
+    asking; None until all three are known."""
+    if not host or not port or not host_key:
+        return None
+    where = host if port == 22 else f"[{host}]:{port}"
+    return f"{where} {host_key.strip()}"

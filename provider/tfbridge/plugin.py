@@ -24,22 +24,21 @@ def main(
     servicer_factory: Callable[[], tfplugin6_pb2_grpc.ProviderServicer],
     *,
     preload: Callable[[], None],
-    packages: tuple[str, ...],
     commands: Mapping[str, Command] | None = None,
 ) -> NoReturn:
     """The provider program Terraform runs: serve once, or (``--tfbridge-zygote SOCKET IDLE``, how
     :mod:`tfbridge.serving.launch` starts it) run the warm zygote of :mod:`tfbridge.serving.zygote`, or
     (``--tfbridge-command NAME ARGS...``) run one of ``commands`` (:mod:`tfbridge.serving.commands`).
 
-    ``preload`` imports what ``servicer_factory`` and the commands need; ``packages`` name the
-    provider's top-level packages, whose sources the zygote watches for changes.
+    ``preload`` imports what ``servicer_factory`` and the commands need; the zygote watches every source
+    file imported by then for changes.
     """
     commands = commands or {}
     if sys.argv[1:2] == [ZYGOTE_FLAG]:
         # Imported only here: a cold start, on its way to the handshake line, must not pay for it.
         from tfbridge.serving.zygote import run_zygote
 
-        run_zygote(sys.argv[2:], servicer_factory, preload=preload, packages=packages, commands=commands)
+        run_zygote(sys.argv[2:], servicer_factory, preload=preload, commands=commands)
     if sys.argv[1:2] == [COMMAND_FLAG]:
         from tfbridge.serving.commands import run_command
         from tfbridge.serving.hosts import TerraformParent, launcher_of_this_process

@@ -207,11 +207,15 @@ def test_gpu_stack_per_pod_resources_and_outputs(stack: cdk.TerraformStack) -> N
         "${sum([lium_pod.train_0.price_per_hour, lium_pod.train_1.price_per_hour])}"
     )
     assert sorted(doc["output"]) == [
+        "train_known_hosts",
         "train_price_per_hour",
         "train_runner_ports",
         "train_ssh_commands",
         "train_stack_price_per_hour",
     ]
+    assert doc["output"]["train_known_hosts"]["value"] == (
+        '${join("\\n", [lium_pod.train_0.known_hosts, lium_pod.train_1.known_hosts])}'
+    )
 
 
 def test_gpu_stack_without_runner_and_with_no_pods(stack: cdk.TerraformStack) -> None:

@@ -58,7 +58,14 @@ def test_quickstart_deploys_and_destroys_with_the_cdk_cli(
     (pod,) = state_resources(app.state_file, "lium_pod")
     (runner,) = state_resources(app.state_file, "lium_runner")
     assert [name_in_state(p["pod_name"]) for p in account.live()["pods"]] == ["quickstart-0"]
-    assert outputs["ssh_commands"] == [f"ssh -p {pod['ssh_port']} root@{pod['ssh_host']}"]
+    assert outputs["ssh_commands"] == [
+        f"ssh -o UserKnownHostsFile=known_hosts -p {pod['ssh_port']} root@{pod['ssh_host']}"
+    ]
+    assert (
+        outputs["known_hosts"]
+        == pod["known_hosts"]
+        == f"[{pod['ssh_host']}]:{pod['ssh_port']} {pod['ssh_host_key']}"
+    )
     assert outputs["runner_ports"] == [runner["runner_ssh_port"]]
     assert runner["healthy"] is True
     assert outputs["price_per_hour"] == [pod["price_per_hour"]]
@@ -173,7 +180,10 @@ def test_gpu_stack_of_two_nodes_runs_a_collective_through_its_runners(
     assert all(r["healthy"] is True for r in runners)
     assert outputs["world_size"] == 2 and outputs["rendezvous_port"] == 29500
     assert outputs["rendezvous_address"] == nodes[0]["overlay_ip"] == "10.42.0.1"
-    assert outputs["ssh_commands"] == [f"ssh -p {n['ssh_port']} root@{n['ssh_host']}" for n in nodes]
+    assert outputs["ssh_commands"] == [
+        f"ssh -o UserKnownHostsFile=known_hosts -p {n['ssh_port']} root@{n['ssh_host']}" for n in nodes
+    ]
+    assert outputs["known_hosts"].splitlines() == [n["known_hosts"] for n in nodes]
     assert outputs["stack_price_per_hour"] == pytest.approx(cluster["price_per_hour"])
     for rank, printed in enumerate(outputs["smoke_test_outputs"]):
         assert f"all-reduce ok on rank {rank} of 2: tcp sum 5;" in printed, printed

@@ -12,7 +12,7 @@ import pytest
 
 from lium_emulator.launcher import RunningEmulator
 from tests.support.examples import initialised_example
-from tests.support.lium import assert_nothing_left, instances, new_account
+from tests.support.lium import PROVIDER_BLOCK, assert_nothing_left, instances, new_account
 from tests.support.terraform import REPO, Terraform
 
 pytestmark = pytest.mark.terraform
@@ -42,3 +42,23 @@ def test_cluster_example_runs_a_collective_through_the_runners_and_destroys(
     tf.destroy()
     assert_nothing_left(account)
     assert tf.resources() == []
+
+
+GUIDE = REPO / "docs" / "guides" / "clusters.md"
+
+
+def test_the_clusters_guide_snippets_apply_together_and_destroy(
+    emulator: RunningEmulator, make_terraform: Callable[..., Terraform], tmp_path: Path
+) -> None:
+    """The guide's HCL blocks pasted one after another, after the example's provider block, as its
+    text says: the cluster and a runner on every node apply (the runners need the template's 10022)."""
+    snippets = [block.split("```")[0] for block in GUIDE.read_text().split("```hcl\n")[1:]]
+    assert any("lium_cluster" in s for s in snippets) and any("lium_runner" in s for s in snippets)
+    account = new_account(emulator, tmp_path)
+    tf = make_terraform(PROVIDER_BLOCK + "\n".join(snippets), **account.env)
+    tf.init()
+    tf.apply()
+    runners = instances(tf, "lium_runner")
+    assert len(runners) == 2 and all(r["healthy"] is True for r in runners)
+    tf.destroy()
+    assert_nothing_left(account)

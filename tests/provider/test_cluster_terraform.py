@@ -97,17 +97,35 @@ def test_a_two_node_cluster_applies_its_members_meet_on_the_overlay_and_destroy_
     assert_nothing_left(account)
 
 
-def test_a_cluster_no_fabric_can_take_now_is_planned_with_a_warning_and_refused_at_apply(
+def test_a_cluster_no_fabric_can_take_now_is_refused_at_plan_naming_what_was_searched_for(
     stack: Callable[[str], Terraform], account: Account
 ) -> None:
     tf = stack(CLUSTER % ("nowhere", '  gpu = "H100"\n  spot = true\n'))
-    code, plan = tf.plan_exitcode()
-    assert code == 2 and "No Lium fabric has enough free nodes for the cluster now" in plan, plan
-    failed = tf.apply(check=False)
-    assert failed.returncode != 0
-    assert "No Lium fabric has enough free nodes for the cluster" in failed.stdout + failed.stderr
-    said = " ".join((failed.stdout + failed.stderr).split())  # Terraform wraps the detail
+    failed = tf.run("plan", "-input=false", "-no-color", check=False)
+    assert failed.returncode == 1, failed.stdout
+    said = " ".join(failed.stderr.replace("│", " ").split())  # Terraform wraps the detail
+    assert "No Lium fabric has enough free nodes for the cluster" in said
     assert 'with gpu = "H100", spot = true.' in said, "the error says what was searched for"
+    assert "Fabrics on offer:" in said
+    assert_nothing_left(account)
+
+
+def test_a_node_count_no_fabric_has_fails_the_plan_of_its_replacement(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    """Raising a running cluster's ``node_count`` beyond every fabric replaces it: the plan fails, even
+    counting the nodes the running cluster would free, instead of destroying it before the apply fails."""
+    tf = stack(CLUSTER % ("grow", ""))
+    tf.apply()
+    (cluster,) = instances(tf, "lium_cluster")
+    tf.write(PROVIDER_BLOCK + (CLUSTER % ("grow", "")).replace("node_count = 2", "node_count = 4"))
+    failed = tf.run("plan", "-input=false", "-no-color", check=False)
+    assert failed.returncode == 1, failed.stdout
+    assert "No Lium fabric has enough free nodes for the cluster" in failed.stderr
+    running = sorted(p["id"] for p in account.live()["pods"] if p["status"] == "RUNNING")
+    assert running == sorted(n["pod_id"] for n in cluster["nodes"]), "the refused plan touched the cluster"
+    tf.write(PROVIDER_BLOCK + CLUSTER % ("grow", ""))
+    tf.destroy()
     assert_nothing_left(account)
 
 
@@ -257,5 +275,39 @@ def test_ctrl_c_during_create_keeps_the_cluster_tracked_and_destroy_removes_it(
     assert process.returncode != 0
     (tracked,) = instances(tf, "lium_cluster")  # recorded (tainted) though the wait was cut short
     assert {n["pod_id"] for n in tracked["nodes"]} == {p["id"] for p in live_members(account)}
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_the_plan_summary_prices_a_cluster_at_what_its_apply_bills(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    """Priced from Lium's fabrics as ``lium_cluster`` places it (the key the PR job has), the summary's
+    estimate of the clusters guide's unfiltered two-node cluster is what the apply then bills; without a
+    key it says the fabrics were not read."""
+    tf = stack(CLUSTER % ("priced", ""))
+    tf.run("plan", "-input=false", "-no-color", "-out=plan.bin")
+    (tf.workdir / "plan.json").write_text(tf.run("show", "-json", "plan.bin").stdout)
+
+    def summarized(env: dict[str, str]) -> dict[str, Any]:
+        result = subprocess.run(
+            [sys.executable, "-m", "lium_provider.cli", "plan-summary", "--format", "json", "plan.json"],
+            cwd=tf.workdir,
+            env={"PATH": "/usr/bin:/bin", **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        (pod,) = json.loads(result.stdout)["stacks"][0]["pods"]
+        return dict(pod)
+
+    priced = summarized({"LIUM_API_URL": account.env["LIUM_API_URL"], "LIUM_API_KEY": account.api_key})
+    assert "what create rents now, fabric" in priced["price_basis_markdown"], priced
+    unread = summarized({"LIUM_API_URL": account.env["LIUM_API_URL"]})
+    assert "Lium's fabrics not read" in unread["price_basis_markdown"], unread
+    tf.run("apply", "-input=false", "-no-color", "plan.bin")
+    (cluster,) = instances(tf, "lium_cluster")
+    assert priced["price_per_hour_after"] == pytest.approx(cluster["price_per_hour"])
     tf.destroy()
     assert_nothing_left(account)

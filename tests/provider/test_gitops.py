@@ -81,14 +81,28 @@ def step_script(workflow: dict[str, Any], job: str, name: str) -> str:
     return script
 
 
+EXAMPLE_SCHEMAS = {"hcl": 'schema_name = "lium_gitops_hcl"', "cdk": 'SCHEMA = "lium_gitops_cdk"'}
+"""How each stack of the example names its state's schema: a test's checkout may name another."""
+
+
 @dataclass
 class Pipeline:
-    """Checkouts of one stack and the workflow's own step scripts run on them, as a runner would."""
+    """Checkouts of one stack and the workflow's own step scripts run on them, as a runner would; with
+    ``schema``, each checkout keeps its state in that schema instead of the example's own."""
 
     kind: str
     root: Path
     env: dict[str, str]
     workflow: dict[str, Any]
+    schema: str | None = None
+
+    def _source(self, text: str) -> str:
+        """The example's file as this pipeline checks it out (its schema named ``schema``)."""
+        if self.schema is None:
+            return text
+        example = EXAMPLE_SCHEMAS[self.kind]
+        assert example in text, f"the {self.kind} example no longer names its schema as {example}"
+        return text.replace(example, example.replace(example.split('"')[1], self.schema))
 
     @property
     def matrix(self) -> dict[str, str]:
@@ -105,7 +119,7 @@ class Pipeline:
         workdir = self.root / job
         (workdir / "runner-temp").mkdir(parents=True)
         if self.kind == "hcl":
-            text = HCL_STACK.read_text()
+            text = self._source(HCL_STACK.read_text())
             if trainers != 1:
                 text = text.replace("default     = 1\n", f"default     = {trainers}\n")
                 assert f"default     = {trainers}" in text
@@ -113,7 +127,7 @@ class Pipeline:
             (workdir / "infra" / "main.tf").write_text(text)
         else:
             (workdir / "cdk").mkdir()
-            shutil.copy(CDK_APP, workdir / "cdk" / "main.py")
+            (workdir / "cdk" / "main.py").write_text(self._source(CDK_APP.read_text()))
             synth = self.run_step(
                 workdir, "plan", "Synthesize the CDK stack", TRAINERS=str(trainers), **synth_env
             )
@@ -179,8 +193,8 @@ def pipeline(
 ) -> Iterator[Pipeline]:
     """A pipeline on a fresh state schema; whatever it applied is destroyed afterwards."""
     env = {**os.environ, **terraform_env, **account.env, "PG_CONN_STR": postgres.conn_str}
-    env["PG_SCHEMA_NAME"] = f"gitops_{request.param}_{tmp_path.name[-12:]}".replace("-", "_").lower()
-    pipeline = Pipeline(request.param, tmp_path, env, workflow)
+    schema = f"gitops_{request.param}_{tmp_path.name[-12:]}".replace("-", "_").lower()
+    pipeline = Pipeline(request.param, tmp_path, env, workflow, schema)
     yield pipeline
     cleanup = pipeline.stack_dir(pipeline.checkout("cleanup"))
     for args in (["init", "-input=false"], ["destroy", "-auto-approve", "-input=false"]):
@@ -315,6 +329,9 @@ def test_a_violated_policy_fails_the_plan_step_and_blocks_the_apply(
         in failed.stderr.splitlines()
     )
     artifact = workdir / "runner-temp" / "lium-plan"
+    # Terraform's own hint would apply the refused plan around the policy gate: it is never printed.
+    assert "terraform apply" not in failed.stderr and "terraform apply" not in failed.stdout, failed.stderr
+    assert "violates the policies above; `lium-tf gitops apply` refuses it." in failed.stderr
     summary = (artifact / "summary.md").read_text()
     assert "#### Policies: 1 of 1 failed" in summary
     assert (workdir / "step-summary.md").read_text() == summary, "the summary is still shown"
@@ -362,6 +379,37 @@ def test_the_termination_hours_policy_passes_when_every_pod_has_a_deadline(
     assert (pod["termination_hours"], pod["lifetime"]) == (24, "bounded"), pod
     assert pod["worst_case_spend_usd"] == pytest.approx(24 * pod["price_per_hour_after"]), pod
     assert account.live()["pods"] == [], "a plan rents nothing"
+
+
+def test_both_stacks_of_the_matrix_on_one_postgres_never_touch_each_other(
+    tmp_path: Path,
+    terraform_env: dict[str, str],
+    account: Account,
+    postgres: PostgresServer,
+    workflow: dict[str, Any],
+) -> None:
+    """The workflow's matrix plans and applies the HCL and the CDK stack with one ``PG_CONN_STR``: each
+    keeps its state in its own schema, so once both are applied neither plan touches the other's pods."""
+    env = {**os.environ, **terraform_env, **account.env, "PG_CONN_STR": postgres.conn_str}
+    pipelines = [Pipeline(kind, tmp_path / kind, env, workflow) for kind in ("hcl", "cdk")]
+    try:
+        for pipeline in pipelines:
+            _, applied = pipeline.apply("merge", pipeline.plan("pr", "c1"), "c1")
+            assert applied.returncode == 0, applied.stderr
+        assert len(account.live()["pods"]) == 2
+        for pipeline in pipelines:
+            summary = (pipeline.plan("pr-again", "c2") / "summary.md").read_text()
+            assert summary.startswith(
+                "### Lium plan: 0 to create, 0 to update, 0 to replace, 0 to destroy\n"
+            ), f"the {pipeline.kind} stack's plan touches the other stack:\n{summary}"
+    finally:
+        for pipeline in pipelines:
+            cleanup = pipeline.stack_dir(pipeline.checkout("cleanup"))
+            for args in (["init", "-input=false"], ["destroy", "-auto-approve", "-input=false"]):
+                subprocess.run(
+                    ["terraform", *args], cwd=cleanup, env=env, capture_output=True, timeout=TIMEOUT
+                )
+    assert_nothing_left(account)
 
 
 def test_apply_without_an_artifact_says_so(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ not the checkout launcher's).
 from __future__ import annotations
 
 import json
-import re
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -37,8 +37,11 @@ def test_hcl_example_applies_and_destroys(
     outputs = {name: o["value"] for name, o in json.loads(tf.run("output", "-json").stdout).items()}
     (pod,) = instances(tf, "lium_pod")
     (runner,) = instances(tf, "lium_runner")
-    assert re.fullmatch(r"ssh root@\S+ -p \d+", outputs["ssh"])
-    assert outputs["ssh"] == f"ssh root@{pod['ssh_host']} -p {pod['ssh_port']}"
+    assert (
+        outputs["ssh"] == f"ssh -o UserKnownHostsFile=known_hosts -p {pod['ssh_port']} root@{pod['ssh_host']}"
+    )
+    assert outputs["known_hosts"] == f"[{pod['ssh_host']}]:{pod['ssh_port']} {pod['ssh_host_key']}"
+    assert readme_ssh_works_without_a_terminal(tf, account.key_file).startswith("Python 3.")
     assert outputs["runner_port"] == pod["ports"]["10022"] == runner["runner_ssh_port"]
     assert outputs["price_per_hour"] == pod["price_per_hour"] > 0
     # The pod names no GPU: the summary's estimate was the cheapest offer, which is what create rented.
@@ -78,3 +81,31 @@ def summary_price_of_the_quickstart_pod(tf: Terraform) -> float:
     assert "`lium_pod.quickstart`: the price is an estimate" in strict.stderr
     price: float = pod["price_per_hour_after"]
     return price
+
+
+def readme_ssh_works_without_a_terminal(tf: Terraform, key_file: Path) -> str:
+    """The README's SSH lines as written, run by bash with no terminal and no agent, the provider's key
+    as the user's identity (an ``ssh`` first on ``PATH`` adds it: OpenSSH takes the home directory from
+    the password database, not ``HOME``), the user's own known hosts never read: what the pod printed."""
+    lines = [line.split("   #")[0] for line in (EXAMPLE / "README.md").read_text().splitlines()]
+    ssh_lines = [line for line in lines if "output -raw known_hosts" in line or "output -raw ssh" in line]
+    assert len(ssh_lines) == 2, ssh_lines
+    bin_dir = tf.workdir / "user-bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "ssh"
+    options = f"-i {key_file} -o IdentitiesOnly=yes -o GlobalKnownHostsFile=/dev/null"
+    wrapper.write_text(f'#!/bin/sh\nexec /usr/bin/ssh {options} "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**os.environ, **tf.env}
+    result = subprocess.run(
+        ["bash", "-c", " && ".join(ssh_lines)],
+        cwd=tf.workdir,
+        env={**env, "PATH": f"{bin_dir}:{env['PATH']}", "SSH_AUTH_SOCK": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,  # no controlling terminal for ssh to ask on
+    )
+    assert result.returncode == 0, result.stderr
+    return " ".join(result.stdout.split()[:2])

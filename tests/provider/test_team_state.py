@@ -78,7 +78,7 @@ def advisory_locks(postgres: PostgresServer) -> int:
 def stored_state(postgres: PostgresServer) -> dict[str, Any]:
     """The default workspace's state, read straight from the backend's table."""
     with postgres.connect() as connection:
-        rows = connection.execute("SELECT name, data FROM terraform_remote_state.states").fetchall()
+        rows = connection.execute("SELECT name, data FROM lium_gitops_hcl.states").fetchall()
     assert [name for name, _ in rows] == ["default"], rows
     state: dict[str, Any] = json.loads(rows[0][1])
     return state

@@ -29,4 +29,4 @@ def build_provider() -> Any:
 if __name__ == "__main__":
     from tfbridge.plugin import main
 
-    main(build_provider, preload=preload, packages=("tfbridge", "tests"))
+    main(build_provider, preload=preload)

@@ -49,4 +49,4 @@ def echo(args: Sequence[str]) -> int:
 if __name__ == "__main__":
     # Terraform runs this file as a script from its own working directory: make ``tests`` importable.
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    main(build_provider, preload=preload, packages=("tfbridge", "tests"), commands={"echo": echo})
+    main(build_provider, preload=preload, commands={"echo": echo})

@@ -211,17 +211,23 @@ from tests.tfbridge.serve_empty_provider import build_provider
 def preload() -> None:
     import watched_provider  # noqa: F401
 
-main(build_provider, preload=preload, packages=("tfbridge", "tests", "watched_provider"))
+main(build_provider, preload=preload)
 """
 
 
+@pytest.mark.parametrize("changed", ["the provider's own module", "a dependency it imports"])
 def test_changed_sources_retire_the_zygote(
-    zygotes: Path, socket_root: Path, identity: ClientIdentity
+    zygotes: Path, socket_root: Path, identity: ClientIdentity, changed: str
 ) -> None:
+    """A source file the zygote imported changes, the provider's or a dependency's (an upgraded or
+    broken package in the venv): the next start is cold, never a fork of the stale code."""
     sources = socket_root / "sources"
     (sources / "watched_provider").mkdir(parents=True)
-    watched = sources / "watched_provider" / "__init__.py"
-    watched.write_text('"""Imported by the zygote, so watched."""\n')
+    provider = sources / "watched_provider" / "__init__.py"
+    provider.write_text('"""Imported by the zygote, so watched."""\nimport some_dependency  # noqa: F401\n')
+    dependency = sources / "some_dependency.py"
+    dependency.write_text('"""A package the provider imports."""\n')
+    watched = provider if changed.startswith("the provider") else dependency
     script = sources / "serve.py"
     script.write_text(PRIVATE_SERVE_SCRIPT.format(repo=str(HERE.parents[1]), sources=str(sources)))
     launcher = [*LAUNCHER[:-1], str(script)]

@@ -63,6 +63,10 @@ class ClusterNodes(ObjectRef):
         return self._element.get_string_attribute(self._path("executor_id"))
 
     @property
+    def known_hosts(self) -> str:
+        return self._element.get_string_attribute(self._path("known_hosts"))
+
+    @property
     def node_index(self) -> float:
         return self._element.get_number_attribute(self._path("node_index"))
 

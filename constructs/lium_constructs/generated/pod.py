@@ -242,6 +242,11 @@ class Pod(LiumResourceBase):
         return self.get_string_attribute("ssh_host_key")
 
     @property
+    def known_hosts(self) -> str:
+        """The pod's `known_hosts` line (`[ssh_host]:ssh_port <ssh_host_key>`): written to a file, `ssh -o UserKnownHostsFile=<file>` checks the pinned key without asking, as a CI job without a terminal needs."""
+        return self.get_string_attribute("known_hosts")
+
+    @property
     def termination_hours(self) -> float:
         """Lium removes the pod this many hours after it started. Default: the provider's `default_termination_hours`, else none (the pod runs until deleted). Changing it moves the removal in place; removing it cancels the removal."""
         return self.get_number_attribute("termination_hours")

@@ -20,6 +20,7 @@ from constructs import Construct
 from lium_constructs import GpuStack, LiumProvider, OfferFilter, cdk
 
 STACK_NAME = "trainers"
+SCHEMA = "lium_gitops_cdk"
 
 
 class TrainersStack(cdk.TerraformStack):
@@ -27,9 +28,10 @@ class TrainersStack(cdk.TerraformStack):
 
     def __init__(self, scope: Construct, id_: str, count: int, termination_hours: int | None = None) -> None:
         super().__init__(scope, id_)
-        # The pg backend with no arguments (the connection string comes from PG_CONN_STR at init), in
-        # place of the CDK's default local backend, whose path would differ between checkouts.
-        cdk.PgBackend(self, conn_str="from PG_CONN_STR")
+        # The pg backend without a connection string (it comes from PG_CONN_STR at init), in place of
+        # the CDK's default local backend, whose path would differ between checkouts; in a schema of
+        # its own, so that it never shares a state with the HCL stack (../infra: lium_gitops_hcl).
+        cdk.PgBackend(self, conn_str="from PG_CONN_STR", schema_name=SCHEMA)
         self.add_override("terraform.backend.pg.conn_str", None)
         LiumProvider(self, "lium")
         GpuStack(

@@ -10,9 +10,13 @@ terraform {
   }
 
   # The connection string comes from the environment (PG_CONN_STR), never from git.
-  # Terraform keeps each workspace's state in the table terraform_remote_state.states
-  # and holds a PostgreSQL advisory lock on it for the whole of every plan or apply.
-  backend "pg" {}
+  # Each stack keeps its state in a schema of its own (the CDK stack in ../cdk uses
+  # lium_gitops_cdk): Terraform keeps each workspace's state in the table
+  # lium_gitops_hcl.states and holds a PostgreSQL advisory lock on it for the whole
+  # of every plan or apply.
+  backend "pg" {
+    schema_name = "lium_gitops_hcl"
+  }
 }
 
 # LIUM_API_KEY and LIUM_SSH_PRIVATE_KEY_FILE come from the environment.
@@ -65,7 +69,12 @@ resource "lium_pod" "trainer" {
 
 output "ssh" {
   description = "SSH command of each trainer pod."
-  value       = [for pod in lium_pod.trainer : "ssh root@${pod.ssh_host} -p ${pod.ssh_port}"]
+  value       = [for pod in lium_pod.trainer : "ssh -o UserKnownHostsFile=known_hosts -p ${pod.ssh_port} root@${pod.ssh_host}"]
+}
+
+output "known_hosts" {
+  description = "Every trainer pod's pinned host key, one known_hosts line each: terraform output -raw known_hosts > known_hosts"
+  value       = join("\n", lium_pod.trainer[*].known_hosts)
 }
 
 output "price_per_hour" {

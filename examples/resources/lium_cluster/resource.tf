@@ -21,5 +21,9 @@ output "master" {
 }
 
 output "ssh" {
-  value = [for n in lium_cluster.train.nodes : "ssh root@${n.ssh_host} -p ${n.ssh_port}"]
+  value = [for n in lium_cluster.train.nodes : "ssh -o UserKnownHostsFile=known_hosts -p ${n.ssh_port} root@${n.ssh_host}"]
+}
+
+output "known_hosts" { # terraform output -raw known_hosts > known_hosts
+  value = join("\n", lium_cluster.train.nodes[*].known_hosts)
 }

@@ -23,5 +23,9 @@ resource "lium_pod" "gpu" {
 }
 
 output "ssh" {
-  value = "ssh root@${lium_pod.gpu.ssh_host} -p ${lium_pod.gpu.ssh_port}"
+  value = "ssh -o UserKnownHostsFile=known_hosts -p ${lium_pod.gpu.ssh_port} root@${lium_pod.gpu.ssh_host}"
+}
+
+output "known_hosts" { # terraform output -raw known_hosts > known_hosts
+  value = lium_pod.gpu.known_hosts
 }

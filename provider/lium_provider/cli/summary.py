@@ -35,8 +35,19 @@ def usd_amount(text: str) -> float:
     return amount
 
 
+def count_of_objects(text: str) -> int:
+    """An argparse type: a whole number of objects, 0 or more."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"a number of objects must be 0 or more: {text!r}")
+    return count
+
+
 def policies_from(args: argparse.Namespace) -> Policies:
-    """The policies the ``--max-*`` and ``--require-termination-hours`` flags ask for."""
+    """The policies the ``--max-*``, ``--require-termination-hours`` and ``--forbid-destroy`` flags ask for."""
     from lium_provider.plan_summary import Policies
 
     return Policies(
@@ -45,6 +56,8 @@ def policies_from(args: argparse.Namespace) -> Policies:
         max_spend=args.max_spend,
         require_termination_hours=args.require_termination_hours,
         strict_prices=args.strict_prices,
+        forbid_destroy=args.forbid_destroy,
+        max_destroyed=args.max_destroyed,
     )
 
 
@@ -123,7 +136,19 @@ def add_summary_options(parser: argparse.ArgumentParser) -> None:
     policies.add_argument(
         "--require-termination-hours",
         action="store_true",
-        help="every pod after apply must have termination_hours",
+        help="every pod after apply must have termination_hours (one not known at plan fails too)",
+    )
+    policies.add_argument(
+        "--forbid-destroy",
+        action="store_true",
+        help="the plans may end no running pod or cluster (destroy or replace it); a `removed` block "
+        "that keeps it running is not a destroy",
+    )
+    policies.add_argument(
+        "--max-destroyed",
+        type=count_of_objects,
+        metavar="N",
+        help="the plans may end at most N running pods and clusters (destroy or replace them)",
     )
 
 

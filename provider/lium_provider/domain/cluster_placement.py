@@ -81,3 +81,30 @@ def choose_cluster(
         cheapest = sorted(qualified, key=lambda n: (n.price_per_hour or 0.0, n.executor_id))[:count]
         choices.append(ClusterChoice(offer.fabric_id, tuple(cheapest)))
     return min(choices, key=lambda c: (c.price_per_hour or 0.0, c.fabric_id), default=None)
+
+
+def fits_once_freed(
+    offers: Sequence[ClusterOffer],
+    feed: Sequence[Offer],
+    flt: OfferFilter,
+    count: int,
+    fabric_id: str | None,
+    freed: tuple[str | None, int],
+) -> bool:
+    """Whether a cluster of ``count`` could be placed once the nodes of the cluster it replaces are free
+    again (``freed``: that cluster's fabric, None when not known, and how many nodes it holds). Those
+    nodes are not listed while it runs; they are counted as qualifying, as they did for the cluster
+    that holds them, so a replacement is refused only when even they would not make it fit."""
+    freed_fabric, freed_count = freed
+    listed = {offer.fabric_id for offer in offers}
+    for offer in offers:
+        if fabric_id is not None and offer.fabric_id != fabric_id:
+            continue
+        qualified = sum(1 for node in offer.nodes if node_qualifies(flt, node_facts(node, feed)))
+        if freed_fabric in (None, offer.fabric_id):
+            qualified += freed_count
+        if qualified >= count:
+            return True
+    # A fabric whose every node is rented is not listed at all: its freed nodes alone may do.
+    unlisted = freed_fabric is None or freed_fabric not in listed
+    return unlisted and freed_count >= count and fabric_id in (None, freed_fabric)

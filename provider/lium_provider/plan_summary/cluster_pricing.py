@@ -1,22 +1,26 @@
-"""What a plan's ``lium_cluster`` instances cost per hour: a kept cluster its billed price, a new one an
-estimate from the public nodes feed.
+"""What a plan's ``lium_cluster`` instances cost per hour: a kept cluster its billed price, a new one what
+its create would rent now.
 
-A cluster takes whole nodes of one fabric, and a fabric's nodes are alike, so a new one is priced as
-``node_count`` whole-node offers of the feed of one GPU model and size matching its filter (``gpu_count``
-is GPUs per node; unset, any size): the cheapest such set as the estimate (what create rents when one
-fabric holds them) and the dearest such set as the worst case, or
-``node_count x max_price_per_hour`` when that bounds every node. The feed does not say which fabric a
-node is on, so a new cluster's price is always an estimate until the apply picks its nodes.
+A cluster takes whole nodes of one fabric. When Lium's fabrics can be read (an API key, as the PR job
+has), a new cluster is priced exactly as ``lium_cluster`` places it (:func:`~lium_provider.domain.
+cluster_placement.choose_cluster`: the cheapest ``node_count`` qualifying free nodes of one fabric, or of
+its ``fabric_id``), so the estimate is what create rents if nothing changes before the apply. Without
+them it falls back to the public nodes feed: the cheapest ``node_count`` whole-node offers of one GPU
+model and size matching its filter, which may be on no fabric, and says so. Either way the worst case is
+``node_count x max_price_per_hour`` when that bounds every node, else the dearest such set (of one
+fabric, with the fabrics).
 
 A replacement that deletes the old cluster first frees its nodes before the create rents: they are not
-in the feed now (a fully rented node is not listed), yet the create may take them, so the worst case
-counts them too, each at the old cluster's price per member (its nodes are alike).
+listed now (a fully rented node is not listed), yet the create may take them, so the worst case counts
+them too, each at the old cluster's price per member (its nodes are alike).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from lium_provider.api.clusters import ClusterOffer
+from lium_provider.domain.cluster_placement import choose_cluster, node_facts, node_qualifies
 from lium_provider.domain.offer_filter import OfferFilter
 from lium_provider.domain.offers import Offer, matches
 from lium_provider.plan_summary.parsing import ResourceChange
@@ -87,6 +91,17 @@ def price_cluster(change: ResourceChange, book: OfferBook) -> PodCost:
         flt = OfferFilter.of(values)
     except ValueError:
         return PodCost(change, gpu, shape, None, "the offer filter is invalid")
+    # An unknown fabric_id the configuration does not set is the one create chooses: any.
+    fabric_unknown = change.unknown("fabric_id") and "fabric_id" in change.configured
+    fabric = None if change.unknown("fabric_id") else change.value("after", "fabric_id")
+    fabrics = None if fabric_unknown else book.fabrics()
+    if fabrics is not None:
+        return _price_on_fabrics(change, book, fabrics, flt, count, fabric, unknown)
+    unread = (
+        "`fabric_id` known after apply"
+        if fabric_unknown
+        else f"Lium's fabrics not read: {book.fabrics_error}; these nodes may be on no fabric"
+    )
     offers = whole_node_offers(book)
     if offers is None:
         return PodCost(change, gpu, shape, None, "nodes feed unavailable")
@@ -118,8 +133,54 @@ def price_cluster(change: ResourceChange, book: OfferBook) -> PodCost:
         worst_text = f"the {count} dearest alike matching nodes now{freeing} {usd(worst)}/h"
     chosen = ", ".join(code(a) for a in [*unknown, "fabric_id"])
     basis = (
-        f"estimate: the {count} cheapest alike whole nodes of {len(matching)} matching now; {chosen} chosen at "
-        "apply; "
-        f"worst case {worst_text}"
+        f"estimate: the {count} cheapest alike whole nodes of {len(matching)} matching now ({unread}); {chosen} "
+        f"chosen at apply; worst case {worst_text}"
     )
     return PodCost(change, cheapest[0].gpu_model, shape, price, basis, True, worst, worst_basis)
+
+
+def _price_on_fabrics(
+    change: ResourceChange,
+    book: OfferBook,
+    fabrics: list[ClusterOffer],
+    flt: OfferFilter,
+    count: int,
+    fabric: object,
+    unknown: list[str],
+) -> PodCost:
+    """A new cluster priced as its create places it on Lium's fabrics now; the worst case the dearest
+    ``count`` qualifying nodes of one fabric (with the nodes a delete-first replacement frees)."""
+    gpu, shape = change.text("after", "gpu"), _shape(change, "after")
+    fabric_id = fabric if isinstance(fabric, str) else None
+    feed = book.offers_all() or []
+    choice = choose_cluster(fabrics, feed, flt, count, fabric_id)
+    if choice is None or choice.price_per_hour is None:
+        where = f"fabric {code(fabric_id)}" if fabric_id else "any fabric"
+        return PodCost(change, gpu, shape, None, f"no {count} free qualifying nodes on {where} now")
+    freed = _freed_node_prices(change)
+    sets = []
+    for offer in fabrics:
+        if fabric_id is not None and offer.fabric_id != fabric_id:
+            continue
+        prices = [
+            n.price_per_hour for n in (node_facts(x, feed) for x in offer.nodes) if node_qualifies(flt, n)
+        ]
+        known = sorted([p for p in prices if p is not None] + freed)
+        if len(known) >= count:
+            sets.append(sum(known[-count:]))
+    dearest = max(sets, default=choice.price_per_hour)
+    if flt.max_price_per_hour is not None:
+        worst, worst_basis = flt.max_price_per_hour * count, WorstBasis.MAX_PRICE
+        worst_text = f"{count} x `max_price_per_hour` {usd(flt.max_price_per_hour)}/h"
+    else:
+        worst, worst_basis = round(dearest, 6), WorstBasis.DEAREST_OFFER
+        freeing = f" or freed by the cluster it replaces ({len(freed)})" if freed else ""
+        worst_text = f"the {count} dearest qualifying nodes of one fabric now{freeing} {usd(worst)}/h"
+    model = next((str(n.facts.gpu) for n in choice.nodes if n.facts.gpu), gpu)
+    chosen = ", ".join(code(a) for a in unknown)
+    at_apply = f"; {chosen} chosen at apply" if chosen else ""
+    basis = (
+        f"estimate: what create rents now, fabric {code(choice.fabric_id)} ({count} cheapest qualifying free "
+        f"nodes){at_apply}; worst case {worst_text}"
+    )
+    return PodCost(change, model, shape, choice.price_per_hour, basis, True, worst, worst_basis)

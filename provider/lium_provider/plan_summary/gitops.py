@@ -109,7 +109,34 @@ def config_digest(stack_dir: Path, excluded: tuple[Path, ...] = ()) -> str:
     return digest.hexdigest()
 
 
-def terraform(stack_dir: Path, *args: str, started: Callable[[], None] | None = None) -> tuple[int, str]:
+# Terraform's closing hint after `plan -out`: a command that applies the plan, skipping the policies
+# this job judges it by. `gitops plan` says instead how the plan may be applied, once it is judged.
+_APPLY_HINT = "To perform exactly these actions, run the following command to apply:"
+
+
+def _without_apply_hint() -> Callable[[str], bool]:
+    """A filter of Terraform's output lines that drops its apply hint (the line and the command after it)."""
+    dropping = False
+
+    def shown(line: str) -> bool:
+        nonlocal dropping
+        if line.startswith(_APPLY_HINT):
+            dropping = True
+            return False
+        if dropping and line.strip().startswith("terraform apply"):
+            dropping = False
+            return False
+        return True
+
+    return shown
+
+
+def terraform(
+    stack_dir: Path,
+    *args: str,
+    started: Callable[[], None] | None = None,
+    shown: Callable[[str], bool] | None = None,
+) -> tuple[int, str]:
     """Run ``terraform args`` in ``stack_dir``, its output copied to our stderr as it comes; (code, output).
 
     Terraform runs in a process group of its own, and SIGINT and SIGTERM sent to this process are
@@ -117,7 +144,8 @@ def terraform(stack_dir: Path, *args: str, started: Callable[[], None] | None = 
     whole group) reaches Terraform once per signal, which then stops as it does on its own (the state
     lock released, what it applied recorded; a second Ctrl-C still abandons it at once). Once it has
     exited, the job stops too (:class:`Cancelled`), whatever Terraform's exit status. ``started`` is
-    called once Terraform runs: what the job starts there gets ready while Terraform works.
+    called once Terraform runs: what the job starts there gets ready while Terraform works. ``shown``
+    picks the lines copied to stderr (all of them are returned).
     """
     try:
         process = subprocess.Popen(
@@ -146,7 +174,8 @@ def terraform(stack_dir: Path, *args: str, started: Callable[[], None] | None = 
             if started is not None:
                 started()
             for line in process.stdout:
-                sys.stderr.write(line)
+                if shown is None or shown(line):
+                    sys.stderr.write(line)
                 lines.append(line)
     finally:
         for number, handler in previous.items():
@@ -156,8 +185,13 @@ def terraform(stack_dir: Path, *args: str, started: Callable[[], None] | None = 
     return process.returncode, "".join(lines)
 
 
-def _terraform_checked(stack_dir: Path, *args: str, started: Callable[[], None] | None = None) -> str:
-    code, output = terraform(stack_dir, *args, started=started)
+def _terraform_checked(
+    stack_dir: Path,
+    *args: str,
+    started: Callable[[], None] | None = None,
+    shown: Callable[[str], bool] | None = None,
+) -> str:
+    code, output = terraform(stack_dir, *args, started=started, shown=shown)
     if code != 0:
         raise GitopsError(f"terraform {args[0]} failed (exit {code}); its output is above")
     return output
@@ -196,6 +230,7 @@ def plan(settings: Settings, policies: Policies) -> int:
             f"-lock-timeout={settings.lock_timeout}",
             f"-out={plan_file}",
             started=get_ready,
+            shown=_without_apply_hint(),
         )
         code, plan_json = show.json(plan_file)
         if code != 0:
@@ -219,7 +254,19 @@ def plan(settings: Settings, policies: Policies) -> int:
     sys.stdout.write(summary.markdown)
     for violation in summary.violations:
         print(f"lium-tf gitops plan: policy violated: {violation}", file=sys.stderr)
-    return POLICY_EXIT_CODE if summary.failed else 0
+    if summary.failed:
+        print(
+            f"lium-tf gitops plan: the plan in {artifact} violates the policies above; "
+            "`lium-tf gitops apply` refuses it.",
+            file=sys.stderr,
+        )
+        return POLICY_EXIT_CODE
+    print(
+        f"lium-tf gitops plan: apply exactly this plan with `lium-tf gitops apply --artifact {artifact} "
+        f"--commit {settings.commit}` once it is reviewed.",
+        file=sys.stderr,
+    )
+    return 0
 
 
 def read_manifest(artifact: Path) -> dict[str, Any]:

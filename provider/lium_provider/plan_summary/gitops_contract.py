@@ -34,10 +34,13 @@ FRESH_PLAN_DIR = "fresh"
 
 
 class Policies(NamedTuple):
-    """The policies asked for (the ``--max-*`` flags); None (or False) leaves a policy out. Amounts are USD."""
+    """The policies asked for (the ``--max-*`` flags); None (or False) leaves a policy out. Amounts are USD.
+    ``max_destroyed`` counts the running pods and clusters a plan deletes; ``forbid_destroy`` allows none."""
 
     max_hourly_increase: float | None = None
     max_hourly_total: float | None = None
     max_spend: float | None = None
     require_termination_hours: bool = False
     strict_prices: bool = False
+    forbid_destroy: bool = False
+    max_destroyed: int | None = None

@@ -86,6 +86,16 @@ def _stack(stack: StackReport) -> dict[str, Any]:
             if c.action not in ("keep", "read")
         ],
         "feed_error": stack.feed_error,
+        "ends": [
+            {
+                "address": e.pod.change.address,
+                "type": e.pod.change.type,
+                "action": e.pod.change.action,
+                "uptime_seconds": e.uptime_seconds,
+                "price_per_hour": e.price_per_hour,
+            }
+            for e in stack.ended
+        ],
     }
 
 
@@ -96,6 +106,7 @@ def document(report: Report, policies: Sequence[PolicyResult] = ()) -> dict[str,
         "currency": "USD",
         "hours_per_month": HOURS_PER_MONTH,
         "cost": _cost(report.cost),
+        "ends_running": len(report.ended),
         "stacks": [_stack(s) for s in report.stacks],
         "policies": [
             {"policy": r.policy, "limit": r.limit, "passed": r.passed, "violations": list(r.violations)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lium_provider.plan_summary.parsing import ResourceChange
-from lium_provider.plan_summary.policies import PolicyResult
+from lium_provider.plan_summary.policies import PolicyResult, ended_text
 from lium_provider.plan_summary.report import (
     HOURS_PER_MONTH,
     Bound,
@@ -54,15 +54,38 @@ def spend_text(spend: Spend) -> str:
     return ("at least " if spend.unknown else "") + usd(spend.usd)
 
 
+# When the comment is too large even without the collapsed changes, the head (headline, what the plan
+# ends, cost, every policy's verdict) keeps this many of its listed items per list.
+HEAD_ITEMS_WHEN_CUT = 20
+
+
 def render(report: Report, policies: Sequence[PolicyResult] = ()) -> str:
-    """The Markdown of ``report``, with the verdicts of ``policies``; shortened to fit one comment."""
-    markdown = _render(report, policies, details=True)
-    if len(markdown) > MAX_MARKDOWN_CHARS:
-        markdown = _render(report, policies, details=False)
-    if len(markdown) > MAX_MARKDOWN_CHARS:
-        cut = markdown.rfind("\n", 0, MAX_MARKDOWN_CHARS)
-        markdown = markdown[:cut] + "\n\n_(truncated: the plan is too large for one comment)_\n"
-    return markdown
+    """The Markdown of ``report``, with the verdicts of ``policies``, fitted to one comment.
+
+    The head — the headline, the running work the plan ends, the cost and every policy's verdict — is
+    always there; only the stacks' details are shortened: first the changed attributes, then the pod
+    tables and change lists, cut outside any collapsed block with a line saying so.
+    """
+    head = _head(report, policies, None)
+    if len(head) > MAX_MARKDOWN_CHARS // 2:
+        head = _head(report, policies, HEAD_ITEMS_WHEN_CUT)
+    for details in (True, False):
+        markdown = head + "\n".join(_stacks(report, details=details, collapsed=True))
+        if len(markdown) <= MAX_MARKDOWN_CHARS:
+            return markdown
+    body = _stacks(report, details=False, collapsed=False)
+    budget = MAX_MARKDOWN_CHARS - len(head) - 300
+    kept: list[str] = []
+    for line in body:
+        if budget < len(line) + 1:
+            break
+        budget -= len(line) + 1
+        kept.append(line)
+    note = (
+        f"**Cut:** {len(body) - len(kept)} more lines of pod tables and changes do not fit in one comment "
+        "(the job's `summary.json`, or `lium-tf plan-summary --format json`, has every one)."
+    )
+    return head + "\n".join([*kept, "", note, ""])
 
 
 def _counts_text(counts: dict[str, int]) -> str:
@@ -70,20 +93,49 @@ def _counts_text(counts: dict[str, int]) -> str:
     return text + (f", {counts['forget']} to forget" if counts["forget"] else "")
 
 
-def _render(report: Report, policies: Sequence[PolicyResult], *, details: bool) -> str:
-    several = len(report.stacks) > 1
+def _head(report: Report, policies: Sequence[PolicyResult], most: int | None) -> str:
+    """The headline, the running work the plan ends, the cost and the policies' verdicts (each list
+    shortened to ``most`` items when given)."""
     counts = {verb: sum(s.counts[verb] for s in report.stacks) for verb in report.stacks[0].counts}
-    stacks = f"{len(report.stacks)} stacks, " if several else ""
+    stacks = f"{len(report.stacks)} stacks, " if len(report.stacks) > 1 else ""
     lines = [f"### Lium plan: {stacks}{_counts_text(counts)}", ""]
+    lines += _ended_lines(report, most)
     lines += _cost_lines(report.cost, [x for s in report.stacks for x in s.spends])
+    if policies:
+        lines += _render_policies(policies, most)
+    return "\n".join(lines) + "\n"
+
+
+def _ended_lines(report: Report, most: int | None) -> list[str]:
+    """What a reviewer must see first, whatever the money says: the running pods and clusters the plan
+    deletes (destroys or replaces), each with its uptime and its price per hour."""
+    ends = report.ended
+    if not ends:
+        return []
+    several = len(report.stacks) > 1
+    lines = [
+        f"**Ends running work: {len(ends)} pod{'s' if len(ends) != 1 else ''} or cluster{'s' if len(ends) != 1 else ''}**",
+        "",
+    ]
+    for stack, ending in ends[:most]:
+        where = f" in {code(stack.name)}" if several else ""
+        lines.append(f"- {code(ending.pod.change.address)}{where}: {ended_text(ending)}")
+    if most is not None and len(ends) > most:
+        lines.append(f"- … and {len(ends) - most} more (`summary.json` lists every one)")
+    return [*lines, ""]
+
+
+def _stacks(report: Report, *, details: bool, collapsed: bool) -> list[str]:
+    """Each stack's part: its counts and cost (when there are several), pod table and changes (in a
+    collapsed block with ``collapsed``; left out without it, as when the comment is cut)."""
+    several = len(report.stacks) > 1
+    lines: list[str] = []
     for stack in report.stacks:
         if several:
             lines += [f"#### Stack {code(stack.name)}: {_counts_text(stack.counts)}", ""]
             lines += _cost_lines(stack.cost, stack.spends, headline=False)
-        lines += _render_stack(stack, details, heading="#####" if several else "####")
-    if policies:
-        lines += _render_policies(policies)
-    return "\n".join(lines)
+        lines += _render_stack(stack, details, "#####" if several else "####", collapsed=collapsed)
+    return lines
 
 
 def _cost_lines(cost: Cost, spends: Sequence[PodSpend], *, headline: bool = True) -> list[str]:
@@ -119,7 +171,7 @@ def _cost_lines(cost: Cost, spends: Sequence[PodSpend], *, headline: bool = True
     return lines
 
 
-def _render_stack(stack: StackReport, details: bool, heading: str) -> list[str]:
+def _render_stack(stack: StackReport, details: bool, heading: str, *, collapsed: bool = True) -> list[str]:
     lines: list[str] = []
     if not any(stack.counts.values()):
         lines += ["No changes: the infrastructure matches the configuration.", ""]
@@ -130,7 +182,7 @@ def _render_stack(stack: StackReport, details: bool, heading: str) -> list[str]:
         ]
     lines += _render_pods(stack)
     changed = [c for c in stack.changes if c.action not in ("keep", "read")]
-    if not changed:
+    if not changed or not collapsed:
         return lines
     lines += ["<details>", f"<summary>Changes ({len(changed)})</summary>", ""]
     for verb, title in _SECTIONS:
@@ -215,13 +267,21 @@ def _render_change(change: ResourceChange, details: bool) -> list[str]:
     return lines
 
 
-def _render_policies(results: Sequence[PolicyResult]) -> list[str]:
+def _render_policies(results: Sequence[PolicyResult], most: int | None = None) -> list[str]:
     failed = sum(1 for r in results if not r.passed)
     verdict = f"{failed} of {len(results)} failed" if failed else "all passed"
     lines = [f"#### Policies: {verdict}", ""]
     for result in results:
-        limit = "" if result.limit is None else f" {usd(result.limit)}"
+        limit = "" if result.limit is None else f" {_limit_text(result)}"
         lines.append(f"- `{result.policy}`{limit}: {'passed' if result.passed else '**failed**'}")
-        lines += [f"  - {violation}" for violation in result.violations]
+        lines += [f"  - {violation}" for violation in result.violations[:most]]
+        if most is not None and len(result.violations) > most:
+            lines.append(f"  - … and {len(result.violations) - most} more (on the job's stderr)")
     lines.append("")
     return lines
+
+
+def _limit_text(result: PolicyResult) -> str:
+    """A policy's bound: a count for ``max-destroyed``, else an amount of USD."""
+    limit = result.limit or 0
+    return str(int(limit)) if result.policy == "max-destroyed" else usd(limit)

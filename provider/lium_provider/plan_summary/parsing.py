@@ -11,6 +11,7 @@ import json
 import re
 import sys
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -140,8 +141,22 @@ def _where(source: str) -> str:
     return "standard input" if source == "-" else repr(source)
 
 
+@dataclass(frozen=True)
+class PlanDocument:
+    """What a summary reads of a plan: its managed-resource changes and when it was made."""
+
+    changes: list[ResourceChange]
+    timestamp: datetime | None
+    """The plan's ``timestamp`` (Terraform writes it into every plan); None when absent or unreadable."""
+
+
 def parse_plan(text: str) -> list[ResourceChange]:
     """The managed-resource changes of a ``terraform show -json`` plan (data sources are reads, not changes)."""
+    return parse_plan_document(text).changes
+
+
+def parse_plan_document(text: str) -> PlanDocument:
+    """The :class:`PlanDocument` of a ``terraform show -json`` plan; PlanError when it is not one."""
     try:
         plan = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -166,7 +181,18 @@ def parse_plan(text: str) -> list[ResourceChange]:
         raise PlanError('"resource_changes" is not a list')
     configured = _configured_arguments(plan.get("configuration"))
     changes = [_resource_change(i, entry, configured) for i, entry in enumerate(entries)]
-    return [c for c in changes if c is not None]
+    return PlanDocument([c for c in changes if c is not None], parse_timestamp(plan.get("timestamp")))
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """An RFC 3339 time as Terraform and Lium write them (UTC when it carries no offset); None otherwise."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 _UI_STREAM_START = '{"@level"'  # each line of Terraform's machine-readable UI starts so

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from lium_provider.plan_summary.gitops_contract import Policies
 from lium_provider.plan_summary.pricing import PodCost
-from lium_provider.plan_summary.report import Bound, PodSpend, Report, StackReport
-from lium_provider.plan_summary.values import code, usd
+from lium_provider.plan_summary.report import Bound, Ended, PodSpend, Report, StackReport
+from lium_provider.plan_summary.values import code, duration, usd
 
 
 @dataclass(frozen=True)
@@ -140,11 +140,41 @@ def _max_spend(report: Report, limit: float, name: _Namer, strict: bool) -> list
 
 
 def _require_termination_hours(report: Report, name: _Namer) -> list[str]:
+    """A line per pod after apply without ``termination_hours``, or whose hours are not known now (they
+    cannot be shown to be set)."""
+    why = {
+        Bound.UNBOUNDED: "has no `termination_hours`",
+        Bound.UNKNOWN: "`termination_hours` not known now, so it cannot be checked",
+    }
     return [
-        f"require-termination-hours: {name(s, x.pod.change.address)} has no `termination_hours`"
+        f"require-termination-hours: {name(s, x.pod.change.address)} {why[x.bound]}"
         for s, x in _spends(report)
-        if x.bound is Bound.UNBOUNDED
+        if x.bound in why
     ]
+
+
+def ended_text(ending: Ended) -> str:
+    """One running pod or cluster the plan deletes, as a violation and the comment say it."""
+    uptime = (
+        "up for an unknown time" if ending.uptime_seconds is None else f"up {duration(ending.uptime_seconds)}"
+    )
+    price = "?" if ending.price_per_hour is None else usd(ending.price_per_hour)
+    return f"{ending.pod.change.action}, {uptime}, {price}/h"
+
+
+def _forbid_destroy(report: Report, name: _Namer) -> list[str]:
+    return [
+        f"forbid-destroy: the plan ends {name(s, e.pod.change.address)} ({ended_text(e)})"
+        for s, e in report.ended
+    ]
+
+
+def _max_destroyed(report: Report, limit: int, name: _Namer) -> list[str]:
+    ends = report.ended
+    if len(ends) <= limit:
+        return []
+    listed = ", ".join(f"{name(s, e.pod.change.address)} ({ended_text(e)})" for s, e in ends)
+    return [f"max-destroyed: the plan ends {len(ends)} running pods or clusters, more than {limit}: {listed}"]
 
 
 def check(report: Report, policies: Policies) -> list[PolicyResult]:
@@ -163,4 +193,9 @@ def check(report: Report, policies: Policies) -> list[PolicyResult]:
     if policies.require_termination_hours:
         violations = _require_termination_hours(report, name)
         results.append(PolicyResult("require-termination-hours", None, tuple(violations)))
+    if policies.forbid_destroy:
+        results.append(PolicyResult("forbid-destroy", None, tuple(_forbid_destroy(report, name))))
+    if policies.max_destroyed is not None:
+        violations = _max_destroyed(report, policies.max_destroyed, name)
+        results.append(PolicyResult("max-destroyed", policies.max_destroyed, tuple(violations)))
     return results

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from lium_provider.api.client import LiumClient
+from lium_provider.api.clusters import ClusterOffer
 from lium_provider.api.endpoints import DEFAULT_ENDPOINT, feed_url_for
 from lium_provider.api.errors import LiumError
 from lium_provider.domain.offer_filter import OfferFilter
@@ -34,14 +36,46 @@ def resolve_feed_url(flag: str | None, environ: Mapping[str, str]) -> str:
 
 @dataclass
 class OfferBook:
-    """Offers from the nodes feed, fetched at most once; a failed fetch is remembered."""
+    """Offers from the nodes feed, and Lium's fabrics when an API key can read them, each fetched at most
+    once; a failed fetch is remembered."""
 
     feed_url: str
     error: str | None = None
+    api_url: str | None = None
+    """Lium's API, whose ``GET /executors/infiniband-clusters`` lists the fabrics a cluster is rented on."""
+    api_key: str | None = field(default=None, repr=False)
+    fabrics_error: str | None = None
+    """Why the fabrics could not be read (no API key, or the request failed); None once they were."""
+    _fabrics: list[ClusterOffer] | None = None
     _all: list[Offer] | None = None
     _by_count: dict[int, list[Offer]] = field(default_factory=dict)
     _listed_gpus: dict[str, int] = field(default_factory=dict)
     _taken: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def for_environment(cls, feed_flag: str | None, environ: Mapping[str, str]) -> OfferBook:
+        """The book a command uses: the feed of :func:`resolve_feed_url`, and Lium's fabrics read with
+        ``LIUM_API_URL`` and ``LIUM_API_KEY`` (the provider's), when the key is set."""
+        return cls(
+            resolve_feed_url(feed_flag, environ),
+            api_url=environ.get("LIUM_API_URL") or DEFAULT_ENDPOINT,
+            api_key=environ.get("LIUM_API_KEY") or None,
+        )
+
+    def fabrics(self) -> list[ClusterOffer] | None:
+        """Lium's fabrics with their free nodes, as ``lium_cluster`` reads them to place a cluster; None
+        when they cannot be read (:attr:`fabrics_error` says why)."""
+        if self._fabrics is not None or self.fabrics_error is not None:
+            return self._fabrics
+        if not self.api_key or not self.api_url:
+            self.fabrics_error = "no LIUM_API_KEY to read Lium's fabrics with"
+            return None
+        try:
+            with LiumClient(self.api_url, self.api_key) as client:
+                self._fabrics = client.cluster_offers()
+        except (LiumError, ValueError) as exc:
+            self.fabrics_error = str(exc)
+        return self._fabrics
 
     def free_gpus(self, executor: str) -> int:
         """The GPUs the feed lists as free on ``executor``, less those this summary's rentals took."""

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 
+from lium_provider.api.models import DEAD_POD_STATES, DELETED, DELETING
 from lium_provider.plan_summary.cluster_pricing import price_cluster
-from lium_provider.plan_summary.parsing import ResourceChange, parse_plan
+from lium_provider.plan_summary.parsing import ResourceChange, parse_plan_document, parse_timestamp
 from lium_provider.plan_summary.pricing import OfferBook, PodCost, price_pod
 
 HOURS_PER_MONTH = 730
@@ -23,6 +25,8 @@ CLUSTER_TYPE = "lium_cluster"
 TERMINATION_ATTRIBUTE = "termination_hours"
 # The verbs a summary counts, in the order it names them.
 COUNTED_ACTIONS = ("create", "update", "replace", "destroy", "forget")
+# What ends a pod's or cluster's work: Terraform deletes it (a `removed` block that keeps it forgets it).
+ENDING_ACTIONS = ("destroy", "replace")
 
 
 @dataclass(frozen=True)
@@ -125,14 +129,44 @@ class Cost:
 
 
 @dataclass(frozen=True)
+class Ended:
+    """A running pod or cluster the plan deletes (destroys or replaces): the work on it ends."""
+
+    pod: PodCost
+    uptime_seconds: float | None
+    """How long it has run when the plan was made (from its ``started_at``); None when not known."""
+
+    @property
+    def price_per_hour(self) -> float | None:
+        return self.pod.price_before
+
+
+def ended(pods: Sequence[PodCost], planned_at: datetime | None) -> tuple[Ended, ...]:
+    """The pods and clusters among ``pods`` whose work the plan ends: deleted while they run."""
+    found = []
+    for pod in pods:
+        change = pod.change
+        status = change.value("before", "status")
+        if change.action not in ENDING_ACTIONS or change.before is None:
+            continue
+        if isinstance(status, str) and status in {*DEAD_POD_STATES, DELETING, DELETED}:
+            continue  # nothing runs on it any more
+        started = parse_timestamp(change.value("before", "started_at"))
+        uptime = (planned_at - started).total_seconds() if started and planned_at else None
+        found.append(Ended(pod, max(uptime, 0.0) if uptime is not None else None))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
 class StackReport:
-    """One plan file: its changes, its priced pods and what they cost."""
+    """One plan file: its changes, its priced pods and what they cost, and the running work it ends."""
 
     name: str
     changes: tuple[ResourceChange, ...]
     pods: tuple[PodCost, ...]
     spends: tuple[PodSpend, ...]
     feed_error: str | None
+    ended: tuple[Ended, ...] = ()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -158,13 +192,16 @@ def cost_of(pods: Sequence[PodCost], spends: Sequence[PodSpend]) -> Cost:
 
 def report_stack(name: str, text: str, book: OfferBook) -> StackReport:
     """The report of plan JSON ``text``, priced with ``book``; PlanError if ``text`` is not a plan."""
-    changes = parse_plan(text)
+    plan = parse_plan_document(text)
+    changes = plan.changes
     priced = {POD_TYPE: price_pod, CLUSTER_TYPE: price_cluster}
     pods = [
         priced[c.type](c, book) for c in changes if c.type in priced and c.action != "read" and not c.deposed
     ]
     spends = [PodSpend(p, *termination_hours(p.change)) for p in pods if p.exists_after]
-    return StackReport(name, tuple(changes), tuple(pods), tuple(spends), book.error)
+    return StackReport(
+        name, tuple(changes), tuple(pods), tuple(spends), book.error, ended(pods, plan.timestamp)
+    )
 
 
 @dataclass(frozen=True)
@@ -172,6 +209,11 @@ class Report:
     """Every stack of one summary (one pull request), and their combined cost."""
 
     stacks: tuple[StackReport, ...]
+
+    @property
+    def ended(self) -> list[tuple[StackReport, Ended]]:
+        """Every stack's running work the plans end, with its stack."""
+        return [(s, e) for s in self.stacks for e in s.ended]
 
     @property
     def cost(self) -> Cost:

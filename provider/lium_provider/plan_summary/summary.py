@@ -10,7 +10,7 @@ from lium_provider.plan_summary import json_format, markdown
 from lium_provider.plan_summary.gitops_contract import Policies
 from lium_provider.plan_summary.parsing import PlanError, read_source
 from lium_provider.plan_summary.policies import PolicyResult, check
-from lium_provider.plan_summary.pricing import OfferBook, resolve_feed_url
+from lium_provider.plan_summary.pricing import OfferBook
 from lium_provider.plan_summary.report import Report, report_stack
 
 
@@ -76,5 +76,5 @@ def main_summary(
     """Everything ``lium-tf plan-summary`` does: read each source, price with the resolved feed, judge, render."""
     names = [sources] if isinstance(sources, str) else list(sources)
     plans = [(stack_name(source), read_source(source)) for source in names]
-    book = OfferBook(resolve_feed_url(feed_flag, os.environ))
+    book = OfferBook.for_environment(feed_flag, os.environ)
     return build_summary(plans, book, policies or Policies(), output_format)

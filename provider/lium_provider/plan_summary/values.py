@@ -80,3 +80,17 @@ def usd(amount: float) -> str:
     text = f"{amount:,.4f}".rstrip("0")
     whole, _, cents = text.partition(".")
     return f"${whole}.{cents.ljust(2, '0')}"
+
+
+def duration(seconds: float) -> str:
+    """A time a reviewer reads at a glance: ``45 s``, ``12 min``, ``3 h 12 min``, ``2 d 4 h``."""
+    minutes, hours = int(seconds // 60), int(seconds // 3600)
+    if seconds < 60:
+        return f"{int(seconds)} s"
+    if hours == 0:
+        return f"{minutes} min"
+    if hours < 48:
+        rest = minutes - hours * 60
+        return f"{hours} h {rest} min" if rest else f"{hours} h"
+    days = hours // 24
+    return f"{days} d {hours - days * 24} h" if hours % 24 else f"{days} d"

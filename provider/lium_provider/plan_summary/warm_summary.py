@@ -63,12 +63,12 @@ class RenderedSummary(NamedTuple):
 def command(args: Sequence[str]) -> int:
     """The side command, run in the provider program: ``[nodes feed flag]`` (empty: the default feed)."""
     from lium_provider.plan_summary.parsing import PlanError
-    from lium_provider.plan_summary.pricing import OfferBook, resolve_feed_url
+    from lium_provider.plan_summary.pricing import OfferBook
 
     out = sys.stdout.buffer
     out.write(greeting() + b"\n")
     out.flush()
-    book = OfferBook(resolve_feed_url(args[0] if args and args[0] else None, os.environ))
+    book = OfferBook.for_environment(args[0] if args and args[0] else None, os.environ)
     book.fetch()
     request = json.loads(sys.stdin.buffer.readline())
     plan_json = Path(request["plan_json_file"]).read_text(encoding="utf-8")
@@ -192,10 +192,10 @@ class Summarizer:
 
     def _prepare_here(self) -> None:
         try:
-            from lium_provider.plan_summary.pricing import OfferBook, resolve_feed_url
+            from lium_provider.plan_summary.pricing import OfferBook
 
             importlib.import_module("lium_provider.plan_summary.summary")  # what judge and render need
-            book = OfferBook(resolve_feed_url(self._feed_flag, os.environ))
+            book = OfferBook.for_environment(self._feed_flag, os.environ)
             book.fetch()
             self._book = book
         except BaseException as exc:  # handed to the main thread, which raises it

@@ -35,7 +35,7 @@ from lium_provider.api.models import (
     TerminationHours,
     is_lium_id,
 )
-from lium_provider.domain.cluster_placement import ClusterChoice, choose_cluster
+from lium_provider.domain.cluster_placement import ClusterChoice, choose_cluster, fits_once_freed
 from lium_provider.domain.offer_filter import MAX_GPUS_PER_NODE, OfferFilter
 from lium_provider.domain.removal import (
     HOUR,
@@ -81,7 +81,7 @@ from lium_provider.resources.ownership import (
 from lium_provider.resources.pod import LIUM_NAME_KEY
 from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
 from lium_provider.session import LiumSession, session
-from lium_provider.sshkeys import public_key_line
+from lium_provider.sshkeys import known_hosts_line, public_key_line
 from tfbridge import (
     TIMEOUTS_BLOCK,
     Attribute,
@@ -128,6 +128,14 @@ class ClusterNodeModel(BaseModel):
     ssh_host_key: Annotated[
         str | None,
         Attribute(computed=True, description="The member's SSH host key, pinned on first contact."),
+    ] = None
+    known_hosts: Annotated[
+        str | None,
+        Attribute(
+            computed=True,
+            description="The member's `known_hosts` line (`[ssh_host]:ssh_port <ssh_host_key>`), for "
+            "`ssh -o UserKnownHostsFile=<file>`.",
+        ),
     ] = None
 
 
@@ -249,16 +257,17 @@ def _members_state(state: ClusterModel, members: list[Pod], keys: dict[str, str 
     """The state with ``members`` (rank order) as its nodes; known host keys kept."""
     nodes = []
     for pod in members:
-        target = pod.ssh_host_port()
+        host, port = pod.ssh_host_port() or (None, None)
         nodes.append(
             ClusterNodeModel(
                 pod_id=pod.id,
                 node_index=pod.cluster_node_index,
                 executor_id=pod.executor_id,
                 overlay_ip=pod.cluster_overlay_ip,
-                ssh_host=target[0] if target else None,
-                ssh_port=target[1] if target else None,
+                ssh_host=host,
+                ssh_port=port,
                 ssh_host_key=keys.get(pod.id),
+                known_hosts=known_hosts_line(host, port, keys.get(pod.id)),
             )
         )
     running = len(members) == state.node_count and all(p.status == RUNNING for p in members)
@@ -315,6 +324,29 @@ def _members_schedule(recorded: str | None, members: list[Pod]) -> str | None:
     return recorded
 
 
+# The key, in a replaced cluster's planned private record, of the nodes its deletion frees.
+_FREED = "frees"
+
+
+def _with_freed_nodes(private: bytes, fabric_id: str | None, count: int) -> bytes:
+    try:
+        record = json.loads(private) if private else {}
+    except ValueError:
+        record = {}
+    return json.dumps({**(record if isinstance(record, dict) else {}), _FREED: [fabric_id, count]}).encode()
+
+
+def _freed_nodes(private: bytes) -> tuple[str | None, int] | None:
+    """What the cluster this create replaces frees (its fabric, its node count); None for a plain create."""
+    try:
+        freed = json.loads(private).get(_FREED) if private else None
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(freed, list) or len(freed) != 2 or not isinstance(freed[1], int):
+        return None
+    return (freed[0] if isinstance(freed[0], str) else None), freed[1]
+
+
 def _members_mark(state: ClusterModel, members: list[Pod]) -> str | None:
     """The stack tag a cluster carries in Lium: its members' Lium name's (a member that carries another
     than the state records counts, whatever the others carry)."""
@@ -362,12 +394,15 @@ class ClusterResource(Resource[ClusterModel]):
             change.require_replace("status")
         if not change.requires_replace:
             plan_removal(change, prior, "cluster")
+        else:  # the plan of the create that replaces it gets this record: it may count these nodes
+            ctx.private = _with_freed_nodes(ctx.private, prior.fabric_id, len(prior.nodes or []))
         if prior.lium_name:
             claim_lium_name(ctx, change, (LIUM_NAME_KEY, prior.lium_name), prior.lium_name)
 
     def _plan_create(self, ctx: Context, change: PlanChange[ClusterModel]) -> None:
         """A create's template (Lium's newest cluster template unless set) and its Lium name; when the
-        placement is known, a warning if no fabric could take the cluster now."""
+        placement is known, an error if no fabric could take the cluster now (for the create that
+        replaces a cluster, not even once that cluster's nodes are free again: then a warning)."""
         claim_create_name(ctx, change, self.type_name)
         s = session(ctx)
         if change.config_is_null("template_id"):
@@ -395,13 +430,23 @@ class ClusterResource(Resource[ClusterModel]):
         try:
             self._choose(ctx, change.planned)
         except TFError as shortage:
-            # Only a warning: a create planned to replace a cluster cannot see the nodes its
-            # predecessor frees, and nodes come and go before the apply, which checks again.
+            freed = _freed_nodes(ctx.private)
+            if freed is None or not self._fits_once_freed(ctx, change.planned, freed):
+                raise
+            # The nodes of the cluster this create replaces are not listed while it runs: they may
+            # make it fit once it is deleted first (not under create_before_destroy).
             ctx.warn(
                 shortage.summary + " now",
-                shortage.detail + " The apply fails unless nodes free up first.",
+                shortage.detail + " It fits only once the nodes of the cluster it replaces are free again "
+                "(without `create_before_destroy`); the apply checks again.",
                 path=tuple(shortage.path) if shortage.path is not None else None,
             )
+
+    def _fits_once_freed(self, ctx: Context, plan: ClusterModel, freed: tuple[str | None, int]) -> bool:
+        s = session(ctx)
+        with api_errors("searching Lium's cluster offers"):
+            offers, feed = s.client.cluster_offers(), s.placement.offers()
+        return fits_once_freed(offers, feed, _filter(plan), plan.node_count, plan.fabric_id, freed)
 
     def _choose(self, ctx: Context, plan: ClusterModel) -> ClusterChoice:
         """The fabric and nodes the cluster would get now; the error says what is on offer."""

@@ -69,7 +69,7 @@ from lium_provider.resources.pod_model import PodModel, pod_facts, pod_rent_dige
 from lium_provider.resources.pod_private import PodPrivate
 from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
 from lium_provider.session import LiumSession, session
-from lium_provider.sshkeys import fetch_host_key, fingerprint, public_key_line
+from lium_provider.sshkeys import fetch_host_key, fingerprint, known_hosts_line, public_key_line
 from tfbridge import (
     ConfigView,
     Context,
@@ -129,6 +129,13 @@ def _plan_filter_change(change: PlanChange[PodModel], prior: PodModel, rented: P
     # A filter known only after apply cannot be checked against the pod now: re-rent to be safe.
     for name in [*unknown, *replace]:
         change.require_replace(name)
+
+
+def _pinned(state: PodModel) -> PodModel:
+    """``state`` with the ``known_hosts`` line of its address and pinned host key."""
+    return state.model_copy(
+        update={"known_hosts": known_hosts_line(state.ssh_host, state.ssh_port, state.ssh_host_key)}
+    )
 
 
 def _with_schedule(state: PodModel, pod: Pod) -> PodModel:
@@ -368,7 +375,7 @@ class PodResource(Resource[PodModel]):
             state = state.model_copy(update={"gpu": pod.gpu_name or state.gpu})
         ctx.record(state)
         # The journal entry stays until Terraform is known to hold the pod (the next read or delete).
-        state = state.model_copy(update={"ssh_host_key": self._wait_for_ssh(ctx, state)})
+        state = _pinned(state.model_copy(update={"ssh_host_key": self._wait_for_ssh(ctx, state)}))
         ctx.record(state)
         return self._replace_provisional_deadline(s, state)
 
@@ -551,7 +558,7 @@ class PodResource(Resource[PodModel]):
         if refreshed.ssh_host_key is None:  # imported (or its create stopped before SSH answered)
             refreshed = self._pin_on_first_read(ctx, refreshed)
         s.journal.forget(refreshed.lium_name or refreshed.name)  # Terraform holds this pod now
-        return refreshed
+        return _pinned(refreshed)
 
     def _with_listed_offer(self, ctx: Context, s: LiumSession, state: PodModel) -> PodModel:
         """An imported pod's region and offer facts, from its executor's offer in the feed if listed.

@@ -94,6 +94,16 @@ class PodModel(OfferFilter):
         str | None,
         Attribute(computed=True, plan=_KEEP, description="The pod's SSH host key, pinned on first contact."),
     ] = None
+    known_hosts: Annotated[
+        str | None,
+        Attribute(
+            computed=True,
+            plan=_KEEP,
+            description="The pod's `known_hosts` line (`[ssh_host]:ssh_port <ssh_host_key>`): written to a "
+            "file, `ssh -o UserKnownHostsFile=<file>` checks the pinned key without asking, as a CI job "
+            "without a terminal needs.",
+        ),
+    ] = None
     termination_hours: Annotated[
         TerminationHours | None,
         Attribute(

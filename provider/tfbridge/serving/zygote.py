@@ -21,8 +21,9 @@ Safety rules, each checked here rather than assumed:
 * the zygote has no threads when it forks (grpc is imported but never started in it);
 * every fork serves with a TLS key and certificate of its own: the zygote makes the next fork's
   ahead (:class:`tfbridge.serving.tls_relay.ServerIdentity`), hands it to exactly one child and replaces it;
-* a zygote whose provider sources changed since it imported them refuses to fork and exits, so an
-  upgraded or edited provider is never served by stale code; the launcher then starts cold;
+* a zygote any of whose imported sources (the provider's or a dependency's) changed since it imported
+  them refuses to fork and exits, so an upgraded, edited or broken install is never served by stale
+  code; the launcher then starts cold;
 * one zygote per socket (an exclusive ``flock``); it exits after ``idle_seconds`` without a start.
 
 The zygote is started by the first launcher that finds none (which then serves cold itself).
@@ -45,7 +46,7 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -73,18 +74,15 @@ class _Request:
 
 
 class _SourceWatch:
-    """The provider's source files as the zygote imported them; any change makes the zygote stale."""
+    """Every source file the zygote imported, the provider's and its dependencies' alike, as it imported
+    them: a change to any (an edited checkout, an upgraded or broken package) makes the zygote stale,
+    so that a warm start never runs code a cold start would not. One ``stat`` per file and fork."""
 
-    def __init__(self, packages: Iterable[str]) -> None:
-        roots = tuple(
-            str(Path(module.__file__).parent) + os.sep
-            for name in packages
-            if (module := sys.modules.get(name)) is not None and module.__file__
-        )
+    def __init__(self) -> None:
         self._mtimes = {
             path: self._mtime(path)
             for module in list(sys.modules.values())
-            if (path := getattr(module, "__file__", None)) and path.startswith(roots)
+            if isinstance(path := getattr(module, "__file__", None), str)
         }
 
     @staticmethod
@@ -103,13 +101,12 @@ def run_zygote(
     servicer_factory: Callable[[], tfplugin6_pb2_grpc.ProviderServicer],
     *,
     preload: Callable[[], None],
-    packages: Iterable[str],
     commands: Mapping[str, Command],
 ) -> NoReturn:
     """Serve forks on the socket ``argv[0]`` until idle for ``argv[1]`` seconds (the launcher's call).
 
-    ``preload`` imports what ``servicer_factory`` and ``commands`` need; ``packages`` name the
-    provider's top-level packages, whose source files are watched for changes.
+    ``preload`` imports what ``servicer_factory`` and ``commands`` need; every source file imported by
+    then is watched for changes.
     """
     socket_path, idle_seconds = Path(argv[0]).absolute(), float(argv[1])
     os.chdir("/")  # a long-lived process must not pin the first start's directory; forks chdir anyway
@@ -118,7 +115,7 @@ def run_zygote(
         os._exit(0)  # checked after locking: whoever closed the directory saw, or will see, our lock
     _preload_bridge()
     preload()
-    sources = _SourceWatch(packages)
+    sources = _SourceWatch()
     with contextlib.suppress(FileNotFoundError):
         socket_path.unlink()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
