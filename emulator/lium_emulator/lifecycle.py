@@ -222,6 +222,8 @@ class PodLifecycle:
     async def _reboot(self, pod: Pod) -> None:
         try:
             await self._stop_sandbox(pod)
+            # A new container has host keys of its own (an emulator restart keeps a container's keys).
+            self.host_keys_file(pod.id).unlink(missing_ok=True)
             ports = await self._provision(pod, "REBOOT_PENDING", self._reboot_failed)
             if ports is not None:
                 self._mark_rebooted(pod, ports)

@@ -214,6 +214,8 @@ class Step:
     value: ValueOf
     outcome: Outcome | None = None
     case: str = ""
+    collateral: tuple[tuple[str, str], ...] = ()
+    """What else an in-place change must plan, by address (a pod's new container replaces its runner)."""
 
     @property
     def type_name(self) -> str:
@@ -307,7 +309,8 @@ STEPS = (
     Step(VOLUME, "name", given("matrix-data-2")),
     Step(VOLUME, "description", given("another description")),
     Step(POD, "name", given("matrix-pod-2")),
-    Step(POD, "template_id", given("${lium_template.spare.id}")),
+    # switched in place: the new container's host key replaces the runner pinned to the old one
+    Step(POD, "template_id", given("${lium_template.spare.id}"), collateral=(("lium_runner.r", "replace"),)),
     Step(POD, "gpu_count", given(2)),
     Step(POD, "executor_id", another_executor),
     Step(POD, "ssh_public_key", lambda live: live.keys.spare),
@@ -437,7 +440,7 @@ def test_one_change_plans_what_the_schema_declares(stack_live: LiveStack, step: 
         collateral = {
             a: c.action for a, c in plan.changes.items() if a != step.address and c.action != "keep"
         }
-        assert not collateral, (
+        assert collateral == dict(step.collateral), (
             f"{what}; an in-place change must leave the rest alone, but it also plans {collateral}"
         )
 

@@ -249,6 +249,14 @@ class LiumClient:
     def delete_pod(self, pod_id: str) -> None:
         self._delete(f"/pods/{_segment(pod_id)}")
 
+    def switch_template(self, pod_id: str, template_id: str) -> Pod:
+        """``PUT /pods/{id}/switch-template``: the same pod and node get a new container of ``template_id``
+        (REBOOT_PENDING, then RUNNING with new ports and host key; volumes kept); the answer is the pod row
+        (docs/lium-api.md#other-pod-routes). Not retried after an uncertain outcome: read the pod."""
+        return self._object(
+            Pod, "PUT", f"/pods/{_segment(pod_id)}/switch-template", json_body={"template_id": template_id}
+        )
+
     def schedule_removal(self, pod_id: str, at: datetime) -> None:
         """``POST /pods/{id}/schedule-removal``: Lium removes the pod at ``at`` (sent with its UTC offset),
         replacing any earlier schedule (docs/lium-api.md#other-pod-routes)."""

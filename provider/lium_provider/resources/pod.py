@@ -67,6 +67,7 @@ from lium_provider.resources.pod_lifecycle import (
 )
 from lium_provider.resources.pod_model import PodModel, pod_facts, pod_rent_digest, refilter_replacements
 from lium_provider.resources.pod_private import PodPrivate
+from lium_provider.resources.pod_switch import plan_switch, switch_container, switching
 from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, fingerprint, known_hosts_line, public_key_line
@@ -217,7 +218,9 @@ class PodResource(Resource[PodModel]):
             self._plan_lium_name(ctx, change)
             self._check_offers_exist(ctx, change)
             return
-        if prior.status in DEAD_POD_STATES:
+        # A new template (or a failed switch) switches the container in place; any other dead pod is
+        # re-rented.
+        if not plan_switch(change, prior) and prior.status in DEAD_POD_STATES:
             change.set_unknown("status")
             change.require_replace("status")
         self._check_executor_gpu(ctx, change)
@@ -510,10 +513,11 @@ class PodResource(Resource[PodModel]):
     # -- update / read / delete ---------------------------------------------------------------------------
 
     def update(self, ctx: Context, prior: PodModel, plan: PodModel, config: PodModel) -> PodModel:
-        """Record new offer-filter bounds the running pod still satisfies, or new timeouts: state only;
-        move or cancel the removal as ``modify_plan`` planned it.
+        """Switch the pod to a new template in place (:mod:`lium_provider.resources.pod_switch`); record new
+        offer-filter bounds the running pod still satisfies, or new timeouts: state only; move or cancel
+        the removal as ``modify_plan`` planned it.
 
-        Every other change re-rents (``modify_plan``), so only the removal calls Lium here.
+        Every other change re-rents (``modify_plan``).
         """
         state = prior.model_copy(
             update={
@@ -526,11 +530,15 @@ class PodResource(Resource[PodModel]):
                 "adopted_from": plan.adopted_from,
             }
         )
+        s = session(ctx)
+        if switching(prior, plan.template_id):
+            check_before_change(ctx, self.type_name, prior, lambda: self._mark_now(ctx, prior), "switched")
+            state = switch_container(ctx, s, state, plan.template_id)
         wanted = parse_time(plan.removal_scheduled_at)
         if plan.removal_scheduled_at != prior.removal_scheduled_at:
             check_before_change(ctx, self.type_name, prior, lambda: self._mark_now(ctx, prior), "changed")
             with api_errors("scheduling the pod's removal" if wanted else "cancelling the pod's removal"):
-                set_removal(session(ctx).client, prior.id or "", wanted)
+                set_removal(s.client, prior.id or "", wanted)
         # Only once the update went through: a failed one leaves the import's plan rules in force, or
         # its retry would re-rent the pod for the name the import could not know.
         ctx.private = PodPrivate.from_private(ctx.private).model_copy(update={"imported": None}).to_private()

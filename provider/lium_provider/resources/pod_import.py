@@ -56,17 +56,19 @@ def name_made_by_lium_pod(pod: Pod, template_tag: Callable[[], str | None]) -> t
     """``(name, stack tag)`` of a Lium name a ``lium_pod`` made, else None.
 
     A name shaped like ``<name>-<tag><digest>`` may be a person's (``gpu-workstation``), so the shape
-    alone is not taken as a stack's mark: its rent digest must be that of the pod's own template, count
-    and volume (with or without its executor and one of its keys, as the configuration may have named
-    them), or its template (``template_tag()``, called only then) must carry the same tag. (A cluster's
-    member is never imported as a pod: :func:`refuse_cluster_member`.)
+    alone is not taken as a stack's mark: its rent digest must be that of the pod's own count and volume
+    (with or without its executor and one of its keys, as the configuration may have named them; a pod
+    named before template switches also digested its template), or its template (``template_tag()``,
+    called only then) must carry the same tag. (A cluster's member is never imported as a pod:
+    :func:`refuse_cluster_member`.)
     """
     parsed = parse_lium_pod_name(pod.pod_name)
     if parsed is None:
         return None
     name, tag, digest = parsed
     digests = {
-        rent_digest(pod.template_id, pod.gpu_count, pod.volume_id, executor, key)
+        rent_digest(*template, pod.gpu_count, pod.volume_id, executor, key)
+        for template in ((), (pod.template_id,))  # today's digest, and an older one of the template too
         for executor in (None, pod.executor_id)
         for key in (None, *pod.ssh_keys)
     }

@@ -24,8 +24,10 @@ _KEEP = (UseStateForUnknown(),)
 
 class PodModel(OfferFilter):
     """A Lium GPU pod. Placed by `executor_id`, or by an offer filter (the cheapest match at apply time).
-    Re-renting (a new pod, billed anew; the old one is deleted): changing `name`, `template_id`,
-    `gpu_count`, `executor_id`, `ssh_public_key` or `volume_id`, or a dead pod. Changing an offer-filter
+    Re-renting (a new pod, billed anew; the old one is deleted): changing `name`, `gpu_count`,
+    `executor_id`, `ssh_public_key` or `volume_id`, or a dead pod. Changing `template_id` keeps the pod and
+    its node: Lium switches its container in place (a new container and SSH host key, the same id, node
+    and volume; a `lium_runner` on it is replaced), as it does again for a pod whose last switch failed. Changing an offer-filter
     field (`gpu`, `max_price_per_hour`, `regions`, `min_memory_gib`, `min_disk_gb`, `spot`) re-rents only
     when the running pod no longer satisfies the new filter; otherwise it updates the state alone. The
     offer-filter fields are those of `lium_offers`.
@@ -48,7 +50,13 @@ class PodModel(OfferFilter):
         PRINTABLE_NAME,
     ] = Field(min_length=1, max_length=63)
     template_id: Annotated[
-        str, Attribute(required=True, plan=_REPLACE, description="`lium_template` to run."), LIUM_ID
+        str,
+        Attribute(
+            required=True,
+            description="`lium_template` to run. A change switches the running pod's container in place "
+            "(the same pod, node and volume; new ports and SSH host key).",
+        ),
+        LIUM_ID,
     ]
     executor_id: Annotated[
         str | None,
@@ -137,8 +145,8 @@ class PodModel(OfferFilter):
             computed=True,
             plan=_KEEP,
             description="The name sent to Lium: `name`, `-`, the stack tag (see the provider's `stack`) and 3 "
-            "characters of what the rent asks for (`template_id`, `gpu_count`, `volume_id`, a configured "
-            "`executor_id` and `ssh_public_key`), so a replacement never has its predecessor's name. It "
+            "characters of what the rent asks for and cannot change in place (`gpu_count`, `volume_id`, a "
+            "configured `executor_id` and `ssh_public_key`), so a replacement never has its predecessor's name. It "
             "recognises this stack's pod of this instance from any machine.",
         ),
     ] = None
@@ -149,10 +157,9 @@ class PodModel(OfferFilter):
 
 def pod_rent_digest(pod: PodModel, configured: PodModel) -> str:
     """The rent digest of a pod's Lium name (:func:`lium_provider.domain.stack.rent_digest`): of what
-    ``pod`` plans to rent, and of the executor and key its configuration names."""
-    return rent_digest(
-        pod.template_id, pod.gpu_count, pod.volume_id, configured.executor_id, configured.ssh_public_key
-    )
+    ``pod`` plans to rent that never changes in place, and of the executor and key its configuration
+    names. Not its template: a template switch keeps the pod, and its name."""
+    return rent_digest(pod.gpu_count, pod.volume_id, configured.executor_id, configured.ssh_public_key)
 
 
 def pod_facts(state: PodModel, rented: PodPrivate) -> PodFacts:
