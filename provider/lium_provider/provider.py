@@ -24,7 +24,7 @@ from lium_provider.domain.stack import (
     ADOPT_STACKS_ENV,
     STACK_ENV,
     adopted_tags,
-    named_explicitly,
+    stack_name,
     this_stacks_tag,
 )
 from lium_provider.resources.cluster import ClusterResource
@@ -149,8 +149,8 @@ class LiumProviderConfig(BaseModel):
             optional=True,
             description="Stacks (each a `stack` value, or the tag that errors name) whose objects this stack "
             "takes over on purpose: an import of an object that carries one of their tags in Lium, an object "
-            "of the state that carries one (a stack named with `stack` whose name changed), a `lium_runner` "
-            "on one of their pods. The object is then recorded with this stack's tag, and the tag it carries "
+            "of the state that carries one (a stack named with `stack` whose name changed, or that was given "
+            "a name after it made objects: name its old tag), a `lium_runner` on one of their pods. The object is then recorded with this stack's tag, and the tag it carries "
             "in `adopted_from` (a pod keeps its Lium name and a template its description: Lium cannot rename "
             "a pod, and rewriting a template restarts its pods), after which the setting can go. Default: "
             f"env `{ADOPT_STACKS_ENV}` (comma-separated), else none.",
@@ -272,7 +272,7 @@ class LiumProvider(Provider[LiumProviderConfig]):
             runner_download_url=config.runner_download_url or os.environ.get("LIUM_RUNNER_DOWNLOAD_URL"),
             journal=RentJournal(journal_dir()),
             stack_tag=this_stacks_tag(config.stack, command=terraform_command()),
-            named=named_explicitly(config.stack),
+            stack_name=stack_name(config.stack),
             adopt_tags=adopted_tags(config.adopt_stacks),
             default_termination_hours=default_hours,
         )

@@ -32,9 +32,9 @@ class LiumSession:
     stack_tag: str
     """The tag of what this stack creates (:mod:`lium_provider.domain.stack`): recovery touches only
     objects that carry it."""
-    named: bool = False
-    """Whether the stack is named (``stack``, ``LIUM_STACK``): then its state's objects are its own only
-    under its name's tag or an adopted one (:mod:`lium_provider.resources.ownership`)."""
+    stack_name: str | None = None
+    """The stack's name (``stack``, ``LIUM_STACK``), None when it has none: a named stack's state objects
+    are its own only under its name's tag or an adopted one (:mod:`lium_provider.resources.ownership`)."""
     adopt_tags: frozenset[str] = frozenset()
     """Tags of the stacks whose objects this stack takes over (the provider's ``adopt_stacks``)."""
     default_termination_hours: int | None = None
@@ -75,6 +75,10 @@ class LiumSession:
                     self._access_refused = access_error(exc, self.client.base_url)
                     raise self._access_refused from None
             return self._account
+
+    @property
+    def named(self) -> bool:
+        return self.stack_name is not None
 
     def earlier_pod(self, lium_name: str) -> Pod | None:
         """The live pod named ``lium_name`` that existed when this process first asked.

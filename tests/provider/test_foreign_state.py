@@ -77,7 +77,9 @@ def test_a_copied_state_is_refused_at_plan_and_its_destroy_fails_leaving_the_oth
     message = flat(plan.stderr)
     tag_a, tag_b = stack_tag("stack:team-a"), stack_tag("stack:team-b")
     assert "belongs to another stack" in message, message
-    assert f"records it as stack {tag_a}'s, and this stack is named {tag_b}" in message, message
+    assert f"records it as stack {tag_a}'s, and this stack is named 'team-b' (tag {tag_b};" in message, (
+        message
+    )
     assert f'adopt_stacks = ["{tag_a}"]' in message and f"LIUM_ADOPT_STACKS={tag_a}" in message, message
     destroyed = copy.destroy(check=False)
     message = flat(destroyed.stdout + destroyed.stderr)

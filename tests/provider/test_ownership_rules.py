@@ -35,7 +35,7 @@ def session(tmp_path: Path, *, named: bool = False, adopt: frozenset[str] = froz
         runner_download_url=None,
         journal=RentJournal(tmp_path / "journal"),
         stack_tag=THIS,
-        named=named,
+        stack_name="this" if named else None,
         adopt_tags=adopt,
     )
 

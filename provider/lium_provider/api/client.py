@@ -161,6 +161,7 @@ class LiumClient:
         params: Mapping[str, str | int] | None = None,
         headers: Mapping[str, str] | None = None,
         secrets: tuple[str, ...] = (),
+        text: bool = False,
     ) -> Answer:
         return self._http.request(
             method,
@@ -170,6 +171,7 @@ class LiumClient:
             json_body=json_body,
             params=params,
             secrets=(self._api_key, *secrets),
+            text=text,
         )
 
     def _object(
@@ -248,6 +250,12 @@ class LiumClient:
 
     def delete_pod(self, pod_id: str) -> None:
         self._delete(f"/pods/{_segment(pod_id)}")
+
+    def pod_logs(self, pod_id: str, tail: int) -> str:
+        """``GET /pods/{id}/logs?tail=N``: the last ``tail`` lines the pod's container printed (its PID 1's
+        output, as ``docker logs`` shows it), as text (docs/lium-api.md#other-pod-routes)."""
+        answer = self._call("GET", f"/pods/{_segment(pod_id)}/logs", params={"tail": tail}, text=True)
+        return str(answer.data)
 
     def switch_template(self, pod_id: str, template_id: str) -> Pod:
         """``PUT /pods/{id}/switch-template``: the same pod and node get a new container of ``template_id``

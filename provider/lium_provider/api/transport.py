@@ -173,14 +173,16 @@ class HttpTransport:
         json_body: object = None,
         params: Mapping[str, str | int] | None = None,
         secrets: Iterable[str] = (),
+        text: bool = False,
     ) -> Answer:
         """Send until a definitive answer; return a 2xx :class:`Answer` or raise a :class:`LiumError`.
 
         ``path`` names the request in errors (never the query or body); ``secrets`` are strings that must
-        never appear in an error message taken from the response. Attempts and the waits between them
+        never appear in an error message taken from the response; with ``text`` the answer's ``data`` is
+        its body as text (UTF-8, undecodable bytes replaced), not JSON. Attempts and the waits between them
         end within the transport's ``timeout``, plus whatever 429 answers asked to wait.
         """
-        call = _Call(method, url, path, headers, json_body, params, tuple(secrets))
+        call = _Call(method, url, path, headers, json_body, params, tuple(secrets), text)
         retry_number = 0
         # 429s have their own budget, in seconds waited: under sustained rate limiting every request
         # keeps its place and goes out again exactly when the server says, however often that takes.
@@ -388,6 +390,7 @@ class _Call:
     json_body: object
     params: Mapping[str, str | int] | None
     secrets: tuple[str, ...]
+    text: bool = False
 
     @property
     def identity(self) -> tuple[str, str, str]:
@@ -414,6 +417,8 @@ class _Reply:
     body: bytes
 
     def answer(self, call: _Call) -> Answer:
+        if call.text:
+            return Answer(self.status, self.headers, self.body.decode("utf-8", "replace"))
         empty = (
             call.method == "DELETE" or not self.body.strip()
         )  # DELETE bodies are ignored (docs/lium-api.md#conventions)

@@ -93,6 +93,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 volumes = args.include_volumes or bool(args.stack)  # a stack's volumes are provably its
                 delete_leftovers(client, leftovers, journal, include_volumes=volumes)
                 print("deleted", file=sys.stderr)
+                if leftovers.volumes and not volumes:
+                    print(
+                        f"kept {len(leftovers.volumes)} volume(s) listed above, and their data: add "
+                        "--include-volumes to delete them too",
+                        file=sys.stderr,
+                    )
     except (LiumError, TimeoutError) as exc:
         print(f"lium-tf sweep: {exc}", file=sys.stderr)
         return 1
@@ -135,9 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument(
         "--stack",
         type=_narrowing("an empty value names no stack (an unset variable?)"),
-        help="exactly this stack's pods, templates, volumes, the credentials only its templates use, and its "
-        "journalled rents (with --delete, volumes too): the provider's `stack` value (or LIUM_STACK) or its "
-        "8-character tag (a resource's `stack_tag`; a name shaped like a tag means both)",
+        help="exactly the pods, templates and volumes that carry this stack's tag in Lium, the credentials "
+        "only those templates use, and its journalled rents (with --delete, volumes too): the provider's "
+        "`stack` value (or LIUM_STACK) or its 8-character tag (a resource's `stack_tag`; a name shaped like "
+        "a tag means both). What another stack took over from it (adopt_stacks) still carries its tag, and "
+        "is listed too: never --delete a stack that handed over something still in use",
     )
     sweep.add_argument("--delete", action="store_true", help="delete what was found")
     sweep.add_argument(

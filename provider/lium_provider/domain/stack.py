@@ -113,10 +113,10 @@ def stack_identity(
     return identity + TEST_RUN_SUFFIX if command == TEST_COMMAND else identity
 
 
-def named_explicitly(explicit: str | None, *, environ: Mapping[str, str] | None = None) -> bool:
-    """Whether the stack is named (the ``stack`` argument or ``LIUM_STACK``) rather than derived."""
+def stack_name(explicit: str | None, *, environ: Mapping[str, str] | None = None) -> str | None:
+    """The stack's name (the ``stack`` argument, else ``LIUM_STACK``); None when it is not named."""
     env = os.environ if environ is None else environ
-    return bool(explicit or env.get(STACK_ENV))
+    return explicit or env.get(STACK_ENV) or None
 
 
 def this_stacks_tag(
@@ -129,7 +129,7 @@ def this_stacks_tag(
     """The tag of what this process creates: the named stack's; under ``terraform test`` the test
     stack's; else the tag a local state's objects record (:func:`recorded_tag`); else the derived
     identity's (:func:`stack_identity`)."""
-    if not named_explicitly(explicit, environ=environ) and command != TEST_COMMAND:
+    if stack_name(explicit, environ=environ) is None and command != TEST_COMMAND:
         state = local_state_file(environ=environ, cwd=cwd)
         recorded = recorded_tag(_read_state(state)) if state is not None else None
         if recorded is not None:

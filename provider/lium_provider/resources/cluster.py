@@ -17,12 +17,9 @@ import json
 import time
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated, Any
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from lium_provider.api.client import RENT_IDEMPOTENCY
-from lium_provider.api.cluster_rules import CLUSTER_IMAGE_PREFIX, MAX_CLUSTER_NODES, MIN_CLUSTER_NODES
 from lium_provider.api.clusters import ClusterRental, ClusterRentRequest
 from lium_provider.api.errors import LiumError, is_definitive
 from lium_provider.api.models import (
@@ -32,11 +29,10 @@ from lium_provider.api.models import (
     POD_GONE_TIMEOUT,
     RUNNING,
     Pod,
-    TerminationHours,
     is_lium_id,
 )
 from lium_provider.domain.cluster_placement import ClusterChoice, choose_cluster, fits_once_freed
-from lium_provider.domain.offer_filter import MAX_GPUS_PER_NODE, OfferFilter
+from lium_provider.domain.offer_filter import OfferFilter
 from lium_provider.domain.removal import (
     HOUR,
     imported_schedule,
@@ -44,14 +40,11 @@ from lium_provider.domain.removal import (
     removal_at,
     rent_hours,
     rfc3339,
-    same_schedule,
     set_removal,
 )
 from lium_provider.domain.stack import (
-    cluster_rent_digest,
     lium_pod_name,
     parse_lium_pod_name,
-    tag_in_pod_name,
 )
 from lium_provider.resources.cluster_members import (
     check_cluster_template,
@@ -60,6 +53,18 @@ from lium_provider.resources.cluster_members import (
     newest_cluster_template,
     wait_for_members,
 )
+from lium_provider.resources.cluster_model import (
+    DEGRADED,
+    PLACEMENT,
+    ClusterModel,
+    ClusterNodeModel,
+    cluster_digest,
+    cluster_filter,
+    host_keys,
+    members_mark,
+    members_schedule,
+    members_state,
+)
 from lium_provider.resources.common import (
     api_errors,
     check_access_on_create,
@@ -67,10 +72,7 @@ from lium_provider.resources.common import (
     undo_abandoned,
     with_plan_rules,
 )
-from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.resources.ownership import (
-    AdoptedFrom,
-    StackTag,
     check_before_change,
     claim_create_name,
     claim_lium_name,
@@ -80,18 +82,16 @@ from lium_provider.resources.ownership import (
 )
 from lium_provider.resources.pod import LIUM_NAME_KEY
 from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
+from lium_provider.resources.served_ports import wait_for_ports
 from lium_provider.session import LiumSession, session
-from lium_provider.sshkeys import known_hosts_line, public_key_line
+from lium_provider.sshkeys import public_key_line
 from tfbridge import (
-    TIMEOUTS_BLOCK,
-    Attribute,
     Context,
     PlanChange,
     RequiresReplace,
     Resource,
     Schema,
     TFError,
-    Timeouts,
     UseStateForUnknown,
     outliving_the_host,
 )
@@ -101,184 +101,6 @@ _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
 LISTING_WAIT_SECONDS = 60.0  # how long the pod listing may lag a cluster rental
 LISTING_POLL_SECONDS = 2.0  # within Lium's ~60 listings a minute per account
-DEGRADED = "DEGRADED"
-"""The cluster's ``status`` when some member is not running: the next apply replaces the whole cluster."""
-
-
-class ClusterNodeModel(BaseModel):
-    """One member of the cluster, in rank order."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    pod_id: Annotated[str | None, Attribute(computed=True, description="The member's pod id.")] = None
-    node_index: Annotated[
-        int | None, Attribute(computed=True, description="Its rank: node 0 is the master.")
-    ] = None
-    executor_id: Annotated[str | None, Attribute(computed=True, description="The node it rents whole.")] = (
-        None
-    )
-    overlay_ip: Annotated[
-        str | None,
-        Attribute(
-            computed=True, description="Its address on the cluster's private overlay (`10.42.0.<rank+1>`)."
-        ),
-    ] = None
-    ssh_host: Annotated[str | None, Attribute(computed=True, description="SSH host.")] = None
-    ssh_port: Annotated[int | None, Attribute(computed=True, description="SSH port.")] = None
-    ssh_host_key: Annotated[
-        str | None,
-        Attribute(computed=True, description="The member's SSH host key, pinned on first contact."),
-    ] = None
-    known_hosts: Annotated[
-        str | None,
-        Attribute(
-            computed=True,
-            description="The member's `known_hosts` line (`[ssh_host]:ssh_port <ssh_host_key>`), for "
-            "`ssh -o UserKnownHostsFile=<file>`.",
-        ),
-    ] = None
-
-
-class ClusterModel(OfferFilter):
-    """A multi-node GPU cluster: `node_count` whole nodes of one RDMA fabric (InfiniBand or RoCE), rented
-    all or nothing, each running Lium's cluster template, which joins the members on a private overlay
-    (`nodes[*].overlay_ip`; node 0 is the master). Placed on `fabric_id`, or on the fabric whose cheapest
-    matching free nodes cost least (the offer filter, checked per node; `gpu_count` is GPUs per node,
-    `max_price_per_hour` the most per node). Changing `name`, `node_count`, `template_id`, `fabric_id`,
-    `ssh_public_key` or a filter field, or a member that stopped running, replaces the whole cluster.
-    `termination_hours` moves every member's removal in place; every rental carries a provisional
-    deadline covering the create's timeout until the members answer SSH.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: Annotated[
-        str | None, Attribute(computed=True, plan=_KEEP, description="The cluster's id (`cluster_id`).")
-    ] = None
-    name: Annotated[
-        str,
-        Attribute(required=True, plan=_REPLACE, description="Cluster name (every member's pod name)."),
-        PRINTABLE_NAME,
-    ] = Field(min_length=1, max_length=63)
-    node_count: Annotated[
-        int, Attribute(required=True, plan=_REPLACE, description="How many whole nodes (at least 2).")
-    ] = Field(ge=MIN_CLUSTER_NODES, le=MAX_CLUSTER_NODES)
-    gpu_count: Annotated[
-        int | None,
-        Attribute(
-            optional=True, plan=_REPLACE, description="GPUs per node (members are whole nodes). Default: any."
-        ),
-    ] = Field(default=None, ge=1, le=MAX_GPUS_PER_NODE)
-    template_id: Annotated[
-        str | None,
-        Attribute(
-            optional=True,
-            computed=True,
-            plan=(*_REPLACE, *_KEEP),
-            description=f"Template every member runs; it must be of Lium's cluster image (`{CLUSTER_IMAGE_PREFIX}`). "
-            "Default: the newest such template, as Lium's SDK picks it.",
-        ),
-        LIUM_ID,
-    ] = None
-    fabric_id: Annotated[
-        str | None,
-        Attribute(
-            optional=True,
-            computed=True,
-            plan=(*_REPLACE, *_KEEP),
-            description="Rent on this fabric (see `lium_cluster_offers`). Default: the cheapest that fits.",
-        ),
-    ] = Field(default=None, min_length=1, max_length=100)
-    ssh_public_key: Annotated[
-        str | None,
-        Attribute(
-            optional=True,
-            computed=True,
-            plan=(*_REPLACE, *_KEEP),
-            description="Public key authorised for root SSH on every member. Default: derived from the "
-            "provider's private key.",
-        ),
-        OPENSSH_PUBLIC_KEY,
-    ] = None
-    termination_hours: Annotated[
-        TerminationHours | None,
-        Attribute(
-            optional=True,
-            computed=True,
-            description="Lium removes every member this many hours after the cluster started. Default: the "
-            "provider's `default_termination_hours`, else none.",
-        ),
-    ] = None
-    removal_scheduled_at: Annotated[
-        str | None,
-        Attribute(computed=True, description="When Lium removes the members (RFC 3339, UTC); null: never."),
-    ] = None
-    started_at: Annotated[
-        str | None,
-        Attribute(computed=True, plan=_KEEP, description="When the cluster started (RFC 3339, UTC)."),
-    ] = None
-    status: Annotated[
-        str | None,
-        Attribute(computed=True, description=f"`RUNNING` when every member runs, else `{DEGRADED}`."),
-    ] = None
-    price_per_hour: Annotated[
-        float | None, Attribute(computed=True, plan=_KEEP, description="Billed USD per hour, all members.")
-    ] = None
-    nodes: Annotated[
-        list[ClusterNodeModel] | None,
-        Attribute(computed=True, plan=_KEEP, description="The members, in rank order."),
-    ] = None
-    lium_name: Annotated[
-        str | None,
-        Attribute(
-            computed=True,
-            plan=_KEEP,
-            description="The pod name sent to Lium for every member: `name`, `-`, the stack tag and 3 "
-            "characters of what the rental asks for; it recognises this stack's cluster from any machine.",
-        ),
-    ] = None
-    stack_tag: StackTag = None
-    adopted_from: AdoptedFrom = None
-    timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
-
-
-def _digest(plan: ClusterModel, configured: ClusterModel) -> str:
-    placement = _filter(configured).model_dump(mode="json", exclude_none=True)
-    return cluster_rent_digest(
-        plan.template_id, plan.node_count, configured.fabric_id, configured.ssh_public_key, placement
-    )
-
-
-def _filter(model: ClusterModel) -> OfferFilter:
-    return OfferFilter.of(dict(model), validate=False)
-
-
-def _members_state(state: ClusterModel, members: list[Pod], keys: dict[str, str | None]) -> ClusterModel:
-    """The state with ``members`` (rank order) as its nodes; known host keys kept."""
-    nodes = []
-    for pod in members:
-        host, port = pod.ssh_host_port() or (None, None)
-        nodes.append(
-            ClusterNodeModel(
-                pod_id=pod.id,
-                node_index=pod.cluster_node_index,
-                executor_id=pod.executor_id,
-                overlay_ip=pod.cluster_overlay_ip,
-                ssh_host=host,
-                ssh_port=port,
-                ssh_host_key=keys.get(pod.id),
-                known_hosts=known_hosts_line(host, port, keys.get(pod.id)),
-            )
-        )
-    running = len(members) == state.node_count and all(p.status == RUNNING for p in members)
-    prices = [p.price for p in members]
-    return state.model_copy(
-        update={
-            "nodes": nodes,
-            "status": RUNNING if running else DEGRADED,
-            "price_per_hour": round(sum(p or 0.0 for p in prices), 6) if None not in prices else None,
-        }
-    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -299,29 +121,15 @@ def _rented_state(state: ClusterModel, cluster_id: str, pod_ids: list[str]) -> C
     return state.model_copy(update={"id": cluster_id, "nodes": nodes, "status": DEGRADED})
 
 
-_PLACEMENT = ("fabric_id", *OfferFilter.fields())
-"""What chose the cluster's nodes; Lium keeps none of it on the members."""
-
-
 def _plan_unrecorded_placement(change: PlanChange[ClusterModel], prior: ClusterModel) -> None:
     """A cluster this state's create did not place (imported, or adopted after an interrupted run: no
     ``fabric_id`` recorded) takes the fabric and filter its configuration names into the state in place:
     they are unknown, not changed, and replacing a running cluster over them would end its work."""
     if prior.fabric_id is not None:  # placed by this state's create: every change is a real one
         return
-    for name in _PLACEMENT:
+    for name in PLACEMENT:
         if getattr(prior, name) is None and not change.config_is_null(name):
             change.keep_in_place(name)
-
-
-def _members_schedule(recorded: str | None, members: list[Pod]) -> str | None:
-    """The removal a refresh records: the recorded one while every member has it, else the first
-    differing member's (changed outside Terraform, or an update cut short), so the plan sets every
-    member's again instead of leaving one billed past, or without, the cluster's deadline."""
-    for pod in members:
-        if not same_schedule(parse_time(recorded), pod.removal_scheduled_at):
-            return rfc3339(pod.removal_scheduled_at)
-    return recorded
 
 
 # The key, in a replaced cluster's planned private record, of the nodes its deletion frees.
@@ -345,18 +153,6 @@ def _freed_nodes(private: bytes) -> tuple[str | None, int] | None:
     if not isinstance(freed, list) or len(freed) != 2 or not isinstance(freed[1], int):
         return None
     return (freed[0] if isinstance(freed[0], str) else None), freed[1]
-
-
-def _members_mark(state: ClusterModel, members: list[Pod]) -> str | None:
-    """The stack tag a cluster carries in Lium: its members' Lium name's (a member that carries another
-    than the state records counts, whatever the others carry)."""
-    marks = [tag_in_pod_name(p.pod_name) for p in members]
-    odd = [m for m in marks if m not in (state.stack_tag, state.adopted_from)]
-    return odd[0] if odd else next(iter(marks), None)
-
-
-def _host_keys(state: ClusterModel) -> dict[str, str | None]:
-    return {n.pod_id: n.ssh_host_key for n in state.nodes or [] if n.pod_id}
 
 
 class ClusterResource(Resource[ClusterModel]):
@@ -417,7 +213,7 @@ class ClusterResource(Resource[ClusterModel]):
             change.set_unknown("lium_name")
         else:
             lium_name = lium_pod_name(
-                change.planned.name, s.stack_tag, _digest(change.planned, change.config)
+                change.planned.name, s.stack_tag, cluster_digest(change.planned, change.config)
             )
             claim_lium_name(ctx, change, (LIUM_NAME_KEY, lium_name), lium_name)
             change.set_planned("lium_name", lium_name)
@@ -446,7 +242,7 @@ class ClusterResource(Resource[ClusterModel]):
         s = session(ctx)
         with api_errors("searching Lium's cluster offers"):
             offers, feed = s.client.cluster_offers(), s.placement.offers()
-        return fits_once_freed(offers, feed, _filter(plan), plan.node_count, plan.fabric_id, freed)
+        return fits_once_freed(offers, feed, cluster_filter(plan), plan.node_count, plan.fabric_id, freed)
 
     def _choose(self, ctx: Context, plan: ClusterModel) -> ClusterChoice:
         """The fabric and nodes the cluster would get now; the error says what is on offer."""
@@ -454,7 +250,7 @@ class ClusterResource(Resource[ClusterModel]):
         with api_errors("searching Lium's cluster offers"):
             offers = s.client.cluster_offers()
             feed = s.placement.offers()
-        choice = choose_cluster(offers, feed, _filter(plan), plan.node_count, plan.fabric_id)
+        choice = choose_cluster(offers, feed, cluster_filter(plan), plan.node_count, plan.fabric_id)
         if choice is None:
             free = ", ".join(f"{o.fabric_id}: {len(o.nodes)} free" for o in offers) or "none"
             narrowing = [n for n in OfferFilter.fields() if getattr(plan, n) is not None]
@@ -487,7 +283,7 @@ class ClusterResource(Resource[ClusterModel]):
             update={"ssh_public_key": public_key, "template_id": template_id, "timeouts": plan.timeouts}
         )
         tag = plan.stack_tag or s.stack_tag  # as planned: the state's tag may be read otherwise now
-        lium_name = plan.lium_name or lium_pod_name(plan.name, tag, _digest(state, config))
+        lium_name = plan.lium_name or lium_pod_name(plan.name, tag, cluster_digest(state, config))
         state = state.model_copy(update={"lium_name": lium_name})
         adopted = self._adopt_unrecorded(ctx, s, state)
         if adopted is not None:
@@ -509,7 +305,7 @@ class ClusterResource(Resource[ClusterModel]):
             members = rented.members or self._members_rented(ctx, s, state, rented.pod_ids)
             cluster_id = members[0].cluster_id or ""
             unscheduled = state.removal_scheduled_at is None
-            state = _members_state(state.model_copy(update={"id": cluster_id}), members, {})
+            state = members_state(state.model_copy(update={"id": cluster_id}), members, {})
             ctx.record(state)  # from here on, Terraform tracks every paid member whatever happens next
             if unscheduled:  # the answer named no member: scheduled as soon as they are listed
                 state = self._set_provisional_deadline(ctx, s, state)
@@ -656,18 +452,35 @@ class ClusterResource(Resource[ClusterModel]):
     def _wait_until_ready(self, ctx: Context, s: LiumSession, state: ClusterModel) -> ClusterModel:
         """Wait for every member to run and answer SSH; a member that dies fails the cluster at once."""
         members, keys, failure = wait_for_members(ctx, s, [n.pod_id or "" for n in state.nodes or []])
-        state = _members_state(state, members, keys)
+        state = members_state(state, members, keys)
         if failure is not None:
             ctx.record(state)
             raise TFError(f"Cluster {state.id} did not start", failure)
         started = datetime.now(UTC)
         state = state.model_copy(update={"started_at": rfc3339(started)})
         ctx.record(state)
+        self._wait_for_ports(ctx, s, state, state.wait_for_ports)
         wanted = removal_at(started, state.termination_hours)
         for node in state.nodes or []:
             with api_errors("setting the cluster's removal deadline"):
                 set_removal(s.client, node.pod_id or "", wanted)
         return state.model_copy(update={"removal_scheduled_at": rfc3339(wanted)})
+
+    def _wait_for_ports(
+        self, ctx: Context, s: LiumSession, state: ClusterModel, ports: list[int] | None
+    ) -> None:
+        """Wait until every port of ``wait_for_ports`` answers inside every member."""
+        for node in state.nodes or [] if ports else []:
+            if node.ssh_host and node.ssh_port and node.ssh_host_key:
+                address = (node.ssh_host, node.ssh_port)
+                wait_for_ports(
+                    ctx,
+                    s,
+                    pod_id=node.pod_id or "",
+                    address=address,
+                    host_key=node.ssh_host_key,
+                    ports=ports or [],
+                )
 
     def _delete_abandoned(self, ctx: Context, s: LiumSession, cluster_id: str) -> None:
         """Remove a cluster whose create was abandoned; no wait for its members (the process is exiting)."""
@@ -695,11 +508,14 @@ class ClusterResource(Resource[ClusterModel]):
             update={
                 "termination_hours": plan.termination_hours,
                 "timeouts": plan.timeouts,
+                "wait_for_ports": plan.wait_for_ports,
                 "stack_tag": plan.stack_tag,
                 "adopted_from": plan.adopted_from,
-                **{name: getattr(plan, name) for name in _PLACEMENT},
+                **{name: getattr(plan, name) for name in PLACEMENT},
             }
         )
+        if set(plan.wait_for_ports or ()) - set(prior.wait_for_ports or ()):
+            self._wait_for_ports(ctx, session(ctx), state, plan.wait_for_ports)
         if plan.removal_scheduled_at != prior.removal_scheduled_at:
             check_before_change(ctx, self.type_name, prior, lambda: self._mark_now(ctx, prior), "changed")
             wanted = parse_time(plan.removal_scheduled_at)
@@ -730,10 +546,10 @@ class ClusterResource(Resource[ClusterModel]):
         refreshed = state
         if not state.name:  # just imported: what the members say
             refreshed = self._imported(members, state)
-        refreshed = _members_state(refreshed, members, _host_keys(state))
-        schedule = _members_schedule(refreshed.removal_scheduled_at, members)
+        refreshed = members_state(refreshed, members, host_keys(state))
+        schedule = members_schedule(refreshed.removal_scheduled_at, members)
         refreshed = refreshed.model_copy(update={"removal_scheduled_at": schedule})
-        owner = refreshed_ownership(ctx, self.type_name, state, _members_mark(state, members))
+        owner = refreshed_ownership(ctx, self.type_name, state, members_mark(state, members))
         return refreshed.model_copy(update=owner)
 
     def _imported(self, members: list[Pod], state: ClusterModel) -> ClusterModel:
@@ -767,7 +583,7 @@ class ClusterResource(Resource[ClusterModel]):
         s = session(ctx)
         with api_errors("reading the cluster's members"):
             members = [s.watcher.current(ctx, n.pod_id) for n in state.nodes or [] if n.pod_id]
-        return _members_mark(state, [p for p in members if p is not None])
+        return members_mark(state, [p for p in members if p is not None])
 
     def end_unrecorded(self, ctx: Context, config: ClusterModel) -> None:
         """During a destroy, a cluster this instance's interrupted create rented and no state records
@@ -779,7 +595,7 @@ class ClusterResource(Resource[ClusterModel]):
         with api_errors("looking for a cluster an interrupted create of this stack rented"):
             template_id = config.template_id or newest_cluster_template(s.client).id
             named = config.model_copy(update={"template_id": template_id})
-            lium_name = lium_pod_name(config.name, s.stack_tag, _digest(named, config))
+            lium_name = lium_pod_name(config.name, s.stack_tag, cluster_digest(named, config))
             clusters = members_of(s.client.list_pods(), lium_name, None)
         for cluster_id, members in sorted(clusters.items()):
             ctx.log.warn(

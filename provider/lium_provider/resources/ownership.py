@@ -95,7 +95,10 @@ def _refusal(s: LiumSession, type_name: str, state: Owned, mark: str | None, wha
     elif marked_otherwise:
         why = f"it carries {_mark_said(mark)} in Lium, but the state records it as stack {state.stack_tag}'s"
     else:
-        why = f"the state records it as stack {state.stack_tag}'s, and this stack is named {s.stack_tag}"
+        why = (
+            f"the state records it as stack {state.stack_tag}'s, and this stack is named {s.stack_name!r} "
+            f"(tag {s.stack_tag}; a stack that had no name when it made it records the tag it had then)"
+        )
     return TFError(
         f"{type_name} {state.id} belongs to another stack",
         f"{why} (an edited or copied state, another stack's state, or an import of its object). {what} "

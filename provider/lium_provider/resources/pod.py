@@ -69,6 +69,7 @@ from lium_provider.resources.pod_model import PodModel, pod_facts, pod_rent_dige
 from lium_provider.resources.pod_private import PodPrivate
 from lium_provider.resources.pod_switch import plan_switch, switch_container, switching
 from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
+from lium_provider.resources.served_ports import wait_for_ports
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, fingerprint, known_hosts_line, public_key_line
 from tfbridge import (
@@ -380,6 +381,7 @@ class PodResource(Resource[PodModel]):
         # The journal entry stays until Terraform is known to hold the pod (the next read or delete).
         state = _pinned(state.model_copy(update={"ssh_host_key": self._wait_for_ssh(ctx, state)}))
         ctx.record(state)
+        self._wait_for_ports(ctx, s, state, plan.wait_for_ports)
         return self._replace_provisional_deadline(s, state)
 
     def _replace_provisional_deadline(self, s: LiumSession, state: PodModel) -> PodModel:
@@ -504,6 +506,14 @@ class PodResource(Resource[PodModel]):
             else "Every matching offer refused another pod of this run for lack of capacity.",
         )
 
+    def _wait_for_ports(self, ctx: Context, s: LiumSession, state: PodModel, ports: list[int] | None) -> None:
+        """Wait until every port of ``wait_for_ports`` answers inside the running pod."""
+        if ports and state.ssh_host and state.ssh_port and state.ssh_host_key:
+            address = (state.ssh_host, state.ssh_port)
+            wait_for_ports(
+                ctx, s, pod_id=state.id or "", address=address, host_key=state.ssh_host_key, ports=ports
+            )
+
     def _wait_for_ssh(self, ctx: Context, state: PodModel) -> str:
         """Wait until the pod's sshd answers and return its host key (pinned from now on)."""
         if not state.ssh_host or not state.ssh_port:
@@ -526,6 +536,7 @@ class PodResource(Resource[PodModel]):
                 "ssh_public_key": plan.ssh_public_key,
                 "timeouts": plan.timeouts,
                 "termination_hours": plan.termination_hours,
+                "wait_for_ports": plan.wait_for_ports,
                 "stack_tag": plan.stack_tag,
                 "adopted_from": plan.adopted_from,
             }
@@ -534,6 +545,10 @@ class PodResource(Resource[PodModel]):
         if switching(prior, plan.template_id):
             check_before_change(ctx, self.type_name, prior, lambda: self._mark_now(ctx, prior), "switched")
             state = switch_container(ctx, s, state, plan.template_id)
+            ctx.record(state)
+            self._wait_for_ports(ctx, s, state, plan.wait_for_ports)
+        elif set(plan.wait_for_ports or ()) - set(prior.wait_for_ports or ()):
+            self._wait_for_ports(ctx, s, state, plan.wait_for_ports)
         wanted = parse_time(plan.removal_scheduled_at)
         if plan.removal_scheduled_at != prior.removal_scheduled_at:
             check_before_change(ctx, self.type_name, prior, lambda: self._mark_now(ctx, prior), "changed")

@@ -16,6 +16,7 @@ from lium_provider.domain.stack import rent_digest
 from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.resources.ownership import AdoptedFrom, StackTag
 from lium_provider.resources.pod_private import PodPrivate
+from lium_provider.resources.served_ports import WaitForPorts
 from tfbridge import TIMEOUTS_BLOCK, Attribute, RequiresReplace, Timeouts, UseStateForUnknown
 
 _REPLACE = (RequiresReplace(),)
@@ -112,6 +113,7 @@ class PodModel(OfferFilter):
             "without a terminal needs.",
         ),
     ] = None
+    wait_for_ports: WaitForPorts = None
     termination_hours: Annotated[
         TerminationHours | None,
         Attribute(

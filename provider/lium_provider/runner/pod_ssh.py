@@ -206,6 +206,24 @@ class PodSSH:
         except (paramiko.SSHException, EOFError) as exc:
             raise PodUnreachable(f"SFTP upload failed: {exc}") from None
 
+    def accepts(self, port: int, timeout: float = 10.0) -> bool:
+        """Whether something inside the pod accepts a TCP connection on ``127.0.0.1:port``, tried through a
+        ``direct-tcpip`` channel of this session: the pod's own sshd connects, so nothing in front of the
+        pod (a relay that accepts every connect) can answer for it. :class:`PodUnreachable` when the SSH
+        connection itself breaks."""
+        import paramiko
+
+        try:
+            channel = self._transport().open_channel(
+                "direct-tcpip", ("127.0.0.1", port), ("127.0.0.1", 0), timeout=timeout
+            )
+        except paramiko.ChannelException:
+            return False
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            raise PodUnreachable(str(exc) or type(exc).__name__) from None
+        channel.close()
+        return True
+
     def http(
         self, method: str, path: str, port: int, body: bytes | None = None, timeout: float = 10.0
     ) -> tuple[int, bytes]:
