@@ -18,6 +18,8 @@ DOCS_SUBCATEGORIES = {
     "lium_templates": "Images",
     "lium_docker_credential": "Images",
     "lium_volume": "Storage",
+    "lium_ssh_key": "Access",
+    "lium_ssh_keys": "Access",
 }
 
 

@@ -259,3 +259,9 @@ class ComputedList(Generic[RefT]):
     def reference(self) -> cdk.IResolvable:
         """The whole list (for ``Fn`` functions, outputs or ``for_each``)."""
         return self._element.interpolation_for_attribute(self._attribute)
+
+    def every(self, attribute: str) -> list[str]:
+        """``attribute`` of every element, as one list (Terraform's ``<list>[*].<attribute>``): a team's
+        ``authorized_keys`` is ``DataLiumSshKeys(...).keys.every("public_key")``."""
+        splat = self._element.interpolation_for_attribute(f"{self._attribute}[*].{attribute}")
+        return cdk.Token.as_list(splat)

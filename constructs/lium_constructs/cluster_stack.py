@@ -43,6 +43,8 @@ class ClusterSpec:
     startup_commands: str | None
     environment: Mapping[str, str] | None
     ssh_public_key: str | None
+    authorized_keys: list[str] | None
+    served: tuple[int, ...]
     termination_hours: int | None
     runner_options: RunnerOptions | None
     rendezvous_port: int
@@ -95,7 +97,7 @@ def declare_cluster(scope: Construct, base: str, spec: ClusterSpec) -> ClusterPa
         entrypoint=spec.entrypoint,
         startup_commands=spec.startup_commands,
         environment=spec.environment,
-        internal_ports=RUNNER_PORTS,
+        internal_ports=[*RUNNER_PORTS, *spec.served],
         is_private=True,
         provider=spec.provider,
     )
@@ -112,6 +114,8 @@ def declare_cluster(scope: Construct, base: str, spec: ClusterSpec) -> ClusterPa
         node_count=spec.nodes,
         template_id=template.id,
         ssh_public_key=spec.ssh_public_key,
+        authorized_keys=spec.authorized_keys,
+        wait_for_ports=list(spec.served) or None,
         termination_hours=spec.termination_hours,
         provider=spec.provider,
         **arguments,

@@ -14,13 +14,14 @@ price).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from constructs import Construct
 from lium_constructs._cdk import cdk
 from lium_constructs.cluster_stack import (
     DEFAULT_RENDEZVOUS_PORT,
+    RUNNER_PORTS,
     ClusterSpec,
     check_cluster_arguments,
     declare_cluster,
@@ -47,7 +48,8 @@ class GpuStack(Construct):
 
     Outputs (names prefixed with ``output_prefix``): ``ssh_commands``, ``runner_ports`` and
     ``price_per_hour`` (per pod), ``known_hosts`` (every pod's pinned host key, one line each, for the
-    SSH commands to read), ``stack_price_per_hour``, and with a smoke test ``smoke_test_outputs``.
+    SSH commands to read), ``stack_price_per_hour``, with ``serve`` ``served_addresses`` (per pod, each
+    served port's ``host:port``), and with a smoke test ``smoke_test_outputs``.
     """
 
     def __init__(
@@ -65,6 +67,8 @@ class GpuStack(Construct):
         entrypoint: str | None = KEEP_ALIVE_ENTRYPOINT,
         startup_commands: str | None = KEEP_ALIVE_ARGUMENTS,
         ssh_public_key: str | None = None,
+        authorized_keys: Sequence[str] | None = None,
+        serve: Sequence[int] = (),
         termination_hours: int | None = None,
         runner: RunnerOptions | None = DEFAULT_RUNNER,
         provider: cdk.TerraformProvider | None = None,
@@ -89,6 +93,11 @@ class GpuStack(Construct):
             entrypoint: Entrypoint of the pods; the default keeps the container alive (``sleep infinity``).
             startup_commands: Arguments of the entrypoint.
             ssh_public_key: Key authorised for root; default: derived from the provider's private key.
+            authorized_keys: More keys authorised for root on every pod or node, so a team shares them
+                (``DataLiumSshKeys(...).keys``' public keys, or literal OpenSSH lines).
+            serve: Container ports the image serves (a model server, TensorBoard): published beside SSH
+                and the runner's, waited for at every apply until each answers inside the pod
+                (``wait_for_ports``), and output as ``served_addresses``.
             termination_hours: Lium removes each pod this many hours (1 to 720) after it started. Set on
                 every pod (not as the provider's default), so the synthesized plan shows each pod's
                 deadline and a provider shared with other stacks keeps its own; default: the provider's
@@ -106,6 +115,8 @@ class GpuStack(Construct):
         """
         super().__init__(scope, id_)
         self.cluster: Cluster | None = None
+        self.served = check_served_ports(serve)
+        keys = list(authorized_keys) if authorized_keys is not None else None
         if nodes is not None:
             check_cluster_arguments(nodes, count, image, registry, volume_id, rendezvous_port)
             spec = ClusterSpec(
@@ -117,6 +128,8 @@ class GpuStack(Construct):
                 startup_commands=startup_commands,
                 environment=environment,
                 ssh_public_key=ssh_public_key,
+                authorized_keys=keys,
+                served=self.served,
                 termination_hours=termination_hours,
                 runner_options=runner,
                 rendezvous_port=rendezvous_port,
@@ -170,6 +183,7 @@ class GpuStack(Construct):
                 startup_commands=startup_commands,
                 environment=environment,
                 docker_credential_id=credential_id,
+                internal_ports=published_ports(self.served),
                 is_private=True,
                 provider=provider,
             )
@@ -181,6 +195,8 @@ class GpuStack(Construct):
                 name=f"{self.name}-{index}",
                 template_id=template.id,
                 ssh_public_key=ssh_public_key,
+                authorized_keys=keys,
+                wait_for_ports=list(self.served) or None,
                 volume_id=volume_id,
                 termination_hours=termination_hours,
                 provider=provider,
@@ -202,6 +218,7 @@ class GpuStack(Construct):
                 self.runners.append(pod_runner)
         self.ssh_commands = [ssh_command(p.ssh_host, p.ssh_port) for p in self.pods]
         self.known_hosts = [p.known_hosts for p in self.pods]
+        self.served_addresses = [served_addresses(p.ssh_host, p.ports, self.served) for p in self.pods]
         self.prices = [p.price_per_hour for p in self.pods]
         self.hourly_price = cdk.Token.as_number(cdk.Fn.sum(self.prices)) if self.pods else 0.0
         self._output_common(output_prefix, runner, "pod")
@@ -216,6 +233,7 @@ class GpuStack(Construct):
         members = [parts.cluster.nodes.get(rank) for rank in range(spec.nodes)]
         self.ssh_commands = [ssh_command(m.ssh_host, m.ssh_port) for m in members]
         self.known_hosts = [m.known_hosts for m in members]
+        self.served_addresses = [served_addresses(m.ssh_host, m.ports, self.served) for m in members]
         self.prices = [parts.cluster.price_per_hour]
         self.hourly_price = parts.cluster.price_per_hour
         self._output(
@@ -240,6 +258,12 @@ class GpuStack(Construct):
             cdk.Fn.join("\n", self.known_hosts),
             f"the pinned host key of every {unit}, one known_hosts line each",
         )
+        if self.served:
+            self._output(
+                prefix + "served_addresses",
+                self.served_addresses,
+                f"per {unit}, each served port's `host:port`",
+            )
         if runner is not None:
             ports = [r.runner_ssh_port for r in self.runners]
             self._output(prefix + "runner_ports", ports, "external port of each runner's sshd")
@@ -252,6 +276,30 @@ class GpuStack(Construct):
 
     def _output(self, name: str, value: object, description: str) -> None:
         cdk.TerraformOutput(self, name, value=value, description=description, static_id=True)
+
+
+def check_served_ports(serve: Sequence[int]) -> tuple[int, ...]:
+    """``serve`` as given, once it is checked: TCP ports, each once, none of SSH's or the runner's."""
+    ports = tuple(serve)
+    for port in ports:
+        if not (isinstance(port, int) and not isinstance(port, bool) and 1 <= port <= 65535):
+            raise ValueError(f"serve: {port!r} is not a TCP port (1 to 65535)")
+        if port in RUNNER_PORTS:
+            raise ValueError(f"serve: port {port} is SSH's or the runner's, published already")
+    if len(set(ports)) != len(ports):
+        raise ValueError(f"serve: a port is listed twice in {list(ports)}")
+    return ports
+
+
+def published_ports(served: Sequence[int]) -> list[int] | None:
+    """A template's ``internal_ports`` for ``served``: SSH's and the runner's, then those (None: the
+    provider's default, SSH's and the runner's)."""
+    return [*RUNNER_PORTS, *served] if served else None
+
+
+def served_addresses(host: str, ports: Mapping[str, float], served: Sequence[int]) -> dict[str, str]:
+    """Each served container port's ``host:external port`` (Terraform expressions, known after apply)."""
+    return {str(port): f"{host}:{cdk.Token.as_string(cdk.Fn.lookup(ports, str(port)))}" for port in served}
 
 
 KNOWN_HOSTS_FILE = "known_hosts"

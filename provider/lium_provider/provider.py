@@ -29,11 +29,17 @@ from lium_provider.domain.stack import (
 )
 from lium_provider.resources.cluster import ClusterResource
 from lium_provider.resources.cluster_offers import ClusterOffersDataSource
-from lium_provider.resources.data_sources import OffersDataSource, PodDataSource, TemplatesDataSource
+from lium_provider.resources.data_sources import (
+    OffersDataSource,
+    PodDataSource,
+    SshKeysDataSource,
+    TemplatesDataSource,
+)
 from lium_provider.resources.docker_credential import DockerCredentialResource
 from lium_provider.resources.inputs import PRINTABLE_NAME
 from lium_provider.resources.pod import PodResource
 from lium_provider.resources.runner import RunnerResource
+from lium_provider.resources.ssh_key import SshKeyResource
 from lium_provider.resources.template import TemplateResource
 from lium_provider.resources.volume import VolumeResource
 from lium_provider.session import UNUSABLE_ANSWER, LiumSession, access_error, journal_dir
@@ -218,8 +224,15 @@ class LiumProvider(Provider[LiumProviderConfig]):
         DockerCredentialResource,
         VolumeResource,
         RunnerResource,
+        SshKeyResource,
     )
-    data_sources = (OffersDataSource, ClusterOffersDataSource, PodDataSource, TemplatesDataSource)
+    data_sources = (
+        OffersDataSource,
+        ClusterOffersDataSource,
+        PodDataSource,
+        TemplatesDataSource,
+        SshKeysDataSource,
+    )
 
     def configure(self, ctx: Context, config: LiumProviderConfig) -> LiumSession:
         endpoint = config.endpoint or os.environ.get("LIUM_API_URL") or DEFAULT_ENDPOINT

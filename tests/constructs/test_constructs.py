@@ -11,6 +11,7 @@ import pytest
 from lium_constructs import (
     DataLiumOffers,
     DataLiumPod,
+    DataLiumSshKeys,
     DockerCredential,
     GpuStack,
     LiumProvider,
@@ -249,3 +250,45 @@ def test_cdk_switch_reads_lium_cdk(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LIUM_CDK", "pulumi")
     with pytest.raises(ImportError, match="LIUM_CDK='pulumi' is not supported"):
         selected_cdk()
+
+
+def test_gpu_stack_serves_ports_and_shares_the_pods_with_a_team(stack: cdk.TerraformStack) -> None:
+    LiumProvider(stack, "lium")
+    team = DataLiumSshKeys(stack, "team", name_prefix="ml-")
+    GpuStack(
+        stack,
+        "serve",
+        image="vllm/vllm-openai:v0.6.0",
+        count=2,
+        serve=[8000],
+        authorized_keys=team.keys.every("public_key"),
+    )
+    GpuStack(
+        stack,
+        "nodes",
+        image="daturaai/lium-cluster:1.2.0",
+        nodes=2,
+        serve=[6006],
+        runner=None,
+        output_prefix="nodes_",
+    )
+    doc = synth(stack)
+    resources = doc["resource"]
+    assert resources["lium_template"]["serve_1"]["internal_ports"] == [22, 10022, 8000]
+    pod = resources["lium_pod"]["serve_1"]
+    assert pod["wait_for_ports"] == [8000]
+    assert pod["authorized_keys"] == "${data.lium_ssh_keys.team.keys[*].public_key}"
+    assert doc["output"]["served_addresses"]["value"][1] == {
+        "8000": '${lium_pod.serve_1.ssh_host}:${lium_pod.serve_1.ports["8000"]}'
+    }
+    assert resources["lium_template"]["nodes"]["internal_ports"] == [22, 10022, 6006]
+    assert resources["lium_cluster"]["nodes"]["wait_for_ports"] == [6006]
+    assert doc["output"]["nodes_served_addresses"]["value"][0] == {
+        "6006": '${lium_cluster.nodes.nodes[0].ssh_host}:${lium_cluster.nodes.nodes[0].ports["6006"]}'
+    }
+
+
+@pytest.mark.parametrize("serve", [[22], [8000, 8000], [0], [70000]])
+def test_gpu_stack_refuses_bad_served_ports(stack: cdk.TerraformStack, serve: list[int]) -> None:
+    with pytest.raises(ValueError, match="serve"):
+        GpuStack(stack, "gpu", image="ubuntu:22.04", serve=serve)

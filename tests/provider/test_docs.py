@@ -65,7 +65,10 @@ def test_schema_uses_tfplugindocs_types_groups_and_anchors(pages: dict[str, str]
     pod = pages["resources/pod.md"]
     for heading in ("## Example Usage", "## Schema", "### Required", "### Optional", "### Read-Only"):
         assert f"\n{heading}\n" in pod, heading
-    assert "- `template_id` (String) `lium_template` to run. Changing it replaces the resource." in pod
+    assert (
+        "- `volume_id` (String) `lium_volume` to mount at /mnt (one). Changing it replaces the resource."
+        in pod
+    )
     assert "- `regions` (List of String) " in pod and "- `spot` (Boolean) " in pod
     assert "- `ports` (Map of Number) " in pod
     assert (

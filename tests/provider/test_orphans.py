@@ -18,7 +18,7 @@ from collections.abc import Callable
 import pytest
 
 from lium_provider.domain.stack import parse_lium_pod_name, stack_identity, stack_tag
-from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
+from tests.support.lium import NOTHING_LIVE, PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.procs import kill_provider_and_server, wait_for
 from tests.support.terraform import Terraform, reaped
 
@@ -68,7 +68,7 @@ def test_next_apply_adopts_the_unrecorded_pod(crashed: Terraform, account: Accou
 
 def test_next_destroy_deletes_the_unrecorded_pod(crashed: Terraform, account: Account) -> None:
     crashed.destroy()
-    assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
+    assert account.live() == NOTHING_LIVE
 
 
 def test_one_destroy_suffices_when_the_unrecorded_pod_mounts_a_volume(
@@ -86,7 +86,7 @@ def test_one_destroy_suffices_when_the_unrecorded_pod_mounts_a_volume(
     tf.init()
     kill_provider_after_rent(tf, account)
     tf.destroy()
-    assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
+    assert account.live() == NOTHING_LIVE
 
 
 def test_sweep_lists_and_deletes_leftovers(crashed: Terraform, account: Account) -> None:
@@ -99,6 +99,6 @@ def test_sweep_lists_and_deletes_leftovers(crashed: Terraform, account: Account)
     assert [t["name"] for t in listed["templates"]] == ["orphan-template"]
     assert [a["pod_name"] for a in listed["journal"]] == [sent_name]
     subprocess.run([*command, "--delete"], env=env, capture_output=True, text=True, check=True)
-    assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
+    assert account.live() == NOTHING_LIVE
     after = json.loads(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
-    assert after == {"pods": [], "templates": [], "docker_credentials": [], "volumes": [], "journal": []}
+    assert after == {**NOTHING_LIVE, "journal": []}

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from lium_provider.domain.stack import stack_tag
-from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template, state_id
+from tests.support.lium import NOTHING_LIVE, PROVIDER_BLOCK, Account, pod_block, sleeping_template, state_id
 from tests.support.procs import kill_provider, wait_for
 from tests.support.terraform import Terraform, reaped
 
@@ -158,4 +158,4 @@ def test_sweep_stack_lists_and_deletes_exactly_that_stacks_pods_and_templates(
     assert team_b.plan_exitcode()[0] == 0
     team_b.destroy()
     team_a.destroy()
-    assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
+    assert account.live() == NOTHING_LIVE

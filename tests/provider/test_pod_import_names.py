@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from lium_provider.api.models import Pod
 from lium_provider.domain.stack import lium_pod_name, rent_digest, stack_tag
+from lium_provider.resources.authorized_keys import rented_keys
 from lium_provider.resources.pod_import import imported_fields, name_made_by_lium_pod
+from lium_provider.resources.pod_model import PodModel, pod_rent_digest
 
 TEMPLATE = "0b6f6f7e-1d2c-4b8a-9a53-5c2f0d7e8a42"
 EXECUTOR = "5d6f7a8b-1c2d-4e3f-8a9b-0c1d2e3f4a5b"
@@ -54,3 +56,35 @@ def test_a_digest_the_row_cannot_recompute_counts_when_the_template_carries_the_
     assert name_made_by_lium_pod(pod(made), no_template_tag) is None
     assert name_made_by_lium_pod(pod(made), lambda: TAG) == ("trainer-0", TAG)
     assert name_made_by_lium_pod(pod(made), lambda: stack_tag("stack:team-b")) is None
+
+
+TEAMMATE = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJIydWWIcrrkxIho5QwvrGLRDGBksaRlBEvgYkx5uOr2"
+OTHER = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGfnCWyGYQ+B8T7YwVavvywrR5vwKvkTmfzxNpfa4DGD"
+
+
+def test_a_pod_rented_with_a_teams_keys_still_proves_its_stack() -> None:
+    for key, extra in ((KEY, [TEAMMATE, OTHER]), (None, [OTHER, TEAMMATE])):
+        configured = PodModel.model_construct(
+            name="shared",
+            gpu_count=1,
+            volume_id=None,
+            executor_id=None,
+            ssh_public_key=key,
+            authorized_keys=extra,
+        )
+        made = lium_pod_name("shared", TAG, pod_rent_digest(configured, configured))
+        sent = rented_keys(key or KEY, extra)  # the provider's own key when none is configured
+        assert sent == [KEY, *extra]
+        assert name_made_by_lium_pod(pod(made, tuple(sent)), no_template_tag) == ("shared", TAG)
+
+
+def test_the_same_keys_in_another_order_name_the_same_rent() -> None:
+    def digest(extra: list[str]) -> str:
+        configured = PodModel.model_construct(
+            gpu_count=1, volume_id=None, executor_id=None, ssh_public_key=KEY, authorized_keys=extra
+        )
+        return pod_rent_digest(configured, configured)
+
+    assert digest([TEAMMATE, OTHER]) == digest([OTHER, TEAMMATE, KEY, TEAMMATE + " bob@laptop"])
+    assert digest([]) == rent_digest(1, None, None, KEY), "a one-key pod's digest is unchanged"
+    assert digest([TEAMMATE]) != digest([OTHER])

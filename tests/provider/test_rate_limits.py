@@ -18,7 +18,7 @@ import pytest
 
 from lium_emulator.launcher import RunningEmulator
 from tests.support import http
-from tests.support.lium import PROVIDER_BLOCK, Account, pod_block, sleeping_template
+from tests.support.lium import NOTHING_LIVE, PROVIDER_BLOCK, Account, pod_block, sleeping_template
 from tests.support.proxy import RecordingProxy, early_resends
 from tests.support.terraform import Terraform
 
@@ -121,7 +121,7 @@ def test_fifty_pods_under_sustained_429s(
     assert applied.returncode == 0, applied.stdout[-3000:] + applied.stderr
     assert len(running) == PODS
     assert destroyed.returncode == 0, destroyed.stdout[-3000:] + destroyed.stderr
-    assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
+    assert account.live() == NOTHING_LIVE
     assert all(k["rent_count"] == 1 for k in account.report()["idempotency_keys"])
 
 
@@ -147,7 +147,7 @@ def test_a_lasting_429_ends_at_the_operation_timeout(
     assert "timeout" in applied.stderr.lower(), applied.stderr
     assert account.live()["pods"] == []
     tf.destroy()
-    assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
+    assert account.live() == NOTHING_LIVE
 
 
 # The first two listings refused for 6 s each: the pod's delete (10 s) sees none before its timeout; the

@@ -26,7 +26,7 @@ from lium_emulator.catalogs.images import image_catalog
 from lium_provider.domain.stack import parse_lium_pod_name
 from tests.chaos.audit import find_crashes, find_secrets, secret_needles
 from tests.chaos.harness import APPLY, DESTROY, Finished, run_command, wait_until
-from tests.support.lium import Account, name_in_state
+from tests.support.lium import NOTHING_LIVE, Account, name_in_state
 from tests.support.procs import kill_provider
 from tests.support.terraform import Terraform, interrupt
 
@@ -166,7 +166,7 @@ def test_no_secret_in_any_output(
     destroyed = capture.run("destroy", DESTROY)
     assert destroyed.returncode == 0, destroyed.output
     live = account.live()
-    assert live == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}, live
+    assert live == NOTHING_LIVE, live
 
     texts = capture.texts(account.state_dir)
     secrets = {

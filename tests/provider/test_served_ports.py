@@ -3,18 +3,20 @@ cluster's nodes publish their ports as a pod does.
 
 Through real terraform and the emulator: a server that starts seconds after the container answers once
 the apply returns; a port nothing ever listens on fails the apply naming it and the container's last
-lines, with the pod kept (tainted); a served port on a cluster node answers at its ``ports`` address.
+lines, with the pod kept (tainted); a served port on a cluster node answers at its ``ports`` address,
+and a key in the cluster's ``authorized_keys`` logs in to every node.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from tests.support import http
-from tests.support.lium import Account, assert_nothing_left, instances, ssh_run
+from tests.support.lium import Account, assert_nothing_left, instances, ssh_keypair, ssh_run
 from tests.support.terraform import Terraform, flat
 
 pytestmark = pytest.mark.terraform
@@ -83,23 +85,49 @@ resource "lium_template" "c" {
   internal_ports   = [22, 10022, 8000]
 }
 resource "lium_cluster" "c" {
-  name           = "served"
-  node_count     = 2
-  template_id    = lium_template.c.id
-  wait_for_ports = [8000]
+  name            = "served"
+  node_count      = 2
+  template_id     = lium_template.c.id
+  wait_for_ports  = [8000]
+  authorized_keys = ["%s"]
 }
 """
 
 
-def test_a_cluster_node_serves_its_port_at_its_ports_address(
-    stack: Callable[[str], Terraform], account: Account
+def test_a_cluster_node_serves_its_port_at_its_ports_address_and_lets_a_teammate_in(
+    stack: Callable[[str], Terraform], account: Account, tmp_path: Path
 ) -> None:
-    tf = stack(CLUSTER)
+    teammate = ssh_keypair(tmp_path / "teammate")
+    tf = stack(CLUSTER % Path(f"{teammate}.pub").read_text().strip())
     tf.apply()
     (cluster,) = instances(tf, "lium_cluster")
     for node in cluster["nodes"]:
         external = node["ports"]["8000"]
         response = http.get(f"http://{node['ssh_host']}:{external}/", timeout=10)
         assert response.status_code == 200, node
+        assert ssh_run(account, node, "id -u", key_file=teammate).strip() == "0", node
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "serving.md"
+
+
+def test_the_serving_guides_snippets_apply_together_and_let_a_teammate_in(
+    stack: Callable[[str], Terraform], account: Account, tmp_path: Path
+) -> None:
+    """The guide's HCL blocks pasted one after another, as its text says, with a teammate's key given
+    for its variable: the server answers at its URL when the apply returns, and the teammate logs in."""
+    snippets = [block.split("```")[0] for block in GUIDE.read_text().split("```hcl\n")[1:]]
+    teammate = ssh_keypair(tmp_path / "teammate")
+    tf = stack("\n".join(snippets))
+    tf.env["TF_VAR_team_keys"] = json.dumps({"ci": Path(f"{teammate}.pub").read_text().strip()})
+    tf.apply()
+    outputs = json.loads(tf.run("output", "-json").stdout)
+    assert http.get(outputs["server_url"]["value"], timeout=10).status_code == 200
+    (pod,) = instances(tf, "lium_pod")
+    assert ssh_run(account, pod, "id -u", key_file=teammate).strip() == "0"
+    assert outputs["server_known_hosts"]["value"] == pod["known_hosts"]
+    assert tf.plan_exitcode()[0] == 0
     tf.destroy()
     assert_nothing_left(account)

@@ -1,10 +1,14 @@
-"""Templates, Docker credentials and volumes: import, in-place update, out-of-band delete, destroy."""
+"""Templates, Docker credentials, volumes and account SSH keys: import, in-place update, out-of-band
+delete, destroy."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances
 from tests.support.terraform import Terraform
@@ -52,11 +56,28 @@ resource "lium_volume" "r" {{
 """
 
 
+def ssh_key(owner: str) -> str:
+    return f"""
+resource "lium_ssh_key" "r" {{
+  name       = "small-key"
+  public_key = "{public_key(owner)}"
+}}
+"""
+
+
+def public_key(owner: str) -> str:
+    """An OpenSSH public key line of a key derived from ``owner`` (the same key for the same owner)."""
+    seed = hashlib.sha256(owner.encode()).digest()
+    key = Ed25519PrivateKey.from_private_bytes(seed).public_key()
+    return key.public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH).decode() + f" {owner}"
+
+
 CASES: dict[str, tuple[Callable[[str], str], str, str, str]] = {
     # type: (config for a value, the API collection, first value, second value)
     "lium_template": (template, "templates", "one", "two"),
     "lium_docker_credential": (credential, "docker-credentials", "robot-one", "robot-two"),
     "lium_volume": (volume, "volumes", "first", "second"),
+    "lium_ssh_key": (ssh_key, "ssh-keys", "alice", "bob"),
 }
 
 

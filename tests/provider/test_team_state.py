@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from lium_provider.domain.stack import parse_lium_pod_name
-from tests.support.lium import Account, name_in_state
+from tests.support.lium import NOTHING_LIVE, Account, name_in_state
 from tests.support.postgres import PostgresServer, running_postgres
 from tests.support.procs import wait_for
 from tests.support.terraform import REPO, Terraform, kill_group
@@ -191,7 +191,7 @@ def test_concurrent_applies_share_one_locked_state(
     assert state["serial"] >= 2 and state["lineage"]
 
     dave.destroy("-lock-timeout=1m")
-    assert account.live() == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}
+    assert account.live() == NOTHING_LIVE
     assert dave.run("state", "list").stdout.split() == []
     assert stored_state(postgres)["resources"] == []
     assert advisory_locks(postgres) == 0, "every lock is released"

@@ -53,10 +53,12 @@ VOLUME = "lium_volume.v"
 POD = "lium_pod.p"
 RUNNER = "lium_runner.r"
 CLUSTER = "lium_cluster.c"
+SSH_KEY = "lium_ssh_key.k"
 # The object of each type that the import tests import (the spare template, of Lium's cluster image, is
 # the cluster's and gives the pod another id).
 IMPORTED = {
-    address.split(".")[0]: address for address in (CREDENTIAL, TEMPLATE, VOLUME, POD, RUNNER, CLUSTER)
+    address.split(".")[0]: address
+    for address in (CREDENTIAL, TEMPLATE, VOLUME, POD, RUNNER, CLUSTER, SSH_KEY)
 }
 # Arguments no read can return, so an imported object plans exactly these as changes when its config sets
 # them: how a pod was placed (its offer filter; Lium keeps only the result) and Terraform's own timeouts;
@@ -120,6 +122,7 @@ def stack_arguments(keys: Keys) -> dict[str, dict[str, Any]]:
             "template_id": "${lium_template.spare.id}",
             "termination_hours": 12,
         },
+        SSH_KEY: {"name": "matrix-key", "public_key": keys.spare},
     }
 
 
@@ -315,6 +318,10 @@ STEPS = (
     Step(POD, "executor_id", another_executor),
     Step(POD, "ssh_public_key", lambda live: live.keys.spare),
     Step(POD, "volume_id", given("${lium_volume.v.id}")),
+    # the keys a rent authorises: none more (the pod's own key listed, or none) keeps the pod
+    Step(POD, "authorized_keys", lambda live: [live.keys.provider], "update", "the pod's own key"),
+    Step(POD, "authorized_keys", lambda live: [live.keys.spare], "replace", "a key more"),
+    Step(POD, "wait_for_ports", given([22])),
     Step(POD, "timeouts", given(TIMEOUTS)),
     Step(POD, "termination_hours", given(24)),  # moves the removal in place
     # The offer filter: the pod runs an RTX 3090 (state: "NVIDIA GeForce RTX 3090") at the
@@ -347,6 +354,9 @@ STEPS = (
     Step(CLUSTER, "template_id", given(PUBLIC_CLUSTER_TEMPLATE)),
     Step(CLUSTER, "fabric_id", the_other_fabric),
     Step(CLUSTER, "ssh_public_key", lambda live: live.keys.spare),
+    Step(CLUSTER, "authorized_keys", given([]), "update", "still no more keys"),
+    Step(CLUSTER, "authorized_keys", lambda live: [live.keys.spare], "replace", "a key more"),
+    Step(CLUSTER, "wait_for_ports", given([22])),
     Step(CLUSTER, "termination_hours", given(24)),  # moves every member's removal in place
     Step(CLUSTER, "timeouts", given(TIMEOUTS)),
     # the offer filter chose the nodes: a cluster cannot move, so any change replaces it
@@ -357,12 +367,17 @@ STEPS = (
     Step(CLUSTER, "min_memory_gib", given(1.0)),
     Step(CLUSTER, "min_disk_gb", given(1.0)),
     Step(CLUSTER, "spot", given(False)),
+    Step(SSH_KEY, "name", given("matrix-key-2")),
+    Step(SSH_KEY, "public_key", lambda live: live.keys.provider),
 )
 
 
 def is_conditional(type_name: str, attribute: str) -> bool:
     """Whether replacing depends on the values, so each case must name its outcome."""
     if type_name == "lium_pod" and attribute in OfferFilter.search_fields():
+        return True
+    if type_name in ("lium_pod", "lium_cluster") and attribute == "authorized_keys":
+        # the same keys in another order, or with the pod's own, are kept (plan_same_keys)
         return True
     attr = RESOURCES[type_name].schema().block.attributes.get(attribute)
     return attr is not None and any(isinstance(rule, RequiresReplaceIf) for rule in attr.spec.plan)

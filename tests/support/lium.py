@@ -128,13 +128,14 @@ class Account:
         return result
 
     def live(self) -> dict[str, list[dict[str, Any]]]:
-        """What this account still holds: live pods, templates, credentials and volumes."""
+        """What this account still holds: live pods, templates, credentials, volumes and SSH keys."""
         report = self.report()
         return {
             "pods": [p for p in report["pods"] if p["status"] not in ("DELETED",)],
             "templates": report["templates"],
             "docker_credentials": report["docker_credentials"],
             "volumes": report["volumes"],
+            "ssh_keys": report["ssh_keys"],
         }
 
     def faults(self, plan: Mapping[str, Any] = NO_FAULTS) -> AbstractContextManager[None]:
@@ -174,9 +175,10 @@ def state_id(tf: Terraform, type_name: str) -> str:
     return value
 
 
-def ssh_run(account: Account, pod: dict[str, Any], command: str) -> str:
-    """Run a command on the pod as root, checking the host key against the pinned one."""
-    key = paramiko.Ed25519Key.from_private_key(io.StringIO(account.key_file.read_text()))
+def ssh_run(account: Account, pod: dict[str, Any], command: str, key_file: Path | None = None) -> str:
+    """Run a command on the pod (or cluster node) as root, checking the host key against the pinned one;
+    logged in with the account's key, or the private key at ``key_file``."""
+    key = paramiko.Ed25519Key.from_private_key(io.StringIO((key_file or account.key_file).read_text()))
     client = paramiko.SSHClient()
     key_type, key_b64 = pod["ssh_host_key"].split()
     pinned = paramiko.PKey.from_type_string(key_type, base64.b64decode(key_b64))
@@ -219,6 +221,16 @@ def rotate_host_keys(account: Account, pod: dict[str, Any]) -> str:
     raise AssertionError("the pod's sshd never offered a new host key")
 
 
+NOTHING_LIVE: dict[str, list[dict[str, Any]]] = {
+    "pods": [],
+    "templates": [],
+    "docker_credentials": [],
+    "volumes": [],
+    "ssh_keys": [],
+}
+"""What :meth:`Account.live` returns for an account that holds nothing."""
+
+
 def assert_nothing_left(account: Account) -> None:
     live = account.live()
-    assert live == {"pods": [], "templates": [], "docker_credentials": [], "volumes": []}, live
+    assert live == NOTHING_LIVE, live

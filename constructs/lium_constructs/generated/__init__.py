@@ -7,12 +7,14 @@ from lium_constructs.generated.cluster import Cluster
 from lium_constructs.generated.data_lium_cluster_offers import DataLiumClusterOffers
 from lium_constructs.generated.data_lium_offers import DataLiumOffers
 from lium_constructs.generated.data_lium_pod import DataLiumPod
+from lium_constructs.generated.data_lium_ssh_keys import DataLiumSshKeys
 from lium_constructs.generated.data_lium_templates import DataLiumTemplates
 from lium_constructs.generated.docker_credential import DockerCredential
 from lium_constructs.generated.offer_filter import OfferFilter
 from lium_constructs.generated.pod import Pod
 from lium_constructs.generated.provider import LiumProvider
 from lium_constructs.generated.runner import Runner
+from lium_constructs.generated.ssh_key import SshKey
 from lium_constructs.generated.template import Template
 from lium_constructs.generated.volume import Volume
 
@@ -21,12 +23,14 @@ __all__ = [
     "DataLiumClusterOffers",
     "DataLiumOffers",
     "DataLiumPod",
+    "DataLiumSshKeys",
     "DataLiumTemplates",
     "DockerCredential",
     "LiumProvider",
     "OfferFilter",
     "Pod",
     "Runner",
+    "SshKey",
     "Template",
     "Volume",
 ]

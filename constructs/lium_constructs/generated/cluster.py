@@ -117,6 +117,7 @@ class Cluster(LiumResourceBase):
         Argument("fabric_id", STRING),
         Argument("ssh_public_key", STRING),
         Argument("wait_for_ports", NUMBER_LIST),
+        Argument("authorized_keys", STRING_LIST),
         Argument("termination_hours", NUMBER),
         Argument("timeouts", block=(ClusterTimeouts, "single")),
     )
@@ -139,6 +140,7 @@ class Cluster(LiumResourceBase):
         fabric_id: str | None = None,
         ssh_public_key: str | None = None,
         wait_for_ports: Sequence[float] | None = None,
+        authorized_keys: Sequence[str] | None = None,
         termination_hours: int | None = None,
         timeouts: ClusterTimeouts | None = None,
         count: float | cdk.TerraformCount | None = None,
@@ -163,6 +165,7 @@ class Cluster(LiumResourceBase):
             fabric_id: Rent on this fabric (see `lium_cluster_offers`). Default: the cheapest that fits. Must be 1 to 100 characters long.
             ssh_public_key: Public key authorised for root SSH on every member. Default: derived from the provider's private key.
             wait_for_ports: Internal ports (what a process in the container listens on) the create and every update wait for, until each accepts a connection inside the pod (tried through the provider's SSH session, so only the pod's own service can answer), within the operation's `timeouts`. A port that never answers fails the apply naming it, with the last lines the container printed; a create's pod is then kept as tainted. Must have at most 64 items. Each item must be 1 to 65535.
+            authorized_keys: More public keys authorised for root SSH beside `ssh_public_key` (one OpenSSH line each), so a team shares the pod: `data.lium_ssh_keys.<name>.keys[*].public_key` gives the account's. Lium takes them in the rent, so other keys re-rent (the same keys in another order do not). Must have at most 64 items.
             termination_hours: Lium removes every member this many hours after the cluster started. Default: the provider's `default_termination_hours`, else none. Must be 1 to 720.
             timeouts: Per-operation time budgets (Go duration syntax).
 
@@ -186,6 +189,7 @@ class Cluster(LiumResourceBase):
                 "fabric_id": fabric_id,
                 "ssh_public_key": ssh_public_key,
                 "wait_for_ports": wait_for_ports,
+                "authorized_keys": authorized_keys,
                 "termination_hours": termination_hours,
                 "timeouts": timeouts,
             },
@@ -265,6 +269,11 @@ class Cluster(LiumResourceBase):
     def wait_for_ports(self) -> list[float]:
         """Internal ports (what a process in the container listens on) the create and every update wait for, until each accepts a connection inside the pod (tried through the provider's SSH session, so only the pod's own service can answer), within the operation's `timeouts`. A port that never answers fails the apply naming it, with the last lines the container printed; a create's pod is then kept as tainted."""
         return self.get_number_list_attribute("wait_for_ports")
+
+    @property
+    def authorized_keys(self) -> list[str]:
+        """More public keys authorised for root SSH beside `ssh_public_key` (one OpenSSH line each), so a team shares the pod: `data.lium_ssh_keys.<name>.keys[*].public_key` gives the account's. Lium takes them in the rent, so other keys re-rent (the same keys in another order do not)."""
+        return self.get_list_attribute("authorized_keys")
 
     @property
     def termination_hours(self) -> float:

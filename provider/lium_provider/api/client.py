@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from lium_provider.api.clusters import ClusterOffer, ClusterRemoval, ClusterRental, ClusterRentRequest
 from lium_provider.api.errors import InvalidArgument, LiumError, LiumNotFound, LiumProtocolError
 from lium_provider.api.models import (
+    AccountSshKey,
     DockerCredential,
     Event,
     Pod,
@@ -401,6 +402,26 @@ class LiumClient:
 
     def delete_volume(self, volume_id: str) -> None:
         self._delete(f"/volumes/{_segment(volume_id)}")
+
+    # --- account SSH keys (no single-key GET route: docs/lium-api.md#ssh-keys) --------------------------
+
+    def create_ssh_key(self, name: str, public_key: str) -> AccountSshKey:
+        body = {"name": name, "public_key": public_key}
+        return self._object(AccountSshKey, "POST", "/ssh-keys", json_body=body)
+
+    def list_ssh_keys(self) -> list[AccountSshKey]:
+        return self._list(AccountSshKey, "/ssh-keys")
+
+    def get_ssh_key(self, key_id: str) -> AccountSshKey | None:
+        """Lium has no single-key GET route, so this searches the list."""
+        return next((k for k in self.list_ssh_keys() if k.id == key_id), None)
+
+    def update_ssh_key(self, key_id: str, name: str, public_key: str) -> AccountSshKey:
+        body = {"name": name, "public_key": public_key}
+        return self._object(AccountSshKey, "PUT", f"/ssh-keys/{_segment(key_id)}", json_body=body)
+
+    def delete_ssh_key(self, key_id: str) -> None:
+        self._delete(f"/ssh-keys/{_segment(key_id)}")
 
     # --- public feed ----------------------------------------------------------------------------------
 

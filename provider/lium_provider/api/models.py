@@ -280,6 +280,17 @@ class Volume(ResponseModel):
     updated_at: UtcDatetime | None = None
 
 
+class AccountSshKey(ResponseModel):
+    """A public key registered on the account (``/ssh-keys``, docs/lium-api.md#ssh-keys). Lium adds none
+    to pods by itself: a rent authorises the keys its ``user_public_key`` lists."""
+
+    id: NonEmptyStr
+    name: str = ""
+    public_key: str = ""
+    created_at: UtcDatetime | None = None
+    updated_at: UtcDatetime | None = None
+
+
 class Event(ResponseModel):
     """An entry of the account event log ``GET /users/me/events`` (docs/lium-api.md#account-events)."""
 
@@ -312,7 +323,7 @@ class RentRequest(RequestModel):
 
     pod_name: Annotated[str, Field(min_length=1, max_length=63)]
     template_id: NonEmptyStr
-    user_public_key: NonEmptyStr
+    user_public_key: NonEmptyStr | list[NonEmptyStr]
     gpu_count: Annotated[int, Field(ge=1)] | None = None
     initial_port_count: Annotated[int, Field(ge=0, le=200)] | None = None
     volume_id: str | None = None

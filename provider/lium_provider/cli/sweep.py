@@ -1,13 +1,14 @@
 """``lium-tf sweep``: find, and optionally delete, what stacks left behind — like Terraform's acceptance sweepers.
 
 Leftovers are the account's pods, own templates and volumes whose names start with a prefix, the Docker
-credentials that only those templates use, and rent attempts still in the local journal (a provider
-killed between a rent and the state write). With a stack tag instead (``--stack``), they are exactly
-that stack's: the pods whose Lium names carry the tag, the templates and volumes whose descriptions
-carry it, the credentials only those templates use (a credential has no field for a tag), and the
-journal's attempts for those pods. Deletion order follows dependencies: pods (waiting until they are
-gone), then templates, then credentials; volumes hold data, so with ``--name-prefix`` only when asked,
-and with ``--stack`` always (they are provably that stack's).
+credentials that only those templates use, the account SSH keys a stack registered (their names carry
+a stack's tag) whose names start with the prefix, and rent attempts still in the local journal (a
+provider killed between a rent and the state write). With a stack tag instead (``--stack``), they are
+exactly that stack's: the pods and SSH keys whose Lium names carry the tag, the templates and volumes
+whose descriptions carry it, the credentials only those templates use (a credential has no field for a
+tag), and the journal's attempts for those pods. Deletion order follows dependencies: pods (waiting
+until they are gone), then templates, then credentials and SSH keys; volumes hold data, so with
+``--name-prefix`` only when asked, and with ``--stack`` always (they are provably that stack's).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from lium_provider.api.models import (
     DELETED,
     DELETING,
     POD_GONE_TIMEOUT,
+    AccountSshKey,
     DockerCredential,
     Pod,
     Template,
@@ -28,7 +30,7 @@ from lium_provider.api.models import (
 )
 from lium_provider.api.rent import RentAttempt, find_rented_pod
 from lium_provider.domain.journal import RentJournal
-from lium_provider.domain.stack import tag_in, tag_in_pod_name
+from lium_provider.domain.stack import parse_tagged_name, tag_in, tag_in_pod_name
 
 POLL_SECONDS = 2.0
 
@@ -40,9 +42,12 @@ class Leftovers:
     credentials: list[DockerCredential] = field(default_factory=list)
     volumes: list[Volume] = field(default_factory=list)
     journal: list[RentAttempt] = field(default_factory=list)
+    ssh_keys: list[AccountSshKey] = field(default_factory=list)
 
     def empty(self) -> bool:
-        return not (self.pods or self.templates or self.credentials or self.volumes or self.journal)
+        return not (
+            self.pods or self.templates or self.credentials or self.volumes or self.journal or self.ssh_keys
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +57,7 @@ class Leftovers:
             "templates": [{"id": t.id, "name": t.name} for t in self.templates],
             "docker_credentials": [{"id": c.id, "username": c.username} for c in self.credentials],
             "volumes": [{"id": v.id, "name": v.name} for v in self.volumes],
+            "ssh_keys": [{"id": k.id, "name": k.name} for k in self.ssh_keys],
             "journal": [
                 {"pod_name": a.pod_name, "executor_id": a.executor_id, "started_at": a.started_at.isoformat()}
                 for a in self.journal
@@ -68,7 +74,7 @@ def find_stack_leftovers(
     client: LiumClient, tags: frozenset[str], journal: RentJournal | None = None
 ) -> Leftovers:
     """Everything of the stack tagged with one of ``tags`` (live pods, templates, volumes, the
-    credentials only its templates use, journalled rents); nothing of any other stack."""
+    credentials only its templates use, SSH keys, journalled rents); nothing of any other stack."""
     me = client.me()
     pods = [p for p in client.list_pods() if p.status != DELETED and has_tag(p.pod_name, tags)]
     own = [t for t in client.list_templates() if t.user_id == me.id]
@@ -79,6 +85,7 @@ def find_stack_leftovers(
         credentials=_used_only_by(client, templates, own),
         volumes=[v for v in client.list_volumes() if tag_in(v.description) in tags],
         journal=[a for a in (journal.pending() if journal else []) if has_tag(a.pod_name, tags)],
+        ssh_keys=[k for k in client.list_ssh_keys() if (parse_tagged_name(k.name) or ("", ""))[1] in tags],
     )
 
 
@@ -92,8 +99,8 @@ def _used_only_by(client: LiumClient, swept: list[Template], own: list[Template]
 
 def find_leftovers(client: LiumClient, prefix: str, journal: RentJournal | None = None) -> Leftovers:
     """What is named ``prefix``*: the account's live pods, own templates and volumes of those names, the
-    credentials only those templates use, and journalled rents. An empty prefix is refused (it would
-    be everything), before any request."""
+    credentials only those templates use, the SSH keys stacks registered under those names, and
+    journalled rents. An empty prefix is refused (it would be everything), before any request."""
     if not prefix.strip():
         raise ValueError("an empty name prefix matches every pod, template and volume of the account")
     me = client.me()
@@ -103,7 +110,9 @@ def find_leftovers(client: LiumClient, prefix: str, journal: RentJournal | None 
     credentials = _used_only_by(client, templates, own)
     volumes = [v for v in client.list_volumes() if v.name.startswith(prefix)]
     attempts = [a for a in (journal.pending() if journal else []) if a.pod_name.startswith(prefix)]
-    return Leftovers(pods, templates, credentials, volumes, attempts)
+    # Only keys a stack registered: the account's other keys are people's, and no stack made them.
+    keys = [k for k in client.list_ssh_keys() if k.name.startswith(prefix) and parse_tagged_name(k.name)]
+    return Leftovers(pods, templates, credentials, volumes, attempts, keys)
 
 
 def delete_leftovers(
@@ -137,6 +146,8 @@ def delete_leftovers(
         client.delete_template(template.id)
     for credential in leftovers.credentials:
         client.delete_docker_credential(credential.id)
+    for key in leftovers.ssh_keys:
+        client.delete_ssh_key(key.id)
     if include_volumes:
         for volume in leftovers.volumes:
             client.delete_volume(volume.id)

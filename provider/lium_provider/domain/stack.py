@@ -94,6 +94,7 @@ _TAG_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
 _LIUM_NAME = re.compile(
     rf"^(?P<base>.+)-(?P<tag>[{_TAG_ALPHABET}]{{{TAG_LENGTH}}})(?P<digest>[{_TAG_ALPHABET}]{{{DIGEST_LENGTH}}})$"
 )
+_TAGGED_NAME = re.compile(rf"^(?P<base>.+)-(?P<tag>[{_TAG_ALPHABET}]{{{TAG_LENGTH}}})$")
 _DESCRIPTION_TAG = re.compile(
     rf"(?:^|\n){re.escape(STACK_MARKER)} (?P<tag>[{_TAG_ALPHABET}]{{{TAG_LENGTH}}})$"
 )
@@ -296,6 +297,18 @@ def is_named(lium_name: str, name: str, tag: str) -> bool:
     stack's (``tag``) pod whose ``name`` attribute it is."""
     parsed = parse_lium_pod_name(lium_name)
     return lium_name == name or (parsed is not None and parsed[:2] == (name, tag))
+
+
+def tagged_name(name: str, tag: str) -> str:
+    """The name sent to Lium for an object with neither a description nor a rent digest (an account SSH
+    key): ``<name>-<tag>``, so a fresh runner finds it again and a refresh reads whose it is."""
+    return f"{name}-{tag}"
+
+
+def parse_tagged_name(lium_name: str) -> tuple[str, str] | None:
+    """``(name, tag)`` of a name :func:`tagged_name` made; None for any other name."""
+    match = _TAGGED_NAME.match(lium_name)
+    return (match["base"], match["tag"]) if match else None
 
 
 def described(description: str | None, tag: str) -> str:

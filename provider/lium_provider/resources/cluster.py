@@ -46,6 +46,7 @@ from lium_provider.domain.stack import (
     lium_pod_name,
     parse_lium_pod_name,
 )
+from lium_provider.resources.authorized_keys import plan_same_keys, rented_keys
 from lium_provider.resources.cluster_members import (
     check_cluster_template,
     delete_cluster_and_wait,
@@ -155,6 +156,11 @@ def _freed_nodes(private: bytes) -> tuple[str | None, int] | None:
     return (freed[0] if isinstance(freed[0], str) else None), freed[1]
 
 
+def as_list(keys: str | list[str]) -> list[str]:
+    """A cluster rental's ``user_public_key`` is always a list (Lium's SDK sends it so)."""
+    return [keys] if isinstance(keys, str) else keys
+
+
 class ClusterResource(Resource[ClusterModel]):
     type_name = "lium_cluster"
     model = ClusterModel
@@ -185,6 +191,7 @@ class ClusterResource(Resource[ClusterModel]):
             self._plan_create(ctx, change)
             return
         _plan_unrecorded_placement(change, prior)
+        plan_same_keys(change, prior)
         if prior.status != RUNNING:
             change.set_unknown("status")
             change.require_replace("status")
@@ -208,7 +215,8 @@ class ClusterResource(Resource[ClusterModel]):
             with api_errors("reading the cluster's template", path=("template_id",)):
                 check_cluster_template(s.client, change.planned.template_id or "")
         if any(change.is_unknown(n) for n in ("name", "template_id", "node_count")) or any(
-            change.config_is_unknown(n) for n in ("fabric_id", "ssh_public_key", *OfferFilter.fields())
+            change.config_is_unknown(n)
+            for n in ("fabric_id", "ssh_public_key", "authorized_keys", *OfferFilter.fields())
         ):
             change.set_unknown("lium_name")
         else:
@@ -325,7 +333,7 @@ class ClusterResource(Resource[ClusterModel]):
             pod_name=state.lium_name or state.name,
             template_id=state.template_id or "",
             executor_uuids=[n.executor_id for n in choice.nodes],
-            user_public_key=[state.ssh_public_key or ""],
+            user_public_key=as_list(rented_keys(state.ssh_public_key or "", state.authorized_keys)),
             initial_port_count=2,
         )
         key = str(uuid.uuid4())
@@ -509,6 +517,7 @@ class ClusterResource(Resource[ClusterModel]):
                 "termination_hours": plan.termination_hours,
                 "timeouts": plan.timeouts,
                 "wait_for_ports": plan.wait_for_ports,
+                "authorized_keys": plan.authorized_keys,  # the same keys, in another order
                 "stack_tag": plan.stack_tag,
                 "adopted_from": plan.adopted_from,
                 **{name: getattr(plan, name) for name in PLACEMENT},
@@ -565,6 +574,7 @@ class ClusterResource(Resource[ClusterModel]):
                 "node_count": len(members),
                 "template_id": first.template_id,
                 "ssh_public_key": first.ssh_keys[0] if first.ssh_keys else None,
+                "authorized_keys": list(first.ssh_keys[1:]) or None,
                 "termination_hours": hours,
                 "started_at": rfc3339(started),
                 "removal_scheduled_at": rfc3339(removal),

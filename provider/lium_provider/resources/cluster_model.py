@@ -12,6 +12,7 @@ from lium_provider.api.models import RUNNING, Pod, TerminationHours
 from lium_provider.domain.offer_filter import MAX_GPUS_PER_NODE, OfferFilter
 from lium_provider.domain.removal import parse_time, rfc3339, same_schedule
 from lium_provider.domain.stack import cluster_rent_digest, tag_in_pod_name
+from lium_provider.resources.authorized_keys import AuthorizedKeys, authorized_beside, keys_digested
 from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.resources.ownership import AdoptedFrom, StackTag
 from lium_provider.resources.served_ports import WaitForPorts
@@ -124,6 +125,7 @@ class ClusterModel(OfferFilter):
         OPENSSH_PUBLIC_KEY,
     ] = None
     wait_for_ports: WaitForPorts = None
+    authorized_keys: AuthorizedKeys = None
     termination_hours: Annotated[
         TerminationHours | None,
         Attribute(
@@ -167,7 +169,12 @@ class ClusterModel(OfferFilter):
 
 
 def cluster_digest(plan: ClusterModel, configured: ClusterModel) -> str:
-    placement = cluster_filter(configured).model_dump(mode="json", exclude_none=True)
+    """The rent digest of the members' Lium name: what the rental asks for and never changes in place
+    (:func:`~lium_provider.domain.stack.cluster_rent_digest`), the keys it authorises among it."""
+    placement: dict[str, object] = cluster_filter(configured).model_dump(mode="json", exclude_none=True)
+    extra = authorized_beside(configured.ssh_public_key, configured.authorized_keys)
+    if extra:
+        placement["authorized_keys"] = keys_digested(extra)[0]
     return cluster_rent_digest(
         plan.template_id, plan.node_count, configured.fabric_id, configured.ssh_public_key, placement
     )

@@ -1,4 +1,5 @@
-"""Data sources: ``lium_offers`` (what can be rented now), ``lium_pod`` and ``lium_templates``."""
+"""Data sources: ``lium_offers`` (what can be rented now), ``lium_pod``, ``lium_templates`` and
+``lium_ssh_keys`` (the account's keys, for a team's ``authorized_keys``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from lium_provider.domain.stack import is_named
 from lium_provider.resources.common import api_errors
 from lium_provider.resources.template import image_of
 from lium_provider.session import session
+from lium_provider.sshkeys import fingerprint
 from tfbridge import Attribute, Context, DataSource, TFError
 
 
@@ -182,6 +184,54 @@ class TemplatesDataSource(DataSource[TemplatesModel]):
                 "templates": [
                     TemplateSummary(id=t.id, name=t.name, image=image_of(t), is_private=t.is_private)
                     for t in chosen
+                ]
+            }
+        )
+
+
+class SshKeySummary(BaseModel):
+    """One key registered on the account."""
+
+    id: Annotated[str | None, Attribute(computed=True, description="Key id.")] = None
+    name: Annotated[str | None, Attribute(computed=True, description="Its name on Lium.")] = None
+    public_key: Annotated[str | None, Attribute(computed=True, description="One OpenSSH line.")] = None
+    fingerprint: Annotated[str | None, Attribute(computed=True, description="`<type> SHA256:…`.")] = None
+
+
+class SshKeysModel(BaseModel):
+    """Public keys registered on the Lium account (`lium_ssh_key`, Lium's console or `lium` CLI), optionally filtered by name prefix: `keys[*].public_key` is a team's `authorized_keys`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name_prefix: Annotated[
+        str | None, Attribute(optional=True, description="Only keys whose Lium name starts with this.")
+    ] = None
+    keys: Annotated[list[SshKeySummary] | None, Attribute(computed=True, description="Keys, by name.")] = None
+
+
+class SshKeysDataSource(DataSource[SshKeysModel]):
+    type_name = "lium_ssh_keys"
+    model = SshKeysModel
+    description = SshKeysModel.__doc__ or ""
+
+    def read(self, ctx: Context, config: SshKeysModel) -> SshKeysModel:
+        with api_errors("listing the account's SSH keys"):
+            keys = session(ctx).client.list_ssh_keys()
+        prefix = config.name_prefix or ""
+        chosen = sorted(
+            (k for k in keys if k.name.startswith(prefix) and k.public_key.strip()),
+            key=lambda k: (k.name, k.id),
+        )
+        return config.model_copy(
+            update={
+                "keys": [
+                    SshKeySummary(
+                        id=k.id,
+                        name=k.name,
+                        public_key=k.public_key.strip(),
+                        fingerprint=fingerprint(k.public_key),
+                    )
+                    for k in chosen
                 ]
             }
         )

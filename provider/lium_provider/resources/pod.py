@@ -37,6 +37,7 @@ from lium_provider.domain.removal import (
     started_at,
 )
 from lium_provider.domain.stack import lium_pod_name, tag_in_pod_name
+from lium_provider.resources.authorized_keys import plan_same_keys, rented_keys
 from lium_provider.resources.common import (
     api_errors,
     check_access_on_create,
@@ -65,7 +66,12 @@ from lium_provider.resources.pod_lifecycle import (
     started_or_dead,
     wait_for_host_key,
 )
-from lium_provider.resources.pod_model import PodModel, pod_facts, pod_rent_digest, refilter_replacements
+from lium_provider.resources.pod_model import (
+    PodModel,
+    pod_facts,
+    pod_rent_digest,
+    refilter_replacements,
+)
 from lium_provider.resources.pod_private import PodPrivate
 from lium_provider.resources.pod_switch import plan_switch, switch_container, switching
 from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
@@ -229,6 +235,7 @@ class PodResource(Resource[PodModel]):
         if record.imported:
             plan_first_apply(ctx, change, prior, lambda: self._authorised_keys(ctx, prior))
         _plan_filter_change(change, prior, record)
+        plan_same_keys(change, prior)
         if not change.requires_replace:
             plan_removal(change, prior, "pod")
         if prior.lium_name:
@@ -249,7 +256,7 @@ class PodResource(Resource[PodModel]):
         name = change.planned.name
         claim_create_name(ctx, change, self.type_name)
         if any(change.is_unknown(n) for n in ("template_id", "gpu_count", "volume_id")) or any(
-            change.config_is_unknown(n) for n in ("executor_id", "ssh_public_key")
+            change.config_is_unknown(n) for n in ("executor_id", "ssh_public_key", "authorized_keys")
         ):
             change.set_unknown("lium_name")  # named at create, from the same fields
             return
@@ -461,7 +468,7 @@ class PodResource(Resource[PodModel]):
             body = RentRequest(
                 pod_name=state.lium_name or state.name,
                 template_id=state.template_id,
-                user_public_key=public_key,
+                user_public_key=rented_keys(public_key, state.authorized_keys),
                 gpu_count=state.gpu_count,
                 initial_port_count=2,
                 volume_id=state.volume_id,
@@ -534,6 +541,7 @@ class PodResource(Resource[PodModel]):
                 **{name: getattr(plan, name) for name in OfferFilter.fields()},
                 "name": plan.name,  # differs only after an import (resources/pod_import.py)
                 "ssh_public_key": plan.ssh_public_key,
+                "authorized_keys": plan.authorized_keys,  # differs after an import, or in order only
                 "timeouts": plan.timeouts,
                 "termination_hours": plan.termination_hours,
                 "wait_for_ports": plan.wait_for_ports,

@@ -13,6 +13,7 @@ from pydantic import ConfigDict, Field
 from lium_provider.api.models import TerminationHours
 from lium_provider.domain.offer_filter import OfferFilter, PodFacts
 from lium_provider.domain.stack import rent_digest
+from lium_provider.resources.authorized_keys import AuthorizedKeys, authorized_beside, keys_digested
 from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.resources.ownership import AdoptedFrom, StackTag
 from lium_provider.resources.pod_private import PodPrivate
@@ -26,9 +27,10 @@ _KEEP = (UseStateForUnknown(),)
 class PodModel(OfferFilter):
     """A Lium GPU pod. Placed by `executor_id`, or by an offer filter (the cheapest match at apply time).
     Re-renting (a new pod, billed anew; the old one is deleted): changing `name`, `gpu_count`,
-    `executor_id`, `ssh_public_key` or `volume_id`, or a dead pod. Changing `template_id` keeps the pod and
-    its node: Lium switches its container in place (a new container and SSH host key, the same id, node
-    and volume; a `lium_runner` on it is replaced), as it does again for a pod whose last switch failed. Changing an offer-filter
+    `executor_id`, `ssh_public_key`, the keys of `authorized_keys` or `volume_id`, or a dead pod. Changing
+    `template_id` keeps the pod and its node: Lium switches its container in place (a new container and
+    SSH host key, the same id, node and volume; a `lium_runner` on it is replaced), as it does again for
+    a pod whose last switch failed. Changing an offer-filter
     field (`gpu`, `max_price_per_hour`, `regions`, `min_memory_gib`, `min_disk_gb`, `spot`) re-rents only
     when the running pod no longer satisfies the new filter; otherwise it updates the state alone. The
     offer-filter fields are those of `lium_offers`.
@@ -81,6 +83,7 @@ class PodModel(OfferFilter):
         ),
         OPENSSH_PUBLIC_KEY,
     ] = None
+    authorized_keys: AuthorizedKeys = None
     volume_id: Annotated[
         str | None,
         Attribute(optional=True, plan=_REPLACE, description="`lium_volume` to mount at /mnt (one)."),
@@ -148,8 +151,8 @@ class PodModel(OfferFilter):
             plan=_KEEP,
             description="The name sent to Lium: `name`, `-`, the stack tag (see the provider's `stack`) and 3 "
             "characters of what the rent asks for and cannot change in place (`gpu_count`, `volume_id`, a "
-            "configured `executor_id` and `ssh_public_key`), so a replacement never has its predecessor's name. It "
-            "recognises this stack's pod of this instance from any machine.",
+            "configured `executor_id`, `ssh_public_key` and `authorized_keys`), so a replacement never has its "
+            "predecessor's name. It recognises this stack's pod of this instance from any machine.",
         ),
     ] = None
     stack_tag: StackTag = None
@@ -159,9 +162,11 @@ class PodModel(OfferFilter):
 
 def pod_rent_digest(pod: PodModel, configured: PodModel) -> str:
     """The rent digest of a pod's Lium name (:func:`lium_provider.domain.stack.rent_digest`): of what
-    ``pod`` plans to rent that never changes in place, and of the executor and key its configuration
+    ``pod`` plans to rent that never changes in place, and of the executor and keys its configuration
     names. Not its template: a template switch keeps the pod, and its name."""
-    return rent_digest(pod.gpu_count, pod.volume_id, configured.executor_id, configured.ssh_public_key)
+    key = configured.ssh_public_key
+    extra = authorized_beside(key, configured.authorized_keys)
+    return rent_digest(pod.gpu_count, pod.volume_id, configured.executor_id, key, *keys_digested(extra))
 
 
 def pod_facts(state: PodModel, rented: PodPrivate) -> PodFacts:
