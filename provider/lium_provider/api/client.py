@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
@@ -257,6 +257,19 @@ class LiumClient:
         output, as ``docker logs`` shows it), as text (docs/lium-api.md#other-pod-routes)."""
         answer = self._call("GET", f"/pods/{_segment(pod_id)}/logs", params={"tail": tail}, text=True)
         return str(answer.data)
+
+    def follow_pod_logs(self, pod_id: str, tail: int) -> Iterator[str]:
+        """``GET /pods/{id}/logs?tail=N&follow=true``: the last ``tail`` lines, then each line the
+        container prints, until the pod stops running (docs/lium-api.md#other-pod-routes)."""
+        path = f"/pods/{_segment(pod_id)}/logs"
+        return self._http.stream_lines(
+            "GET",
+            self.base_url + path,
+            path=path,
+            headers={"X-API-KEY": self._api_key},
+            params={"tail": tail, "follow": "true"},
+            secrets=(self._api_key,),
+        )
 
     def switch_template(self, pod_id: str, template_id: str) -> Pod:
         """``PUT /pods/{id}/switch-template``: the same pod and node get a new container of ``template_id``

@@ -19,7 +19,7 @@ import random
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -218,6 +218,48 @@ class HttpTransport:
                 delay = self._after_error_status(reply, call, retry_number, clock)
             self.pause(delay)
             retry_number += 1
+
+    def stream_lines(
+        self,
+        method: str,
+        url: str,
+        *,
+        path: str,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str | int] | None = None,
+        secrets: Iterable[str] = (),
+    ) -> Iterator[str]:
+        """Send once and yield the 2xx body line by line as it arrives (a followed log), for as long as
+        the server writes; a non-2xx answer raises the :class:`LiumError` :meth:`request` would. Not
+        resent: a followed stream cut off is the caller's to start again. Each read waits at most the
+        transport's timeout for more, so a followed pod that prints nothing must be read again."""
+        call = _Call(method, url, path, headers, None, params, tuple(secrets), True)
+        self._raise_if_cancelled()
+        request = self._http.build_request(
+            method,
+            url,
+            headers=headers,
+            params=dict(params) if params else None,
+            timeout=httpx.Timeout(None, connect=self._connect_timeout),
+        )
+        with self._lock:
+            self._request_count += 1
+        try:
+            response = self._http.send(request, stream=True)
+        except httpx.TransportError as exc:
+            raise LiumUnavailable(_describe_transport_error(exc), method=method, path=path) from None
+        try:
+            if not 200 <= response.status_code < 300:
+                body = response.read()[:MAX_ERROR_BODY_BYTES]
+                reply = _Reply(response.status_code, response.headers, body)
+                raise _classify(reply, call, _error_details(body, response.headers, call.secrets))
+            for line in response.iter_lines():
+                self._raise_if_cancelled()
+                yield line
+        except httpx.TransportError as exc:
+            raise LiumUnavailable(_describe_transport_error(exc), method=method, path=path) from None
+        finally:
+            response.close()
 
     def _exchange(self, call: _Call, clock: _Clock) -> _Reply:
         request = self._http.build_request(

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import NoReturn
 
 from lium_provider import PROVIDER_SOURCE, __version__
+from lium_provider.cli.jobs import add_job_commands
 from lium_provider.cli.summary import add_summary_commands
 
 DESCRIPTION = (
     "Helpers around the Lium Terraform provider: install it for an offline terraform init, summarise "
-    "plans with prices, apply only reviewed plans, sweep up leftovers."
+    "plans with prices, apply only reviewed plans, sweep up leftovers, run jobs through a stack's "
+    "runners and read pods' output."
 )
 
 
@@ -154,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.set_defaults(handler=cmd_sweep)
 
     add_summary_commands(commands)
+    add_job_commands(commands)
     return parser
 
 

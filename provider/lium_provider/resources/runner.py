@@ -34,6 +34,7 @@ from lium_provider.resources.ownership import (
     refuse_another_stacks_pod,
 )
 from lium_provider.runner import bootstrap
+from lium_provider.runner.output import redacted
 from lium_provider.runner.pod_ssh import HostKeyMismatch, LoginRefused, PodSSH, PodUnreachable
 from lium_provider.runner.scripts import SSH_PORT
 from lium_provider.session import LiumSession, session
@@ -383,7 +384,8 @@ class RunnerResource(Resource[RunnerModel]):
         facts, _ = bootstrap.probe(ctx, ssh)
         user = facts.user
         outcome = bootstrap.smoke_test(ctx, ssh, commands, user, SMOKE_TEST_RUN_NAME)
-        tail = outcome.output_tail(bootstrap.LOG_TAIL_LINES)
+        # Kept in the state and shown in plans: no value of the runner's environment may stay in it.
+        tail = redacted(outcome.output_tail(bootstrap.LOG_TAIL_LINES), (state.environment or {}).values())
         if not outcome.succeeded:
             raise TFError(
                 "The smoke test failed",

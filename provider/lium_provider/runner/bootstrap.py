@@ -24,6 +24,7 @@ from lium_provider.runner.task_api import (
     RunnerAPIError,
     healthcheck_version,
     run_job,
+    shell_job,
     stop_job,
 )
 from tfbridge import Context, TFError
@@ -244,7 +245,7 @@ def smoke_test(
     """Run ``commands`` once through the runner as ``user``; the job is stopped if we are interrupted."""
     http = runner_http(ssh)
     try:
-        return run_job(ctx, http, run_name, commands, user)
+        return run_job(ctx, http, shell_job(run_name, commands, user))
     except RunnerAPIError as exc:
         raise TFError("The runner refused the smoke test", str(exc), path=("smoke_test",)) from None
     except BaseException:
