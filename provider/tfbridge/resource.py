@@ -116,6 +116,12 @@ class Resource(Generic[StateT]):
     def create(self, ctx: Context, plan: StateT, config: StateT) -> StateT:
         raise NotImplementedError
 
+    def plan_delete(self, ctx: Context, prior: StateT) -> None:
+        """A plan deletes ``prior``: its instance left the configuration (a lower ``count``, a removed
+        ``for_each`` key or block), outside a destroy. Called with the plan's other instances, so an object
+        that is being deleted can still hold what a create of the same run must not take over (a name).
+        A :class:`TFError` fails the plan. By default nothing."""
+
     def end_unrecorded(self, ctx: Context, config: StateT) -> None:
         """End what an interrupted create of this instance made and no state records.
 

@@ -208,7 +208,8 @@ resource "lium_template" "t" {{
   name             = "secret-printer"
   image            = "python:3.11-slim"
   entrypoint       = "/bin/sh"
-  startup_commands = "-c 'echo container says token={SECRET}; exec sleep infinity'"
+  # prints the value without holding it (the template is not sensitive; it is in the state)
+  startup_commands = "-c 'echo container says token=s3cr3t-token-$((4400+17)); exec sleep infinity'"
 }}
 resource "lium_pod" "p" {{
   name        = "secret-printer"

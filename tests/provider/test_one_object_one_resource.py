@@ -62,6 +62,41 @@ def test_count_raised_with_one_fixed_name_is_refused_at_plan_naming_the_lium_nam
     assert_nothing_left(account)
 
 
+def keyed(key: str) -> str:
+    return (
+        PROVIDER_BLOCK
+        + TEMPLATE
+        + f"""
+resource "lium_pod" "p" {{
+  for_each    = toset(["{key}"])
+  name        = "keyed"
+  template_id = lium_template.t.id
+}}
+"""
+    )
+
+
+def test_a_renamed_for_each_key_with_one_fixed_name_is_refused_rather_than_taking_over_the_deleted_pod(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    tf = make_terraform(keyed("a"), **account.env)
+    tf.init()
+    tf.apply()
+    (pod,) = instances(tf, "lium_pod")
+    tf.write(keyed("b"))
+    refused = tf.run("plan", "-input=false", "-no-color", check=False)
+    message = flat(refused.stderr)
+    assert refused.returncode == 1, refused.stdout
+    assert pod["lium_name"] in message and "moved" in message, message
+    tf.write(keyed("b") + 'moved {\n  from = lium_pod.p["a"]\n  to   = lium_pod.p["b"]\n}\n')
+    code, plan = tf.plan_exitcode()
+    assert code == 0 or "0 to add, 0 to change, 0 to destroy" in plan, plan
+    tf.apply()
+    assert running(account) == {pod["id"]}, "the moved pod was replaced"
+    tf.destroy()
+    assert_nothing_left(account)
+
+
 def test_a_state_edited_to_another_stacks_pod_never_deletes_it_and_its_destroy_fails_naming_it(
     make_terraform: Callable[..., Terraform], account: Account
 ) -> None:
@@ -163,4 +198,53 @@ def test_a_member_of_another_stacks_cluster_imported_as_a_pod_is_refused_at_plan
     assert importer.run("plan", "-input=false", "-no-color", check=False).returncode == 1
     assert cluster.plan_exitcode()[0] == 0, "the refused import changed the cluster"
     cluster.destroy()
+    assert_nothing_left(account)
+
+
+CLUSTER = PROVIDER_BLOCK + 'resource "lium_cluster" "c" {\n  name       = "edited"\n  node_count = 2\n}\n'
+
+
+@pytest.mark.parametrize("nodes", ["kept", "emptied"])
+def test_a_cluster_id_edited_to_another_stacks_cluster_never_removes_it(
+    make_terraform: Callable[..., Terraform], account: Account, nodes: str
+) -> None:
+    other, edited = make_terraform(CLUSTER, **account.env), make_terraform(CLUSTER, **account.env)
+    for tf in (other, edited):
+        tf.init()
+        tf.apply()
+    (theirs,) = instances(other, "lium_cluster")
+    (mine,) = instances(edited, "lium_cluster")
+    state = edited.state_file()
+    (cluster,) = [r for r in state["resources"] if r["type"] == "lium_cluster"]
+    cluster["instances"][0]["attributes"]["id"] = theirs["id"]  # only the id: its own members recorded
+    if nodes == "emptied":
+        cluster["instances"][0]["attributes"]["nodes"] = []
+    (edited.workdir / "terraform.tfstate").write_text(json.dumps(state))
+    plan = edited.run("plan", "-input=false", "-no-color", check=False)
+    assert plan.returncode == 1 and "belongs to another stack" in flat(plan.stderr), plan.stdout
+    destroyed = edited.destroy("-refresh=false", check=False)
+    assert destroyed.returncode == 1, "the destroy reported success on another stack's cluster"
+    assert {n["pod_id"] for n in theirs["nodes"]} <= running(account), "another stack's cluster was removed"
+    assert other.plan_exitcode()[0] == 0
+    edited.run("state", "rm", "lium_cluster.c")
+    for node in mine["nodes"]:  # the edited stack's own cluster, which no state records any more
+        with account.api() as api:
+            assert api.delete(f"/pods/{node['pod_id']}").status_code in (200, 204)
+    other.destroy()
+
+
+def test_a_cluster_whose_id_was_damaged_is_removed_by_its_recorded_members_at_destroy(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    tf = make_terraform(CLUSTER, **account.env)
+    tf.init()
+    tf.apply()
+    (cluster,) = instances(tf, "lium_cluster")
+    state = tf.state_file()
+    (recorded,) = [r for r in state["resources"] if r["type"] == "lium_cluster"]
+    recorded["instances"][0]["attributes"]["id"] = cluster["id"].upper()  # no longer a Lium id
+    (tf.workdir / "terraform.tfstate").write_text(json.dumps(state))
+    destroyed = tf.destroy()
+    assert "Removed this stack's cluster" in flat(destroyed.stdout + destroyed.stderr)
+    assert not {n["pod_id"] for n in cluster["nodes"]} & running(account), "the cluster still bills"
     assert_nothing_left(account)

@@ -42,15 +42,13 @@ from lium_provider.domain.removal import (
     rfc3339,
     set_removal,
 )
-from lium_provider.domain.stack import (
-    lium_pod_name,
-    parse_lium_pod_name,
-)
+from lium_provider.domain.stack import lium_pod_name, parse_lium_pod_name, tag_in_pod_name
 from lium_provider.resources.authorized_keys import plan_same_keys, rented_keys
 from lium_provider.resources.cluster_members import (
     check_cluster_template,
     delete_cluster_and_wait,
     members_of,
+    members_under_id,
     newest_cluster_template,
     wait_for_members,
 )
@@ -77,6 +75,7 @@ from lium_provider.resources.ownership import (
     check_before_change,
     claim_create_name,
     claim_lium_name,
+    hold_at_delete,
     left_alone_at_delete,
     plan_ownership,
     refreshed_ownership,
@@ -534,22 +533,12 @@ class ClusterResource(Resource[ClusterModel]):
         return state.model_copy(update={"removal_scheduled_at": plan.removal_scheduled_at})
 
     def read(self, ctx: Context, state: ClusterModel) -> ClusterModel | None:
-        s = session(ctx)
         if not is_lium_id(state.id):
             return state  # names no cluster: the plan refuses it, a destroy forgets it
         # A member that failed to start is still listed (and is removed with the cluster): the cluster
         # is degraded, not gone, until every member is deleting or deleted.
-        recorded = [n.pod_id for n in state.nodes or [] if n.pod_id]
         with api_errors("reading the cluster's members"):
-            if recorded:
-                # Each from the stack's shared listing, as a pod's refresh reads it: a member the listing
-                # lacks (it lags) is confirmed by its own GET, and so is every member when the listing
-                # cannot be read, so neither forgets a billed cluster nor blocks a destroy.
-                found = [s.watcher.current(ctx, pod_id) for pod_id in recorded]
-            else:  # just imported: only the cluster id is known
-                found = [p for p in s.client.list_pods() if p.cluster_id == state.id]
-        members = [p for p in found if p is not None and p.status not in (DELETING, DELETED)]
-        members.sort(key=lambda p: p.cluster_node_index or 0)
+            members = self._members(ctx, state)
         if not members:
             return None
         refreshed = state
@@ -582,18 +571,61 @@ class ClusterResource(Resource[ClusterModel]):
         )
 
     def delete(self, ctx: Context, state: ClusterModel) -> None:
-        if left_alone_at_delete(ctx, self.type_name, state, lambda: self._mark_now(ctx, state)):
+        if not is_lium_id(state.id):
+            self._delete_by_recorded_members(ctx, state)
+        members: list[Pod] = []
+
+        def mark() -> str | None:
+            with api_errors("reading the cluster's members"):
+                members.extend(self._members(ctx, state))
+            return members_mark(state, members)
+
+        if left_alone_at_delete(ctx, self.type_name, state, mark):
             return
-        delete_cluster_and_wait(
-            ctx, session(ctx), state.id or "", [n.pod_id or "" for n in state.nodes or []]
-        )
+        # Only the id's own members: a pod the state records under it but Lium places elsewhere is not.
+        delete_cluster_and_wait(ctx, session(ctx), state.id or "", [p.id for p in members])
+
+    def _members(self, ctx: Context, state: ClusterModel) -> list[Pod]:
+        """The cluster's live members, those Lium groups under its id (:func:`members_under_id`); a member
+        that failed to start is one until it is deleted: the cluster is degraded, not gone."""
+        recorded = [n.pod_id for n in state.nodes or [] if n.pod_id]
+        return members_under_id(ctx, session(ctx), state.id or "", recorded)
 
     def _mark_now(self, ctx: Context, state: ClusterModel) -> str | None:
-        """The stack tag the cluster's members carry in Lium now (None: all gone), from the listing."""
-        s = session(ctx)
+        """The stack tag the cluster's members carry in Lium now (None: all gone)."""
         with api_errors("reading the cluster's members"):
-            members = [s.watcher.current(ctx, n.pod_id) for n in state.nodes or [] if n.pod_id]
-        return members_mark(state, [p for p in members if p is not None])
+            return members_mark(state, self._members(ctx, state))
+
+    def _delete_by_recorded_members(self, ctx: Context, state: ClusterModel) -> None:
+        """A damaged id with this stack's members recorded beside it: the clusters those pods are members
+        of, when every member carries this stack's tag, are removed (a paid cluster is not left running
+        because its id was lost); any other is left alone, as any delete leaves another stack's."""
+        s = session(ctx)
+        ours = (state.stack_tag or s.stack_tag, state.adopted_from)
+        recorded = [n.pod_id for n in state.nodes or [] if is_lium_id(n.pod_id)]
+        with api_errors("looking for the cluster by its recorded members"):
+            listing = s.client.list_pods()
+            ids = {
+                p.cluster_id
+                for p in listing
+                if p.cluster_id and (p.id in recorded or p.pod_name == state.lium_name)
+            }
+            for cluster_id in sorted(i for i in ids if i):
+                members = [
+                    p for p in listing if p.cluster_id == cluster_id and p.status not in (DELETING, DELETED)
+                ]
+                if not members or any(tag_in_pod_name(p.pod_name) not in ours for p in members):
+                    continue
+                ctx.warn(
+                    f"Removed this stack's cluster {cluster_id} by its recorded members",
+                    f"The state's id was unusable; the cluster its members ({state.lium_name}, this "
+                    "stack's) belong to was found in Lium and removed.",
+                )
+                delete_cluster_and_wait(ctx, s, cluster_id, [p.id for p in members])
+
+    def plan_delete(self, ctx: Context, prior: ClusterModel) -> None:
+        if prior.lium_name:
+            hold_at_delete(ctx, (LIUM_NAME_KEY, prior.lium_name), prior.lium_name)
 
     def end_unrecorded(self, ctx: Context, config: ClusterModel) -> None:
         """During a destroy, a cluster this instance's interrupted create rented and no state records

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from lium_provider.api.client import LiumClient
 from lium_provider.api.cluster_rules import CLUSTER_IMAGE_PREFIX, is_cluster_image
 from lium_provider.api.errors import LiumError, is_definitive
-from lium_provider.api.models import RUNNING, TERMINAL_POD_STATES, Pod, Template
+from lium_provider.api.models import DELETED, DELETING, RUNNING, TERMINAL_POD_STATES, Pod, Template
+from lium_provider.api.pod_watch import READ_STALENESS_SECONDS
 from lium_provider.resources.pod_lifecycle import (
     delete_pod_and_wait,
     failure_reason,
@@ -62,6 +63,24 @@ def check_cluster_template(client: LiumClient, template_id: str) -> None:
             "unset for Lium's newest cluster template, or use a template of that image.",
             path=("template_id",),
         )
+
+
+def members_under_id(ctx: Context, s: LiumSession, cluster_id: str, recorded: Iterable[str]) -> list[Pod]:
+    """The live pods Lium groups under ``cluster_id``, in rank order: the ``recorded`` members (each from
+    the stack's shared listing, confirmed by its own GET when the listing lacks it) that Lium still places
+    in it, and any other pod the listing shows under the id. A recorded pod of another cluster (an edited
+    state) is no member: the id is what a change or a delete acts on, so the id's pods are judged."""
+    found = [s.watcher.current(ctx, pod_id) for pod_id in recorded if pod_id]
+    listing = s.watcher.recent_pods(READ_STALENESS_SECONDS)
+    if listing is None:
+        listing = s.client.list_pods()
+    members = {p.id: p for p in found if p is not None and p.cluster_id in (None, cluster_id)}
+    for pod in listing:
+        if pod.cluster_id == cluster_id:
+            members.setdefault(pod.id, pod)
+    # A member that failed to start is still a member (it is removed with the cluster).
+    kept = [p for p in members.values() if p.status not in (DELETING, DELETED)]
+    return sorted(kept, key=lambda p: p.cluster_node_index or 0)
 
 
 def members_of(pods: Iterable[Pod], lium_name: str, cluster_id: str | None) -> dict[str, list[Pod]]:

@@ -79,9 +79,11 @@ def _password(config: DockerCredentialModel) -> str:
 
 
 def _mark_of_users(s: LiumSession, state: DockerCredentialModel) -> str | None:
-    """A credential's mark (Lium has no field for it): the stack tags the account's templates that use
-    it carry; of those, one the state does not record it under, so that a credential another stack's
-    template uses is never this stack's to delete; None when no tagged template uses it."""
+    """A credential's mark (Lium has no field for it): the stack tag of another stack whose template
+    uses it, other than the tags the state records it under; None when only this stack's templates use
+    it, or none does. Another stack's template that merely refers to this stack's credential does not
+    make it that stack's: the state stays its record (a refresh never refuses it), but it is never
+    changed or deleted under that template, which would break."""
     with api_errors("listing the templates that use the Docker credential"):
         me = s.verify_access().id
         tags = {
@@ -90,7 +92,7 @@ def _mark_of_users(s: LiumSession, state: DockerCredentialModel) -> str | None:
             if t.user_id == me and t.docker_credential_id == state.id and (tag := tag_in(t.description))
         }
     others = sorted(tags - {state.stack_tag or s.stack_tag, state.adopted_from})
-    return others[0] if others else next(iter(sorted(tags)), None)
+    return others[0] if others else None
 
 
 class DockerCredentialResource(Resource[DockerCredentialModel]):
@@ -127,7 +129,9 @@ class DockerCredentialResource(Resource[DockerCredentialModel]):
         if credential is None:
             return None
         s = session(ctx)
-        owner = refreshed_ownership(ctx, self.type_name, state, _mark_of_users(s, state))
+        # Only an import is judged by the templates that use the credential: a state's record is its mark.
+        mark = _mark_of_users(s, state) if state.stack_tag is None else None
+        owner = refreshed_ownership(ctx, self.type_name, state, mark)
         return state.model_copy(
             update={"username": credential.username or state.username, "password_wo": None, **owner}
         )

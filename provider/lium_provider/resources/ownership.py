@@ -273,7 +273,9 @@ def claim_lium_name(ctx: Context, change: PlanChange[Any], key: tuple[str, ...],
         detail = (
             f"Another resource of this stack already records, or also plans, an object named {shown}: this "
             "create would find that object and take it over, leaving two resources one object. Give each "
-            "resource its own `name` (with `count` or `for_each`, from `count.index` or `each.key`)."
+            "resource its own `name` (with `count` or `for_each`, from `count.index` or `each.key`); for "
+            "an object this plan deletes because its address changed (a renamed resource or `for_each` "
+            "key), a `moved` block from the old address to the new one keeps it instead."
         )
     else:
         detail = (
@@ -282,6 +284,22 @@ def claim_lium_name(ctx: Context, change: PlanChange[Any], key: tuple[str, ...],
             "from `count.index` or `each.key`)."
         )
     raise TFError(f"Two resources of this stack would share {shown}", detail, path=("name",))
+
+
+def hold_at_delete(ctx: Context, key: tuple[str, ...], shown: str) -> None:
+    """An object this plan deletes keeps its name (``key``; ``shown`` as users see it) until it is gone:
+    a create of the same run that would find it by that name, and take over an object being deleted, is
+    refused, whichever of the two is planned first."""
+    if session(ctx).use_name(key, create=False):
+        return
+    raise TFError(
+        f"A create of this plan would take over {shown}, which this plan deletes",
+        "Its instance left the configuration (a lowered `count`, a renamed resource or `for_each` key) "
+        "while a new instance has the same `name`: the create would find the object that is being deleted "
+        "and take it over. Give the new instance another `name`, or keep the object with a `moved` block "
+        "from its old address to the new one.",
+        path=("name",),
+    )
 
 
 def _record(private: bytes) -> dict[str, Any]:

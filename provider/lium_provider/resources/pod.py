@@ -48,6 +48,7 @@ from lium_provider.resources.ownership import (
     check_before_change,
     claim_create_name,
     claim_lium_name,
+    hold_at_delete,
     left_alone_at_delete,
     plan_ownership,
     refreshed_ownership,
@@ -634,6 +635,10 @@ class PodResource(Resource[PodModel]):
         s = session(ctx)
         delete_pod_and_wait(ctx, s, state.id or "")
         s.journal.forget(state.lium_name or state.name)
+
+    def plan_delete(self, ctx: Context, prior: PodModel) -> None:
+        if prior.lium_name:
+            hold_at_delete(ctx, (LIUM_NAME_KEY, prior.lium_name), prior.lium_name)
 
     def end_unrecorded(self, ctx: Context, config: PodModel) -> None:
         """During a destroy, a pod this instance's interrupted create rented and no state records (found

@@ -31,6 +31,7 @@ from lium_provider.resources.ownership import (
     check_before_change,
     claim_create_name,
     claim_lium_name,
+    hold_at_delete,
     left_alone_at_delete,
     plan_ownership,
     refreshed_ownership,
@@ -113,6 +114,10 @@ class SshKeyResource(Resource[SshKeyModel]):
         lium_name = tagged_name(change.planned.name, tag)
         change.set_planned("lium_name", lium_name)
         claim_lium_name(ctx, change, (self.type_name, lium_name), f"the SSH key name {lium_name!r}")
+
+    def plan_delete(self, ctx: Context, prior: SshKeyModel) -> None:
+        if prior.lium_name:
+            hold_at_delete(ctx, (self.type_name, prior.lium_name), f"the SSH key name {prior.lium_name!r}")
 
     def create(self, ctx: Context, plan: SshKeyModel, config: SshKeyModel) -> SshKeyModel:
         s = session(ctx)

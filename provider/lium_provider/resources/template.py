@@ -34,6 +34,7 @@ from lium_provider.resources.ownership import (
     check_before_change,
     claim_create_name,
     claim_lium_name,
+    hold_at_delete,
     left_alone_at_delete,
     plan_ownership,
     refreshed_ownership,
@@ -263,6 +264,9 @@ class TemplateResource(Resource[TemplateModel]):
             names.add(change.planned.name)  # a rename runs beside the creates of the same apply
         for name in sorted(names):
             claim_lium_name(ctx, change, _name_key(name, tag), f"the template name {name!r}")
+
+    def plan_delete(self, ctx: Context, prior: TemplateModel) -> None:
+        hold_at_delete(ctx, _name_key(prior.name, prior.stack_tag), f"the template name {prior.name!r}")
 
     def create(self, ctx: Context, plan: TemplateModel, config: TemplateModel) -> TemplateModel:
         s = session(ctx)

@@ -26,6 +26,7 @@ from lium_provider.resources.ownership import (
     check_before_change,
     claim_create_name,
     claim_lium_name,
+    hold_at_delete,
     left_alone_at_delete,
     plan_ownership,
     refreshed_ownership,
@@ -90,6 +91,10 @@ class VolumeResource(Resource[VolumeModel]):
         for name in sorted(names):
             key = ("lium_volume", name, tag or "")
             claim_lium_name(ctx, change, key, f"the volume name {name!r}")
+
+    def plan_delete(self, ctx: Context, prior: VolumeModel) -> None:
+        key = ("lium_volume", prior.name, prior.stack_tag or "")
+        hold_at_delete(ctx, key, f"the volume name {prior.name!r}")
 
     def create(self, ctx: Context, plan: VolumeModel, config: VolumeModel) -> VolumeModel:
         s = session(ctx)

@@ -311,9 +311,13 @@ class ProviderServer(pb_grpc.ProviderServicer):
         with self._answering_resource(response, operation, request.type_name) as diagnostics:
             resource, schema = self._resource(request.type_name)
             proposed = decode(request.proposed_new_state, schema.type)
-            if proposed is None:  # destroy: nothing to decide
-                return response
             prior = decode(request.prior_state, schema.type)
+            if proposed is None:  # a delete: nothing to decide, but what it still holds is held
+                if prior is not None and not destroying():
+                    ctx = self._context(private=request.prior_private)
+                    resource.plan_delete(ctx, to_model(resource.model, prior))
+                    diagnostics += ctx.warnings
+                return response
             config = decode(request.config, schema.type) or {}
             _register_secrets(schema.block, config)
             change = plan_change(schema.block, config, prior, proposed)
