@@ -49,7 +49,8 @@ class GpuStack(Construct):
     Outputs (names prefixed with ``output_prefix``): ``ssh_commands``, ``runner_ports`` and
     ``price_per_hour`` (per pod), ``known_hosts`` (every pod's pinned host key, one line each, for the
     SSH commands to read), ``stack_price_per_hour``, with ``serve`` ``served_addresses`` (per pod, each
-    served port's ``host:port``), and with a smoke test ``smoke_test_outputs``.
+    served port's ``host:port``), with a runner ``run_command`` (``lium-tf run`` on the stack's runners:
+    the command goes after ``--``), and with a smoke test ``smoke_test_outputs``.
     """
 
     def __init__(
@@ -267,12 +268,22 @@ class GpuStack(Construct):
         if runner is not None:
             ports = [r.runner_ssh_port for r in self.runners]
             self._output(prefix + "runner_ports", ports, "external port of each runner's sshd")
+            self._output(prefix + "run_command", self.run_command(), "`lium-tf run` on this stack's runners")
         if runner is not None and runner.smoke_test:
             outputs = [r.smoke_test_output for r in self.runners]
             self._output(prefix + "smoke_test_outputs", outputs, "last lines of each smoke test")
         per = "the whole cluster" if self.cluster is not None else "per pod"
         self._output(prefix + "price_per_hour", self.prices, f"billed USD per hour, {per}")
         self._output(prefix + "stack_price_per_hour", self.hourly_price, f"billed USD per hour, all {unit}s")
+
+    def run_command(self) -> str:
+        """``lium-tf run`` on this stack's runners (every node of a cluster together), from the CDK
+        project's directory after ``cdktf deploy``: the command to run goes after ``--``."""
+        stack = cdk.TerraformStack.of(self).node.id
+        targets = "".join(
+            f" --target {r.terraform_resource_type}.{r.friendly_unique_id}" for r in self.runners
+        )
+        return f"lium-tf run --dir cdktf.out/stacks/{stack}{targets} --"
 
     def _output(self, name: str, value: object, description: str) -> None:
         cdk.TerraformOutput(self, name, value=value, description=description, static_id=True)

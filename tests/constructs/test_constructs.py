@@ -210,10 +210,14 @@ def test_gpu_stack_per_pod_resources_and_outputs(stack: cdk.TerraformStack) -> N
     assert sorted(doc["output"]) == [
         "train_known_hosts",
         "train_price_per_hour",
+        "train_run_command",
         "train_runner_ports",
         "train_ssh_commands",
         "train_stack_price_per_hour",
     ]
+    assert doc["output"]["train_run_command"]["value"] == (
+        "lium-tf run --dir cdktf.out/stacks/s --target lium_runner.train_0 --target lium_runner.train_1 --"
+    )
     assert doc["output"]["train_known_hosts"]["value"] == (
         '${join("\\n", [lium_pod.train_0.known_hosts, lium_pod.train_1.known_hosts])}'
     )

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -187,6 +190,23 @@ def test_gpu_stack_of_two_nodes_runs_a_collective_through_its_runners(
     assert outputs["stack_price_per_hour"] == pytest.approx(cluster["price_per_hour"])
     for rank, printed in enumerate(outputs["smoke_test_outputs"]):
         assert f"all-reduce ok on rank {rank} of 2: tcp sum 5;" in printed, printed
+    # Its run_command output, as printed, runs a job on both nodes with their ranks.
+    ran = subprocess.run(
+        f"{outputs['run_command']} 'echo rank=$NODE_RANK of $WORLD_SIZE'",
+        shell=True,
+        cwd=app.workdir,
+        env={
+            **os.environ,
+            **deploy_env,
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert sorted(ran.stdout.splitlines()) == ["[node 0] rank=0 of 2", "[node 1] rank=1 of 2"], ran.stdout
 
     app.destroy()
     assert_nothing_left(account)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +23,8 @@ from pathlib import Path
 import pytest
 
 from lium_emulator.launcher import RunningEmulator
+from lium_provider.runner.task_api import ROUTES
+from tests.support.dstack_runner import DSTACK_RUNNER_ROUTES
 from tests.support.examples import copy_example
 from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, new_account, ssh_run
 from tests.support.terraform import REPO, Terraform
@@ -113,10 +116,9 @@ def test_a_collective_in_the_callers_directory_runs_on_both_nodes_with_their_ran
         "--dir",
         str(cluster.tf.workdir),
         "--",
-        "sh",
-        "-c",
-        "ls; echo rank=$RANK node_rank=$NODE_RANK world=$WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT; "
-        "python3 collective.py",
+        "ls; echo rank=$RANK node_rank=$NODE_RANK world=$WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT;",
+        "python3",
+        "collective.py",
         cwd=tmp_path,
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
@@ -126,6 +128,16 @@ def test_a_collective_in_the_callers_directory_runs_on_both_nodes_with_their_ran
         assert f"[node {rank}] rank={rank} node_rank={rank} world=2 master={master}:29500" in said, ran.stdout
         assert any(f"all-reduce ok on rank {rank} of 2: tcp sum 5;" in line for line in said), ran.stdout
         assert f"[node {rank}] collective.py" in said and f"[node {rank}] data.bin" not in said, said
+    # What the runners were sent is what dstack's server sends a runner, and nothing else.
+    for node in cluster.nodes():
+        served = ssh_run(cluster.account, node, "cat /tmp/runner/default.log")
+        routes = {(m, path) for m, path in re.findall(r'"(GET|POST) (/api/[a-z_]+)', served)}
+        assert routes <= DSTACK_RUNNER_ROUTES, routes
+        assert {("POST", "/api/submit"), ("POST", "/api/upload_code"), ("POST", "/api/run")} <= routes, routes
+
+
+def test_every_call_to_a_runner_is_one_dstacks_server_makes() -> None:
+    assert ROUTES <= DSTACK_RUNNER_ROUTES, ROUTES - DSTACK_RUNNER_ROUTES
 
 
 def test_a_failing_command_exits_with_its_code_and_stops_the_other_node(
@@ -137,8 +149,6 @@ def test_a_failing_command_exits_with_its_code_and_stops_the_other_node(
         str(cluster.tf.workdir),
         "--no-code",
         "--",
-        "sh",
-        "-c",
         'if [ "$RANK" = 1 ]; then sleep 1; exit 7; fi; exec sleep 607',
         cwd=tmp_path,
     )
@@ -154,8 +164,6 @@ def test_ctrl_c_stops_the_job_on_every_node(cluster: Applied, tmp_path: Path) ->
         str(cluster.tf.workdir),
         "--no-code",
         "--",
-        "sh",
-        "-c",
         "echo started; exec sleep 608",
         cwd=tmp_path,
     )
@@ -180,8 +188,6 @@ def test_a_busy_runner_is_a_clear_error(cluster: Applied, tmp_path: Path) -> Non
         str(cluster.tf.workdir),
         "--no-code",
         "--",
-        "sh",
-        "-c",
         "echo started; exec sleep 609",
         cwd=tmp_path,
     )
@@ -258,8 +264,6 @@ def test_a_runner_environment_value_printed_is_redacted_everywhere_it_could_leav
         str(tf.workdir),
         "--no-code",
         "--",
-        "sh",
-        "-c",
         "echo job says token=$TOKEN",
         cwd=tmp_path,
     )

@@ -79,7 +79,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         state = read_state(Path(args.dir))
         request = RunRequest(tuple(argv), dict(args.env or []), dict(args.secret or []), code)
         with client:
-            return run_on_stack(state, client, request, private_key, args.target)
+            return run_on_stack(state, client, request, private_key, args.target or ())
     except (StackError, RunError, CodeTooLarge, LiumError, OSError) as exc:
         print(f"lium-tf run: {exc}", file=sys.stderr)
         return 1
@@ -158,8 +158,10 @@ def add_job_commands(commands: Any) -> None:
     )
     run.add_argument(
         "--target",
+        action="append",
         metavar="ADDRESS",
-        help="only the lium_runner at this address, or every one under it (lium_runner.gpu, module.train)",
+        help="only the lium_runner at this address, or every one under it (lium_runner.gpu, module.train); "
+        "repeat it for more",
     )
     run.add_argument(
         "--env",
@@ -202,6 +204,6 @@ def add_job_commands(commands: Any) -> None:
     logs.add_argument("--node", type=int, metavar="N", help="the node of a lium_cluster address, by index")
     logs.add_argument("--follow", "-f", action="store_true", help="keep printing what the pod prints")
     logs.add_argument(
-        "--tail", type=int, default=100, metavar="N", help="lines to show first (0 to 10000; default 100)"
+        "--tail", type=int, default=100, metavar="N", help="lines to show first, 0 to 10000 (default: 100)"
     )
     logs.set_defaults(handler=cmd_logs)

@@ -85,14 +85,16 @@ def new_run_name() -> str:
     return f"lium-tf-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
 
 
-def nodes_of(state: StackState, target: str | None, client: LiumClient) -> list[Node]:
-    """The runners ``target`` selects (all by default), with their pods; the members of a cluster in
+def nodes_of(state: StackState, targets: Sequence[str], client: LiumClient) -> list[Node]:
+    """The runners ``targets`` select (all without one), with their pods; the members of a cluster in
     rank order, each with its place in the run."""
-    runners = state.selected("lium_runner", target)
+    runners = state.selected("lium_runner", targets)
     if not runners:
-        if target is not None and state.of_type("lium_runner"):
+        if targets and state.of_type("lium_runner"):
             named = ", ".join(r.address for r in state.of_type("lium_runner"))
-            raise StackError(f"--target {target} names no lium_runner of the stack (it has {named})")
+            raise StackError(
+                f"--target {' '.join(targets)} names no lium_runner of the stack (it has {named})"
+            )
         raise StackError(
             f"the stack in {state.directory} has no lium_runner: add one per pod or cluster node "
             '(resource "lium_runner" with pod_id and ssh_host_key; GpuStack adds them unless runner=None) '
@@ -255,7 +257,8 @@ class Run:
             raise RunError(f"{node.label}: {exc.summary}. {exc.detail}") from None
         spec = JobSpec(
             run_name=self.request.run_name,
-            argv=self.request.argv,
+            # As ssh runs a remote command: the words joined, run by the image's shell on the node.
+            argv=("/bin/sh", "-c", " ".join(self.request.argv)),
             user=facts.user,
             env={**rendezvous(node), **self.request.env},
             secrets=self.request.secrets,
@@ -407,7 +410,7 @@ def run_on_stack(
     client: LiumClient,
     request: RunRequest,
     private_key: str,
-    target: str | None = None,
+    targets: Sequence[str] = (),
     write: Callable[[str], None] | None = None,
     say: Callable[[str], None] | None = None,
 ) -> int:
@@ -415,7 +418,7 @@ def run_on_stack(
     out = write or _stdout
     err = say or _stderr
     try:
-        nodes = nodes_of(state, target, client)
+        nodes = nodes_of(state, targets, client)
     except LiumError as exc:
         raise RunError(f"reading the runners' pods from Lium failed: {exc}") from None
     run = Run(nodes, request, private_key, state.secret_values(), out, err)

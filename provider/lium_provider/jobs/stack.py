@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,13 +41,14 @@ class StackState:
     def of_type(self, type_name: str) -> list[StateResource]:
         return [r for r in self.resources if r.type == type_name]
 
-    def selected(self, type_name: str, target: str | None) -> list[StateResource]:
-        """The ``type_name`` instances ``target`` names as ``-target`` does: its address, or an address
-        it is the prefix of (``lium_runner.node`` names every instance; ``module.gpu`` all in it)."""
+    def selected(self, type_name: str, targets: Sequence[str] = ()) -> list[StateResource]:
+        """The ``type_name`` instances ``targets`` name as ``-target`` does (all without one): an address,
+        or an address it is the prefix of (``lium_runner.node`` names every instance; ``module.gpu`` all
+        in it)."""
         found = self.of_type(type_name)
-        if target is None:
+        if not targets:
             return found
-        return [r for r in found if r.address == target or _under(r.address, target)]
+        return [r for r in found if any(r.address == t or _under(r.address, t) for t in targets)]
 
     def secret_values(self) -> list[str]:
         """Every value of every runner's ``environment``: what no output may show."""

@@ -73,7 +73,12 @@ def members_under_id(ctx: Context, s: LiumSession, cluster_id: str, recorded: It
     found = [s.watcher.current(ctx, pod_id) for pod_id in recorded if pod_id]
     listing = s.watcher.recent_pods(READ_STALENESS_SECONDS)
     if listing is None:
-        listing = s.client.list_pods()
+        try:
+            listing = s.client.list_pods()
+        except LiumError:
+            if not found:
+                raise  # nothing else tells which pods the id groups
+            listing = []  # an unreadable listing must not fail a refresh the members' GETs answered
     members = {p.id: p for p in found if p is not None and p.cluster_id in (None, cluster_id)}
     for pod in listing:
         if pod.cluster_id == cluster_id:
