@@ -96,9 +96,11 @@ class GpuStack(Construct):
             ssh_public_key: Key authorised for root; default: derived from the provider's private key.
             authorized_keys: More keys authorised for root on every pod or node, so a team shares them
                 (``DataLiumSshKeys(...).keys``' public keys, or literal OpenSSH lines).
-            serve: Container ports the image serves (a model server, TensorBoard): published beside SSH
+            serve: Container ports the pods serve (a model server, TensorBoard): published beside SSH
                 and the runner's, waited for at every apply until each answers inside the pod
-                (``wait_for_ports``), and output as ``served_addresses``.
+                (``wait_for_ports``), and output as ``served_addresses``. The server must be what the
+                container runs: set ``entrypoint``/``startup_commands`` to its command (``None`` for both
+                runs the image's own); with the defaults (``sleep infinity``) this is refused.
             termination_hours: Lium removes each pod this many hours (1 to 720) after it started. Set on
                 every pod (not as the provider's default), so the synthesized plan shows each pod's
                 deadline and a provider shared with other stacks keeps its own; default: the provider's
@@ -117,6 +119,12 @@ class GpuStack(Construct):
         super().__init__(scope, id_)
         self.cluster: Cluster | None = None
         self.served = check_served_ports(serve)
+        if self.served and (entrypoint, startup_commands) == (KEEP_ALIVE_ENTRYPOINT, KEEP_ALIVE_ARGUMENTS):
+            raise ValueError(
+                "serve: the default entrypoint keeps the container alive with `sleep infinity`, which serves "
+                "nothing: give the server's command (entrypoint and startup_commands; None for both runs the "
+                "image's own)"
+            )
         keys = list(authorized_keys) if authorized_keys is not None else None
         if nodes is not None:
             check_cluster_arguments(nodes, count, image, registry, volume_id, rendezvous_port)

@@ -21,16 +21,27 @@ changing it replaces the resource. Hand-written pages (``docs/guides/``) are not
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel
 
 from tfbridge.protocol import cty
 from tfbridge.resource import DataSource, Provider, Resource
-from tfbridge.schema import MISSING, AttributeSchema, BlockSchema, NestedBlockSchema, Schema
+from tfbridge.schema import (
+    MISSING,
+    Attribute,
+    AttributeSchema,
+    BlockSchema,
+    NestedBlockSchema,
+    Schema,
+    unwrap_optional,
+)
 from tfbridge.timeouts import OPERATIONS, format_duration
 
 Kind = Literal["resource", "data-source"]
@@ -93,6 +104,9 @@ class _Nested:
     group: str
     block: BlockSchema | None = None
     fields: Mapping[str, Any] | None = None
+    descriptions: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """What the model behind an object-typed attribute says of each field (tfplugindocs has no such
+    text for object fields: without it they are listed bare)."""
 
 
 def _group(attr: AttributeSchema) -> str:
@@ -127,9 +141,25 @@ def _attribute_line(
     fields = _object_fields(json.loads(cty.type_to_json(attr.type)))
     if fields is not None:
         anchor = _anchor("nestedatt", path)
-        pending.append(_Nested(anchor, path, _group(attr), fields=fields))
+        described = _field_descriptions(attr.annotation)
+        pending.append(_Nested(anchor, path, _group(attr), fields=fields, descriptions=described))
         line += _see_below(anchor)
     return line
+
+
+def _field_descriptions(annotation: Any) -> dict[str, str]:
+    """Each field's description, for an attribute typed by a model (or a collection of one)."""
+    model = unwrap_optional(annotation)
+    while get_origin(model) in (list, set, frozenset, dict):
+        model = get_args(model)[-1]
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return {}
+    found: dict[str, str] = {}
+    for name, info in model.model_fields.items():
+        spec = next((m for m in info.metadata if isinstance(m, Attribute)), None)
+        if spec is not None and spec.description.strip():
+            found[name] = spec.description.strip()
+    return found
 
 
 def _block_line(nested: NestedBlockSchema, path: tuple[str, ...], pending: list[_Nested]) -> str:
@@ -172,13 +202,15 @@ def _block_children(block: BlockSchema, parents: tuple[str, ...], notes: Notes) 
     return lines + _nested_sections(pending, notes)
 
 
-def _object_children(fields: Mapping[str, Any], parents: tuple[str, ...], group: str) -> list[str]:
+def _object_children(
+    fields: Mapping[str, Any], parents: tuple[str, ...], group: str, descriptions: Mapping[str, str]
+) -> list[str]:
     lines = [f"{group}:", ""]
     pending: list[_Nested] = []
     for name in sorted(fields):
         raw = fields[name]
         path = (*parents, name)
-        line = f"- `{name}` ({_label(raw)})"
+        line = f"- `{name}` ({_label(raw)})" + (f" {descriptions[name]}" if name in descriptions else "")
         inner = _object_fields(raw)
         if inner is not None:
             anchor = _anchor("nestedobjatt", path)
@@ -195,7 +227,7 @@ def _nested_sections(pending: list[_Nested], notes: Notes) -> list[str]:
         if nested.block is not None:
             lines += _block_children(nested.block, nested.path, notes)
         elif nested.fields is not None:
-            lines += _object_children(nested.fields, nested.path, nested.group)
+            lines += _object_children(nested.fields, nested.path, nested.group, nested.descriptions)
     return lines
 
 

@@ -266,6 +266,8 @@ def test_gpu_stack_serves_ports_and_shares_the_pods_with_a_team(stack: cdk.Terra
         count=2,
         serve=[8000],
         authorized_keys=team.keys.every("public_key"),
+        entrypoint=None,  # the image's own server
+        startup_commands=None,
     )
     GpuStack(
         stack,
@@ -273,6 +275,7 @@ def test_gpu_stack_serves_ports_and_shares_the_pods_with_a_team(stack: cdk.Terra
         image="daturaai/lium-cluster:1.2.0",
         nodes=2,
         serve=[6006],
+        startup_commands="-c 'tensorboard --logdir /mnt/runs --port 6006 --bind_all'",
         runner=None,
         output_prefix="nodes_",
     )
@@ -295,4 +298,9 @@ def test_gpu_stack_serves_ports_and_shares_the_pods_with_a_team(stack: cdk.Terra
 @pytest.mark.parametrize("serve", [[22], [8000, 8000], [0], [70000]])
 def test_gpu_stack_refuses_bad_served_ports(stack: cdk.TerraformStack, serve: list[int]) -> None:
     with pytest.raises(ValueError, match="serve"):
-        GpuStack(stack, "gpu", image="ubuntu:22.04", serve=serve)
+        GpuStack(stack, "gpu", image="ubuntu:22.04", serve=serve, entrypoint=None, startup_commands=None)
+
+
+def test_gpu_stack_refuses_to_serve_with_a_container_that_only_sleeps(stack: cdk.TerraformStack) -> None:
+    with pytest.raises(ValueError, match="sleep infinity"):
+        GpuStack(stack, "gpu", image="ubuntu:22.04", serve=[8000])

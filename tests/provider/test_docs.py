@@ -81,7 +81,10 @@ def test_schema_uses_tfplugindocs_types_groups_and_anchors(pages: dict[str, str]
     assert names == sorted(names) and "id" in names and "ssh_host_key" in names
     offers = pages["data-sources/offers.md"]
     assert "- `offers` (List of Object) " in offers and '<a id="nestedatt--offers"></a>' in offers
-    assert "### Nested Schema for `offers`\n\nRead-Only:\n\n- `cpu` (Number)\n" in offers
+    assert (
+        "### Nested Schema for `offers`\n\nRead-Only:\n\n- `cpu` (Number) CPUs a pod of this size gets.\n"
+        in offers
+    )
 
 
 def test_every_timeouts_block_shows_the_resources_own_defaults(pages: dict[str, str]) -> None:

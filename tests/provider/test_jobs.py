@@ -136,6 +136,17 @@ def test_a_collective_in_the_callers_directory_runs_on_both_nodes_with_their_ran
         assert {("POST", "/api/submit"), ("POST", "/api/upload_code"), ("POST", "/api/run")} <= routes, routes
 
 
+def test_the_jobs_guides_run_from_the_stacks_own_directory_leaves_its_state_behind(cluster: Applied) -> None:
+    """As docs/guides/jobs.md runs it: from the example's directory, no --dir, its own allreduce.py."""
+    ran = cluster.lium_tf("run", "--", "ls -a -1; python3 allreduce.py", cwd=cluster.tf.workdir)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    listed = {line.split("] ", 1)[1] for line in ran.stdout.splitlines() if "] " in line}
+    assert {"allreduce.py", "main.tf"} <= listed, listed
+    assert "terraform.tfstate" not in listed and ".terraform" not in listed, listed
+    for rank in (0, 1):
+        assert any(f"all-reduce ok on rank {rank} of 2" in line for line in ran.stdout.splitlines())
+
+
 def test_every_call_to_a_runner_is_one_dstacks_server_makes() -> None:
     assert ROUTES <= DSTACK_RUNNER_ROUTES, ROUTES - DSTACK_RUNNER_ROUTES
 

@@ -154,18 +154,18 @@ class Cluster(LiumResourceBase):
         Args:
             name: Cluster name (every member's pod name). Must be 1 to 63 characters long.
             node_count: How many whole nodes (at least 2). Must be 2 to 64.
-            gpu: GPU model, e.g. `"RTX 4090"`, `"H100"`, `"A100 80GB"`: compared whole after gpuhunt's normalisation (`RTX 3090` = `NVIDIA GeForce RTX 3090`; `A10` is not `A100`); a memory size also requires that much VRAM per GPU (±5 %). On `lium_pod`, computed: the GPU rented.
+            gpu: GPU model, e.g. `"RTX 4090"`, `"H100"`, `"A100 80GB"`: compared whole after gpuhunt's normalisation (`RTX 3090` = `NVIDIA GeForce RTX 3090`; `A10` is not `A100`); a memory size also requires that much VRAM per GPU (±5 %). Once rented, the GPU the pod (each node of a cluster) has. Computed when unset.
             gpu_count: GPUs per node (members are whole nodes). Default: any. Must be 1 to 64.
-            max_price_per_hour: Most USD per hour for the whole pod. Must be more than 0.
+            max_price_per_hour: Most USD per hour for the whole pod (for each node of a cluster). Must be more than 0.
             regions: Regions (`us-ca`) or whole countries (`us`), case-insensitive.
-            min_memory_gib: Least RAM for the pod, GiB. Must be at least 0.
-            min_disk_gb: Least container disk, GB. No default floor. Must be at least 0.
+            min_memory_gib: Least RAM for the pod (each node of a cluster), GiB. Must be at least 0.
+            min_disk_gb: Least container disk (each node's, for a cluster), GB. No default floor. Must be at least 0.
             spot: `true` spot only, `false` secure only.
             template_id: Template every member runs; it must be of Lium's cluster image (`daturaai/lium-cluster`). Default: the newest such template, as Lium's SDK picks it.
             fabric_id: Rent on this fabric (see `lium_cluster_offers`). Default: the cheapest that fits. Must be 1 to 100 characters long.
             ssh_public_key: Public key authorised for root SSH on every member. Default: derived from the provider's private key.
-            wait_for_ports: Internal ports (what a process in the container listens on) the create and every update wait for, until each accepts a connection inside the pod (tried through the provider's SSH session, so only the pod's own service can answer), within the operation's `timeouts`. A port that never answers fails the apply naming it, with the last lines the container printed; a create's pod is then kept as tainted. Must have at most 64 items. Each item must be 1 to 65535.
-            authorized_keys: More public keys authorised for root SSH beside `ssh_public_key` (one OpenSSH line each), so a team shares the pod: `data.lium_ssh_keys.<name>.keys[*].public_key` gives the account's. Lium takes them in the rent, so other keys re-rent (the same keys in another order do not). Must have at most 64 items.
+            wait_for_ports: Internal ports (what a process in the container listens on) the create and every update wait for, until each accepts a connection inside the pod (tried through the provider's SSH session, so only the pod's own service can answer), within the operation's `timeouts`. A port that never answers fails the apply naming it, with the last lines the container printed; a create's pod is then kept as tainted. A port need not be published (in the template's `internal_ports`) to be waited for; it must be to be reached from outside (`ports`). Must have at most 64 items. Each item must be 1 to 65535.
+            authorized_keys: More public keys authorised for root SSH beside `ssh_public_key` (one OpenSSH line each; on every member of a cluster), so a team shares the machines: `data.lium_ssh_keys.<name>.keys[*].public_key` gives the account's. Lium takes them in the rent, so other keys re-rent (the same keys in another order do not). Must have at most 64 items.
             termination_hours: Lium removes every member this many hours after the cluster started. Default: the provider's `default_termination_hours`, else none. Must be 1 to 720.
             timeouts: Per-operation time budgets (Go duration syntax).
 
@@ -202,7 +202,7 @@ class Cluster(LiumResourceBase):
 
     @property
     def gpu(self) -> str:
-        """GPU model, e.g. `"RTX 4090"`, `"H100"`, `"A100 80GB"`: compared whole after gpuhunt's normalisation (`RTX 3090` = `NVIDIA GeForce RTX 3090`; `A10` is not `A100`); a memory size also requires that much VRAM per GPU (±5 %). On `lium_pod`, computed: the GPU rented."""
+        """GPU model, e.g. `"RTX 4090"`, `"H100"`, `"A100 80GB"`: compared whole after gpuhunt's normalisation (`RTX 3090` = `NVIDIA GeForce RTX 3090`; `A10` is not `A100`); a memory size also requires that much VRAM per GPU (±5 %). Once rented, the GPU the pod (each node of a cluster) has."""
         return self.get_string_attribute("gpu")
 
     @property
@@ -212,7 +212,7 @@ class Cluster(LiumResourceBase):
 
     @property
     def max_price_per_hour(self) -> float:
-        """Most USD per hour for the whole pod."""
+        """Most USD per hour for the whole pod (for each node of a cluster)."""
         return self.get_number_attribute("max_price_per_hour")
 
     @property
@@ -222,12 +222,12 @@ class Cluster(LiumResourceBase):
 
     @property
     def min_memory_gib(self) -> float:
-        """Least RAM for the pod, GiB."""
+        """Least RAM for the pod (each node of a cluster), GiB."""
         return self.get_number_attribute("min_memory_gib")
 
     @property
     def min_disk_gb(self) -> float:
-        """Least container disk, GB. No default floor."""
+        """Least container disk (each node's, for a cluster), GB. No default floor."""
         return self.get_number_attribute("min_disk_gb")
 
     @property
@@ -267,12 +267,12 @@ class Cluster(LiumResourceBase):
 
     @property
     def wait_for_ports(self) -> list[float]:
-        """Internal ports (what a process in the container listens on) the create and every update wait for, until each accepts a connection inside the pod (tried through the provider's SSH session, so only the pod's own service can answer), within the operation's `timeouts`. A port that never answers fails the apply naming it, with the last lines the container printed; a create's pod is then kept as tainted."""
+        """Internal ports (what a process in the container listens on) the create and every update wait for, until each accepts a connection inside the pod (tried through the provider's SSH session, so only the pod's own service can answer), within the operation's `timeouts`. A port that never answers fails the apply naming it, with the last lines the container printed; a create's pod is then kept as tainted. A port need not be published (in the template's `internal_ports`) to be waited for; it must be to be reached from outside (`ports`)."""
         return self.get_number_list_attribute("wait_for_ports")
 
     @property
     def authorized_keys(self) -> list[str]:
-        """More public keys authorised for root SSH beside `ssh_public_key` (one OpenSSH line each), so a team shares the pod: `data.lium_ssh_keys.<name>.keys[*].public_key` gives the account's. Lium takes them in the rent, so other keys re-rent (the same keys in another order do not)."""
+        """More public keys authorised for root SSH beside `ssh_public_key` (one OpenSSH line each; on every member of a cluster), so a team shares the machines: `data.lium_ssh_keys.<name>.keys[*].public_key` gives the account's. Lium takes them in the rent, so other keys re-rent (the same keys in another order do not)."""
         return self.get_list_attribute("authorized_keys")
 
     @property

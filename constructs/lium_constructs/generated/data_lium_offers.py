@@ -103,12 +103,12 @@ class DataLiumOffers(LiumDataSourceBase):
         """Declare ``lium_offers`` ``id_`` in ``scope``.
 
         Args:
-            gpu: GPU model, e.g. `"RTX 4090"`, `"H100"`, `"A100 80GB"`: compared whole after gpuhunt's normalisation (`RTX 3090` = `NVIDIA GeForce RTX 3090`; `A10` is not `A100`); a memory size also requires that much VRAM per GPU (±5 %). On `lium_pod`, computed: the GPU rented.
+            gpu: GPU model, e.g. `"RTX 4090"`, `"H100"`, `"A100 80GB"`: compared whole after gpuhunt's normalisation (`RTX 3090` = `NVIDIA GeForce RTX 3090`; `A10` is not `A100`); a memory size also requires that much VRAM per GPU (±5 %). Once rented, the GPU the pod (each node of a cluster) has. Computed when unset.
             gpu_count: GPUs per pod. Must be 1 to 64. Computed when unset.
-            max_price_per_hour: Most USD per hour for the whole pod. Must be more than 0.
+            max_price_per_hour: Most USD per hour for the whole pod (for each node of a cluster). Must be more than 0.
             regions: Regions (`us-ca`) or whole countries (`us`), case-insensitive.
-            min_memory_gib: Least RAM for the pod, GiB. Must be at least 0.
-            min_disk_gb: Least container disk, GB. No default floor. Must be at least 0.
+            min_memory_gib: Least RAM for the pod (each node of a cluster), GiB. Must be at least 0.
+            min_disk_gb: Least container disk (each node's, for a cluster), GB. No default floor. Must be at least 0.
             spot: `true` spot only, `false` secure only.
 
         ``count``, ``depends_on``, ``for_each``, ``lifecycle`` and ``provider`` are Terraform's
@@ -135,7 +135,7 @@ class DataLiumOffers(LiumDataSourceBase):
 
     @property
     def gpu(self) -> str:
-        """GPU model, e.g. `"RTX 4090"`, `"H100"`, `"A100 80GB"`: compared whole after gpuhunt's normalisation (`RTX 3090` = `NVIDIA GeForce RTX 3090`; `A10` is not `A100`); a memory size also requires that much VRAM per GPU (±5 %). On `lium_pod`, computed: the GPU rented."""
+        """GPU model, e.g. `"RTX 4090"`, `"H100"`, `"A100 80GB"`: compared whole after gpuhunt's normalisation (`RTX 3090` = `NVIDIA GeForce RTX 3090`; `A10` is not `A100`); a memory size also requires that much VRAM per GPU (±5 %). Once rented, the GPU the pod (each node of a cluster) has."""
         return self.get_string_attribute("gpu")
 
     @property
@@ -145,7 +145,7 @@ class DataLiumOffers(LiumDataSourceBase):
 
     @property
     def max_price_per_hour(self) -> float:
-        """Most USD per hour for the whole pod."""
+        """Most USD per hour for the whole pod (for each node of a cluster)."""
         return self.get_number_attribute("max_price_per_hour")
 
     @property
@@ -155,12 +155,12 @@ class DataLiumOffers(LiumDataSourceBase):
 
     @property
     def min_memory_gib(self) -> float:
-        """Least RAM for the pod, GiB."""
+        """Least RAM for the pod (each node of a cluster), GiB."""
         return self.get_number_attribute("min_memory_gib")
 
     @property
     def min_disk_gb(self) -> float:
-        """Least container disk, GB. No default floor."""
+        """Least container disk (each node's, for a cluster), GB. No default floor."""
         return self.get_number_attribute("min_disk_gb")
 
     @property

@@ -17,12 +17,12 @@ class OfferFilter:
     """Which offer to rent: the cheapest one that satisfies every field set. Unset fields match everything.
 
     Attributes:
-        gpu: GPU model, e.g. `"RTX 4090"`, `"H100"`, `"A100 80GB"`: compared whole after gpuhunt's normalisation (`RTX 3090` = `NVIDIA GeForce RTX 3090`; `A10` is not `A100`); a memory size also requires that much VRAM per GPU (±5 %). On `lium_pod`, computed: the GPU rented.
+        gpu: GPU model, e.g. `"RTX 4090"`, `"H100"`, `"A100 80GB"`: compared whole after gpuhunt's normalisation (`RTX 3090` = `NVIDIA GeForce RTX 3090`; `A10` is not `A100`); a memory size also requires that much VRAM per GPU (±5 %). Once rented, the GPU the pod (each node of a cluster) has.
         gpu_count: GPUs per pod. Must be 1 to 64.
-        max_price_per_hour: Most USD per hour for the whole pod. Must be more than 0.
+        max_price_per_hour: Most USD per hour for the whole pod (for each node of a cluster). Must be more than 0.
         regions: Regions (`us-ca`) or whole countries (`us`), case-insensitive.
-        min_memory_gib: Least RAM for the pod, GiB. Must be at least 0.
-        min_disk_gb: Least container disk, GB. No default floor. Must be at least 0.
+        min_memory_gib: Least RAM for the pod (each node of a cluster), GiB. Must be at least 0.
+        min_disk_gb: Least container disk (each node's, for a cluster), GB. No default floor. Must be at least 0.
         spot: `true` spot only, `false` secure only.
     """
 

@@ -168,7 +168,7 @@ class Runner(LiumResourceBase):
 
     @property
     def smoke_test_output(self) -> str:
-        """The last lines the smoke test printed."""
+        """The last lines the smoke test printed, every value of `environment` redacted."""
         return self.get_string_attribute("smoke_test_output")
 
     @property

@@ -5,7 +5,8 @@ terraform {
 }
 
 # Every key on the account whose name starts with "ml-" (registered by lium_ssh_key, Lium's console or
-# `lium` CLI) is authorised on the pod.
+# `lium` CLI) is authorised on the pod. With keys this configuration registers too (lium_ssh_key), add
+# `depends_on = [lium_ssh_key.<name>]` here: the keys are then read after they exist, not before.
 data "lium_ssh_keys" "team" {
   name_prefix = "ml-"
 }

@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sweep = commands.add_parser(
         "sweep",
-        help="list (and with --delete remove) pods, templates, credentials and volumes a stack left behind",
+        help="list (and with --delete remove) pods, templates, credentials, volumes and SSH keys a stack left behind",
         description="Uses LIUM_API_URL and LIUM_API_KEY. Prints the leftovers as JSON.",
     )
     which = sweep.add_mutually_exclusive_group(required=True)
@@ -143,8 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument(
         "--stack",
         type=_narrowing("an empty value names no stack (an unset variable?)"),
-        help="exactly the pods, templates and volumes that carry this stack's tag in Lium, the credentials "
-        "only those templates use, and its journalled rents (with --delete, volumes too): the provider's "
+        help="exactly the pods, templates, volumes and SSH keys that carry this stack's tag in Lium, the "
+        "credentials only those templates use, and its journalled rents (with --delete, volumes too): the provider's "
         "`stack` value (or LIUM_STACK) or its 8-character tag (a resource's `stack_tag`; a name shaped like "
         "a tag means both). What another stack took over from it (adopt_stacks) still carries its tag, and "
         "is listed too: never --delete a stack that handed over something still in use",

@@ -86,8 +86,8 @@ class OfferFilter(BaseModel):
             computed=True,
             description='GPU model, e.g. `"RTX 4090"`, `"H100"`, `"A100 80GB"`: compared whole after '
             "gpuhunt's normalisation (`RTX 3090` = `NVIDIA GeForce RTX 3090`; `A10` is not `A100`); a "
-            "memory size also requires that much VRAM per GPU (±5 %). On `lium_pod`, computed: the GPU "
-            "rented.",
+            "memory size also requires that much VRAM per GPU (±5 %). Once rented, the GPU the pod (each "
+            "node of a cluster) has.",
         ),
     ] = Field(default=None, pattern=_NOT_BLANK)
     gpu_count: Annotated[
@@ -95,7 +95,10 @@ class OfferFilter(BaseModel):
         Attribute(optional=True, computed=True, default=1, description="GPUs per pod."),
     ] = Field(default=None, ge=1, le=MAX_GPUS_PER_NODE)
     max_price_per_hour: Annotated[
-        float | None, Attribute(optional=True, description="Most USD per hour for the whole pod.")
+        float | None,
+        Attribute(
+            optional=True, description="Most USD per hour for the whole pod (for each node of a cluster)."
+        ),
     ] = Field(default=None, gt=0)
     regions: Annotated[
         list[str] | None,
@@ -104,10 +107,15 @@ class OfferFilter(BaseModel):
         ),
     ] = None
     min_memory_gib: Annotated[
-        float | None, Attribute(optional=True, description="Least RAM for the pod, GiB.")
+        float | None,
+        Attribute(optional=True, description="Least RAM for the pod (each node of a cluster), GiB."),
     ] = Field(default=None, ge=0)
     min_disk_gb: Annotated[
-        float | None, Attribute(optional=True, description="Least container disk, GB. No default floor.")
+        float | None,
+        Attribute(
+            optional=True,
+            description="Least container disk (each node's, for a cluster), GB. No default floor.",
+        ),
     ] = Field(default=None, ge=0)
     spot: Annotated[
         bool | None, Attribute(optional=True, description="`true` spot only, `false` secure only.")

@@ -18,9 +18,10 @@ MAX_AUTHORIZED_KEYS = 64
 AUTHORIZED_KEYS = Attribute(
     optional=True,
     plan=(RequiresReplace(),),  # unless the same keys: plan_same_keys
-    description="More public keys authorised for root SSH beside `ssh_public_key` (one OpenSSH line each), "
-    "so a team shares the pod: `data.lium_ssh_keys.<name>.keys[*].public_key` gives the account's. Lium "
-    "takes them in the rent, so other keys re-rent (the same keys in another order do not).",
+    description="More public keys authorised for root SSH beside `ssh_public_key` (one OpenSSH line each; on "
+    "every member of a cluster), so a team shares the machines: `data.lium_ssh_keys.<name>.keys[*].public_key` "
+    "gives the account's. Lium takes them in the rent, so other keys re-rent (the same keys in another order "
+    "do not).",
 )
 AuthorizedKeys = Annotated[
     list[Annotated[str, OPENSSH_PUBLIC_KEY]] | None, AUTHORIZED_KEYS, Field(max_length=MAX_AUTHORIZED_KEYS)

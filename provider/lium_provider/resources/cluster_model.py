@@ -47,7 +47,10 @@ class ClusterNodeModel(BaseModel):
     ssh_port: Annotated[int | None, Attribute(computed=True, description="SSH port.")] = None
     ports: Annotated[
         dict[str, int] | None,
-        Attribute(computed=True, description="Container port → external port, as on `lium_pod`."),
+        Attribute(
+            computed=True,
+            description="Each port the template publishes (`internal_ports`) → its external port on `ssh_host`.",
+        ),
     ] = None
     ssh_host_key: Annotated[
         str | None,

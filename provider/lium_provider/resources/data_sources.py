@@ -193,7 +193,12 @@ class SshKeySummary(BaseModel):
     """One key registered on the account."""
 
     id: Annotated[str | None, Attribute(computed=True, description="Key id.")] = None
-    name: Annotated[str | None, Attribute(computed=True, description="Its name on Lium.")] = None
+    name: Annotated[
+        str | None,
+        Attribute(
+            computed=True, description="Its name on Lium (a `lium_ssh_key`'s ends with `-<stack tag>`)."
+        ),
+    ] = None
     public_key: Annotated[str | None, Attribute(computed=True, description="One OpenSSH line.")] = None
     fingerprint: Annotated[str | None, Attribute(computed=True, description="`<type> SHA256:…`.")] = None
 

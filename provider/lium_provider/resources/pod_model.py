@@ -100,7 +100,12 @@ class PodModel(OfferFilter):
     ssh_port: Annotated[int | None, Attribute(computed=True, plan=_KEEP, description="SSH port.")] = None
     ports: Annotated[
         dict[str, int] | None,
-        Attribute(computed=True, plan=_KEEP, description="Container port → external port."),
+        Attribute(
+            computed=True,
+            plan=_KEEP,
+            description="Each port the template publishes (`internal_ports`) → its external port on `ssh_host`; "
+            "a template switch gives new ones.",
+        ),
     ] = None
     ssh_host_key: Annotated[
         str | None,

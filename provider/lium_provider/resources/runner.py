@@ -162,7 +162,11 @@ class RunnerModel(BaseModel):
         ),
     ] = None
     smoke_test_output: Annotated[
-        str | None, Attribute(computed=True, description="The last lines the smoke test printed.")
+        str | None,
+        Attribute(
+            computed=True,
+            description="The last lines the smoke test printed, every value of `environment` redacted.",
+        ),
     ] = None
     runner_ssh_port: Annotated[
         int | None,

@@ -29,7 +29,8 @@ WAIT_FOR_PORTS = Attribute(
     "wait for, until each accepts a connection inside the pod (tried through the provider's SSH session, "
     "so only the pod's own service can answer), within the operation's `timeouts`. A port that never "
     "answers fails the apply naming it, with the last lines the container printed; a create's pod is then "
-    "kept as tainted.",
+    "kept as tainted. A port need not be published (in the template's `internal_ports`) to be waited for; "
+    "it must be to be reached from outside (`ports`).",
 )
 WaitForPorts = Annotated[
     list[Annotated[int, Field(ge=1, le=65535)]] | None, WAIT_FOR_PORTS, Field(max_length=64)
