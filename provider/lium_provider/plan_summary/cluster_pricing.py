@@ -124,19 +124,30 @@ def price_cluster(change: ResourceChange, book: OfferBook) -> PodCost:
     for offer in cheapest:
         book.take(offer)
     price = round(sum(o.price_per_hour for o in cheapest), 6)
-    if flt.max_price_per_hour is not None:
-        worst, worst_basis = flt.max_price_per_hour * count, WorstBasis.MAX_PRICE
-        worst_text = f"{count} x `max_price_per_hour` {usd(flt.max_price_per_hour)}/h"
-    else:
-        worst, worst_basis = round(dearest, 6), WorstBasis.DEAREST_OFFER
-        freeing = f" or freed by the cluster it replaces ({len(freed)})" if freed else ""
-        worst_text = f"the {count} dearest alike matching nodes now{freeing} {usd(worst)}/h"
+    worst, worst_basis, worst_text = _worst_case(flt, count, dearest, freed, "alike matching nodes")
     chosen = ", ".join(code(a) for a in [*unknown, "fabric_id"])
     basis = (
         f"estimate: the {count} cheapest alike whole nodes of {len(matching)} matching now ({unread}); {chosen} "
         f"chosen at apply; worst case {worst_text}"
     )
     return PodCost(change, cheapest[0].gpu_model, shape, price, basis, True, worst, worst_basis)
+
+
+def _worst_case(
+    flt: OfferFilter, count: int, dearest: float, freed: list[float], nodes: str
+) -> tuple[float, WorstBasis, str]:
+    """A new cluster's worst case per hour, its basis and how the summary says it: ``count`` times its
+    ``max_price_per_hour``, else the ``dearest`` set of ``count`` ``nodes`` (the nodes a delete-first
+    replacement frees, ``freed``, among them)."""
+    if flt.max_price_per_hour is not None:
+        return (
+            flt.max_price_per_hour * count,
+            WorstBasis.MAX_PRICE,
+            f"{count} x `max_price_per_hour` {usd(flt.max_price_per_hour)}/h",
+        )
+    worst = round(dearest, 6)
+    freeing = f" or freed by the cluster it replaces ({len(freed)})" if freed else ""
+    return worst, WorstBasis.DEAREST_OFFER, f"the {count} dearest {nodes} now{freeing} {usd(worst)}/h"
 
 
 def _price_on_fabrics(
@@ -169,13 +180,7 @@ def _price_on_fabrics(
         if len(known) >= count:
             sets.append(sum(known[-count:]))
     dearest = max(sets, default=choice.price_per_hour)
-    if flt.max_price_per_hour is not None:
-        worst, worst_basis = flt.max_price_per_hour * count, WorstBasis.MAX_PRICE
-        worst_text = f"{count} x `max_price_per_hour` {usd(flt.max_price_per_hour)}/h"
-    else:
-        worst, worst_basis = round(dearest, 6), WorstBasis.DEAREST_OFFER
-        freeing = f" or freed by the cluster it replaces ({len(freed)})" if freed else ""
-        worst_text = f"the {count} dearest qualifying nodes of one fabric now{freeing} {usd(worst)}/h"
+    worst, worst_basis, worst_text = _worst_case(flt, count, dearest, freed, "qualifying nodes of one fabric")
     model = next((str(n.facts.gpu) for n in choice.nodes if n.facts.gpu), gpu)
     chosen = ", ".join(code(a) for a in unknown)
     at_apply = f"; {chosen} chosen at apply" if chosen else ""
