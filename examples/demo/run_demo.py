@@ -228,7 +228,9 @@ def _ssh(pod: dict[str, Any], key_file: Path, tmp: Path) -> str:
         f"root@{pod['ssh_host']}",
         POD_COMMAND,
     ]
-    print(f"    $ ssh -o UserKnownHostsFile=known_hosts -p {pod['ssh_port']} root@{pod['ssh_host']} '{POD_COMMAND}'")
+    print(
+        f"    $ ssh -o UserKnownHostsFile=known_hosts -p {pod['ssh_port']} root@{pod['ssh_host']} '{POD_COMMAND}'"
+    )
     result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
     return result.stdout
 
