@@ -119,6 +119,10 @@ class GpuStack(Construct):
         super().__init__(scope, id_)
         self.cluster: Cluster | None = None
         self.served = check_served_ports(serve)
+        if isinstance(authorized_keys, str):
+            raise ValueError("authorized_keys: a list of public key lines, not one string")
+        if nodes is not None and rendezvous_port in self.served:
+            raise ValueError(f"serve: port {rendezvous_port} is the cluster's rendezvous (MASTER_PORT)")
         if self.served and (entrypoint, startup_commands) == (KEEP_ALIVE_ENTRYPOINT, KEEP_ALIVE_ARGUMENTS):
             raise ValueError(
                 "serve: the default entrypoint keeps the container alive with `sleep infinity`, which serves "
@@ -299,6 +303,8 @@ class GpuStack(Construct):
 
 def check_served_ports(serve: Sequence[int]) -> tuple[int, ...]:
     """``serve`` as given, once it is checked: TCP ports, each once, none of SSH's or the runner's."""
+    if isinstance(serve, str | bytes) or not isinstance(serve, Sequence):
+        raise ValueError(f"serve: a list of ports, e.g. [8000], not {serve!r}")
     ports = tuple(serve)
     for port in ports:
         if not (isinstance(port, int) and not isinstance(port, bool) and 1 <= port <= 65535):

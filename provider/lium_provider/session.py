@@ -47,6 +47,7 @@ class LiumSession:
     _names_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _earlier_pods: dict[str, Pod] | None = field(init=False, default=None)
     _earlier_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _templates: set[str] | None = field(init=False, default=None)
     _account: User | None = field(init=False, default=None)
     _access_refused: TFError | None = field(init=False, default=None)
     _access_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
@@ -95,6 +96,21 @@ class LiumSession:
                     if p.status not in DEAD_POD_STATES and parse_lium_pod_name(p.pod_name) is not None
                 }
             return self._earlier_pods.get(lium_name)
+
+    def template_visible(self, template_id: str) -> bool:
+        """Whether the template ``template_id`` is visible to this key (public, or the account's own):
+        from one listing per process, and, for one it lacks (created since, by this very apply), the
+        template's own GET."""
+        with self._earlier_lock:
+            if self._templates is None:
+                self._templates = {t.id for t in self.client.list_templates()}
+            if template_id in self._templates:
+                return True
+        if self.client.get_template(template_id) is None:
+            return False
+        with self._earlier_lock:
+            self._templates.add(template_id)
+        return True
 
     def use_name(self, key: tuple[str, ...], *, create: bool, replacing: bool = False) -> bool:
         """Note that this run's plan uses the name ``key`` (a Lium pod name, or a kind, name and stack

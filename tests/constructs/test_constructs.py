@@ -304,3 +304,14 @@ def test_gpu_stack_refuses_bad_served_ports(stack: cdk.TerraformStack, serve: li
 def test_gpu_stack_refuses_to_serve_with_a_container_that_only_sleeps(stack: cdk.TerraformStack) -> None:
     with pytest.raises(ValueError, match="sleep infinity"):
         GpuStack(stack, "gpu", image="ubuntu:22.04", serve=[8000])
+
+
+def test_gpu_stack_refuses_keys_and_ports_given_in_the_wrong_shape(stack: cdk.TerraformStack) -> None:
+    with pytest.raises(ValueError, match="a list of public key lines"):
+        GpuStack(stack, "a", image="ubuntu:22.04", authorized_keys="ssh-ed25519 AAAA")
+    with pytest.raises(ValueError, match="a list of ports"):
+        GpuStack(stack, "b", image="ubuntu:22.04", serve="8000", entrypoint=None, startup_commands=None)
+    with pytest.raises(ValueError, match="rendezvous"):
+        GpuStack(
+            stack, "c", image="daturaai/lium-cluster:1.2.0", nodes=2, serve=[29500], startup_commands=None
+        )

@@ -72,11 +72,11 @@ def test_a_placement_no_fabric_can_take_names_the_attribute_in_the_plan_and_the_
         body = body.replace("node_count  = 2", "node_count  = 4")  # no fabric has four nodes
     tf = stack(body)
     plan = tf.run("plan", "-input=false", "-no-color", check=False)
-    assert plan.returncode == 0, plan.stderr  # a warning: nodes may free up before the apply
-    assert "No Lium fabric has enough free nodes for the cluster now" in plan.stdout, plan.stdout
+    assert plan.returncode == 1, plan.stdout  # the plan says what the apply would fail on
+    assert "No Lium fabric has enough free nodes for the cluster" in plan.stderr, plan.stderr
     # the diagnostic quotes the configuration's line of the attribute (`  12:   gpu = "B200"`)
     quoted = re.compile(rf"^\s*\d+:\s+{argument}\s+=", re.MULTILINE)
-    assert quoted.search(plan.stdout.split("Warning:", 1)[1]), plan.stdout
+    assert quoted.search(plan.stderr.split("Error:", 1)[1]), plan.stderr
     applied = tf.apply(check=False)
     assert applied.returncode == 1
     assert quoted.search(applied.stderr.split("Error:", 1)[1]), applied.stderr

@@ -178,3 +178,35 @@ def test_a_replaced_running_pod_is_named_whatever_the_price_and_forbid_destroy_f
         f"{price})"
     )
     tf.destroy()
+
+
+def test_a_deposed_pod_and_one_whose_switch_failed_are_still_work_a_plan_ends(tmp_path: Path) -> None:
+    deposed = running_pod("lium_pod.web", ["delete"])  # create_before_destroy left the old pod, billed
+    deposed["deposed"] = "5f9c308d"
+    path = plan_file(tmp_path, deposed, running_pod("lium_pod.switched", ["delete"], status="REBOOT_FAILED"))
+    result = summary(path, "--forbid-destroy", env=NO_FEED)
+    assert result.returncode == 3, result.stdout
+    ended = violations(result)
+    assert len(ended) == 2 and any("lium_pod.web" in v for v in ended), ended
+    assert any("lium_pod.switched" in v for v in ended), "a failed switch still holds its node"
+    assert "before: $1.00/h" in result.stdout, "both are billed before the plan"
+
+
+def test_an_errored_plan_is_refused_not_summarised(tmp_path: Path) -> None:
+    path = Path(plan_file(tmp_path, running_pod("lium_pod.gone", ["delete"])))
+    document = json.loads(path.read_text())
+    path.write_text(json.dumps({**document, "errored": True, "applyable": False}))
+    result = summary(str(path), "--max-destroyed", "5", env=NO_FEED)
+    assert result.returncode == 1 and "incomplete" in result.stderr, result.stderr
+    assert result.stdout == ""
+
+
+def test_thousands_of_ended_pods_fit_a_comment_and_long_keys_stay_apart(tmp_path: Path) -> None:
+    key = "us-east-" + "k" * 150
+    pods = [running_pod(f'module.fleet.lium_pod.worker["{key}-{i:04d}"]', ["delete"]) for i in range(1500)]
+    result = summary(plan_file(tmp_path, *pods), "--max-destroyed", "1", env=NO_FEED)
+    assert result.returncode == 3
+    assert len(result.stdout) <= MAX_MARKDOWN_CHARS and max(map(len, result.stdout.splitlines())) < 8000
+    (line,) = violations(result)
+    assert "and 1480 more" in line and len(line) < 8000, line[:300]
+    assert '-0000"]`' in line and '-0001"]`' in line, "each named by the end of its key"

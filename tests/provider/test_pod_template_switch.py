@@ -101,3 +101,109 @@ def test_a_switch_lium_refuses_is_retried_in_place_never_re_rented(
     assert after["id"] == before["id"] and after["template_id"] != before["template_id"]
     tf.destroy()
     assert_nothing_left(account)
+
+
+def to_template(tf: Terraform, address: str) -> None:
+    text = tf.workdir.joinpath("main.tf").read_text()
+    tf.write(
+        text.replace("= lium_template.t.id", f"= {address}").replace("= lium_template.u.id", f"= {address}")
+    )
+
+
+def test_a_template_that_does_not_exist_fails_the_plan_before_the_runner_is_replaced(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    tf = stack(STACK % "lium_template.t.id")
+    tf.apply()
+    (runner,) = instances(tf, "lium_runner")
+    to_template(tf, '"0b6f6f7e-1d2c-4b8a-9a53-5c2f0d7e8a42"')
+    refused = tf.run("plan", "-input=false", "-no-color", check=False)
+    assert refused.returncode == 1, refused.stdout
+    assert "The pod's template does not exist" in flat(refused.stderr), refused.stderr
+    assert instances(tf, "lium_runner") == [runner]
+    to_template(tf, "lium_template.t.id")
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_a_switch_made_behind_the_states_back_is_read_and_its_new_host_key_pinned(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    tf = stack(STACK % "lium_template.t.id")
+    tf.apply()
+    before = the_pod(tf)
+    (other,) = [i for r in tf.resources() if r["name"] == "u" for i in r["instances"]]
+    with account.api() as api:  # as a switch killed half-way leaves it: Lium runs u, the state says t
+        answer = api.put(
+            f"/pods/{before['id']}/switch-template", json={"template_id": other["attributes"]["id"]}
+        )
+        assert answer.status_code == 200, answer.text
+    actions = planned_actions(tf)
+    assert actions["lium_pod.p"] == ["update"], "the state's template is switched back to, in place"
+    assert actions["lium_runner.r"] == ["delete", "create"], "its runner follows the new container"
+    tf.run("apply", "-input=false", "-no-color", "plan.bin")
+    after = the_pod(tf)
+    assert after["id"] == before["id"] and after["template_id"] == before["template_id"]
+    assert tf.plan_exitcode()[0] == 0
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_a_switched_container_that_dies_is_re_rented_and_a_port_it_never_served_is_waited_for_again(
+    stack: Callable[[str], Terraform], account: Account
+) -> None:
+    dying = (
+        sleeping_template("switch-from")
+        + """
+resource "lium_template" "dies" {
+  name             = "dies"
+  image            = "python:3.11-slim"
+  entrypoint       = "/bin/sh"
+  startup_commands = "-c 'echo dying-now; exit 3'"
+}
+resource "lium_template" "quiet" {
+  name             = "quiet"
+  image            = "python:3.11-slim"
+  entrypoint       = "/bin/sh"
+  startup_commands = "-c 'exec sleep infinity'"
+}
+resource "lium_pod" "p" {
+  name           = "switched"
+  template_id    = %s
+  %s
+  timeouts {
+    update = "20s"
+  }
+}
+"""
+    )
+    tf = stack(dying % ("lium_template.t.id", ""))
+    tf.apply()
+    first = the_pod(tf)
+    tf.write(
+        tf.workdir.joinpath("main.tf")
+        .read_text()
+        .replace("= lium_template.t.id", "= lium_template.quiet.id")
+        .replace("  \n  timeouts", "  wait_for_ports = [8000]\n  timeouts")
+    )
+    failed = tf.apply(check=False)
+    assert failed.returncode == 1 and "Port 8000" in flat(failed.stdout + failed.stderr)
+    code, plan = tf.plan_exitcode()
+    assert code == 2 and "wait_for_ports" in plan, "the port it never served is waited for again"
+    tf.write(
+        tf.workdir.joinpath("main.tf")
+        .read_text()
+        .replace("= lium_template.quiet.id", "= lium_template.dies.id")
+        .replace("wait_for_ports = [8000]", "")
+    )
+    died = tf.apply(check=False)
+    said = flat(died.stdout + died.stderr)
+    assert died.returncode == 1 and "the next apply replaces it" in said, said
+    actions = planned_actions(tf)
+    assert actions["lium_pod.p"] == ["delete", "create"], "a dead container cannot be switched: re-rented"
+    assert the_pod(tf)["id"] == first["id"]
+    tf.write(
+        tf.workdir.joinpath("main.tf").read_text().replace("= lium_template.dies.id", "= lium_template.t.id")
+    )
+    tf.destroy()
+    assert_nothing_left(account)

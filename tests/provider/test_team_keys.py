@@ -37,11 +37,11 @@ variable "bob" {
   type = string
 }
 resource "lium_ssh_key" "bob" {
-  name       = "bob"
+  name       = "team-bob"
   public_key = var.bob
 }
 data "lium_ssh_keys" "team" {
-  name_prefix = "bob-"
+  name_prefix = "team-"
   depends_on  = [lium_ssh_key.bob]
 }
 """
@@ -57,7 +57,9 @@ def test_a_teammates_account_key_logs_in_to_the_pod(
     bob = ssh_keypair(tmp_path / "bob")
     someone = ssh_keypair(tmp_path / "someone")
     with account.api() as api:  # a key on the account that no stack made
-        response = api.post("/ssh-keys", json={"name": "alice-laptop", "public_key": public_line(someone)})
+        response = api.post(
+            "/ssh-keys", json={"name": "cli-alice@lab-desktop2", "public_key": public_line(someone)}
+        )
         assert response.status_code == 200, response.text
     body = (
         sleeping_template("team")
@@ -70,7 +72,7 @@ def test_a_teammates_account_key_logs_in_to_the_pod(
 
     (key,) = instances(tf, "lium_ssh_key")
     (pod,) = instances(tf, "lium_pod")
-    assert parse_tagged_name(key["lium_name"]) == ("bob", key["stack_tag"]), key
+    assert parse_tagged_name(key["lium_name"]) == ("team-bob", key["stack_tag"]), key
     assert key["fingerprint"].startswith("ssh-ed25519 SHA256:"), key
     assert pod["authorized_keys"] == [public_line(bob)]
     assert ssh_run(account, pod, "id -u", key_file=bob).strip() == "0", "the teammate's key logs in"
@@ -99,10 +101,16 @@ def test_a_teammates_account_key_logs_in_to_the_pod(
     sweep = [sys.executable, "-m", "lium_provider.cli", "sweep", "--stack", key["stack_tag"]]
     listed = json.loads(subprocess.run(sweep, env=env, capture_output=True, text=True, check=True).stdout)
     assert [k["name"] for k in listed["ssh_keys"]] == [key["lium_name"]], listed
+    # A person's key whose name merely ends like a tag is no stack's, whichever way sweep narrows.
+    for narrowing in (["--stack", "desktop2"], ["--name-prefix", "cli-alice"]):
+        found = subprocess.run(
+            [*sweep[:-2], *narrowing], env=env, capture_output=True, text=True, check=True
+        ).stdout
+        assert json.loads(found)["ssh_keys"] == [], found
 
     tf.destroy()
     live = account.live()
-    assert [k["name"] for k in live["ssh_keys"]] == ["alice-laptop"], live
+    assert [k["name"] for k in live["ssh_keys"]] == ["cli-alice@lab-desktop2"], live
     with account.api() as api:
         (left,) = api.get("/ssh-keys").json()
         assert api.delete(f"/ssh-keys/{left['id']}").status_code == 200
@@ -123,7 +131,9 @@ def test_a_changed_key_is_updated_in_place_and_an_imported_one_gets_the_stacks_m
     assert code == 2 and "1 to change" in plan, plan  # the stack's tag goes into its name
     tf.apply()
     (imported,) = instances(tf, "lium_ssh_key")
-    assert imported["id"] == made["id"] and imported["lium_name"] == f"carol-{imported['stack_tag']}"
+    assert (
+        imported["id"] == made["id"] and imported["lium_name"] == f"carol.lium-stacks-{imported['stack_tag']}"
+    )
 
     tf.env["TF_VAR_key"] = public_line(second)
     tf.apply()

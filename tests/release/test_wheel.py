@@ -73,7 +73,7 @@ def test_provider_and_lium_tf_run_without_the_emulator_extra(wheel_venv: Path, t
 
 
 # What a user runs: the contributor tools (`make docs`, `make constructs`) are not in the wheel's CLI.
-USER_COMMANDS = ("install", "sweep", "plan-summary", "gitops")
+USER_COMMANDS = ("install", "sweep", "plan-summary", "gitops", "run", "logs")
 
 
 def test_lium_tf_offers_only_user_commands_and_writes_nothing_unasked(

@@ -38,7 +38,7 @@ run "apply_rents_a_running_pod" {
   }
 
   assert {
-    condition     = startswith(output.ssh, "ssh root@") && output.price_per_hour > 0
+    condition     = startswith(output.ssh, "ssh -o UserKnownHostsFile=known_hosts -p ") && output.price_per_hour > 0
     error_message = "The outputs give an SSH command and a price."
   }
 }

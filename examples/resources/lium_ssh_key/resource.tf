@@ -9,7 +9,7 @@ variable "alice_public_key" {
   description = "Alice's OpenSSH public key line, e.g. file(\"keys/alice.pub\")."
 }
 
-# A teammate's key, registered on the Lium account (Lium shows it as `ml-alice-<stack tag>`).
+# A teammate's key, registered on the Lium account (Lium shows it as `ml-alice.lium-stacks-<stack tag>`).
 resource "lium_ssh_key" "alice" {
   name       = "ml-alice"
   public_key = var.alice_public_key

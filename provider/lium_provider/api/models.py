@@ -31,9 +31,10 @@ PENDING = "PENDING"
 DELETING = "DELETING"
 DELETED = "DELETED"
 # A pod listed in one of these states still exists but will never run again (a plan replaces it).
-DEAD_POD_STATES: frozenset[str] = frozenset(
-    {"STOPPED", "FAILED", "CREATION_FAILED", "BROKEN", "REBOOT_FAILED"}
-)
+REBOOT_FAILED = "REBOOT_FAILED"
+"""A reboot or template switch failed: the container is down, but the pod still holds (and bills) its
+node, which a switch or reboot in place can reuse."""
+DEAD_POD_STATES: frozenset[str] = frozenset({"STOPPED", "FAILED", "CREATION_FAILED", "BROKEN", REBOOT_FAILED})
 # How long a deleted pod may take to be gone before giving up: lium_pod's default delete timeout and
 # how long `lium-tf sweep` waits for the pods it deleted.
 POD_GONE_TIMEOUT = 900.0

@@ -75,8 +75,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     _quiet_ssh_library()
     try:
         private_key = Path(key_file).expanduser().read_text()
+        state = read_state(Path(args.dir))  # first: a wrong --dir says so before the code is read
         code = None if args.no_code else pack_code(Path.cwd(), args.code_limit_mib * 1024 * 1024)
-        state = read_state(Path(args.dir))
         request = RunRequest(tuple(argv), dict(args.env or []), dict(args.secret or []), code)
         with client:
             return run_on_stack(state, client, request, private_key, args.target or ())
@@ -127,9 +127,16 @@ def cmd_logs(args: argparse.Namespace) -> int:
         pod_id = pod_to_read(args.target, state, args.node)
         with client:
             if args.follow:
-                show_lines(client.follow_pod_logs(pod_id, args.tail), secrets, write)
+                shown = show_lines(client.follow_pod_logs(pod_id, args.tail), secrets, write)
             else:
-                show_lines(client.pod_logs(pod_id, args.tail).splitlines(), secrets, write)
+                shown = show_lines(client.pod_logs(pod_id, args.tail).splitlines(), secrets, write)
+        if not shown:
+            print(
+                f"lium-tf logs: pod {pod_id}'s container printed nothing (its first process's output; a "
+                "job's is what `lium-tf run` streams, and the runner keeps it on the node in "
+                "/tmp/runner/job.log)",
+                file=sys.stderr,
+            )
     except KeyboardInterrupt:
         return 130
     except (StackError, LiumError) as exc:
@@ -143,15 +150,19 @@ def add_job_commands(commands: Any) -> None:
         "run",
         help="run one job through the runners of a stack (every node of a cluster together) and stream it",
         description="Submits COMMAND to the dstack runner of every lium_runner in the stack's state (or the "
-        "ones --target names), as dstack's server does: the current directory is uploaded as the job's code "
-        "(what .gitignore files leave out, .git, .terraform and Terraform state files are not), and the job "
-        "runs there, as the image's user, with the image's environment, the runner's `environment` and "
+        "ones --target names), as dstack's server does. As ssh does, the words after -- are joined with "
+        "spaces and run by /bin/sh on each node: quote what your shell must not expand, e.g. "
+        "lium-tf run -- 'torchrun --nnodes=$WORLD_SIZE --node_rank=$NODE_RANK train.py'. The CURRENT "
+        "directory (not --dir) is uploaded as the job's code to /workflow/<run> on each node, where the job "
+        "runs (what .gitignore files leave out, .git, .terraform, cdktf.out and Terraform state files are "
+        "not sent), as the image's user, with the image's environment, the runner's `environment` and "
         "--env/--secret. Members of one lium_cluster start together with NODE_RANK/RANK, WORLD_SIZE, "
-        "MASTER_ADDR (node 0's overlay address) and MASTER_PORT set; one failing stops the others. Each "
-        "line of output is prefixed by its node, and every value of a runner's `environment` and of "
-        "--secret is redacted. The exit code is the job's (the first failing node's); Ctrl-C stops the job "
-        "on every node and exits 130. Uses LIUM_API_URL, LIUM_API_KEY and LIUM_SSH_PRIVATE_KEY_FILE, as the "
-        "provider does, and `terraform show -json` in --dir.",
+        "MASTER_ADDR (node 0's overlay address) and MASTER_PORT set (a --target subset of a cluster runs as "
+        "a cluster of those nodes); one failing stops the others. Each line of output is prefixed by its "
+        "node, and every value of a runner's `environment` and of --secret is redacted. The exit code is "
+        "the job's (the first failing node's); Ctrl-C or SIGTERM stops the job on every node and exits 130; "
+        "a runner busy with another job fails the run before it starts. Uses LIUM_API_URL, LIUM_API_KEY "
+        "and LIUM_SSH_PRIVATE_KEY_FILE, as the provider does, and `terraform show -json` in --dir.",
     )
     run.add_argument(
         "--dir", default=".", help="the stack's directory, where `terraform init` ran (default: .)"
@@ -194,10 +205,11 @@ def add_job_commands(commands: Any) -> None:
     logs = commands.add_parser(
         "logs",
         help="a pod's container output, by Terraform address (lium_pod, lium_runner, lium_cluster --node N) or pod id",
-        description="Prints the last --tail lines the pod's container printed (Lium's logs route), and with "
-        "--follow what it prints next, until the pod stops or Ctrl-C. Every value of the stack's runners' "
-        "`environment` is redacted. Uses LIUM_API_URL and LIUM_API_KEY, and `terraform show -json` in --dir "
-        "for an address.",
+        description="Prints the last --tail lines the pod's container printed (its first process's output, "
+        "as `docker logs` shows it, from Lium's logs route; a job's output is what `lium-tf run` streams), "
+        "and with --follow what it prints next, until the pod stops or Ctrl-C. Every value of the stack's "
+        "runners' `environment` is redacted. Uses LIUM_API_URL and LIUM_API_KEY, and `terraform show -json` "
+        "in --dir for an address.",
     )
     logs.add_argument("target", metavar="ADDRESS|POD_ID", help="lium_pod.gpu, lium_runner.node[1], a pod id")
     logs.add_argument("--dir", default=".", help="the stack's directory (default: .)")

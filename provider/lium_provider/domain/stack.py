@@ -94,7 +94,11 @@ _TAG_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
 _LIUM_NAME = re.compile(
     rf"^(?P<base>.+)-(?P<tag>[{_TAG_ALPHABET}]{{{TAG_LENGTH}}})(?P<digest>[{_TAG_ALPHABET}]{{{DIGEST_LENGTH}}})$"
 )
-_TAGGED_NAME = re.compile(rf"^(?P<base>.+)-(?P<tag>[{_TAG_ALPHABET}]{{{TAG_LENGTH}}})$")
+KEY_NAME_MARKER = ".lium-stacks-"
+"""Between a key's name and its stack tag: no name a person gives a key has it by chance."""
+_TAGGED_NAME = re.compile(
+    rf"^(?P<base>.+){re.escape(KEY_NAME_MARKER)}(?P<tag>[{_TAG_ALPHABET}]{{{TAG_LENGTH}}})$"
+)
 _DESCRIPTION_TAG = re.compile(
     rf"(?:^|\n){re.escape(STACK_MARKER)} (?P<tag>[{_TAG_ALPHABET}]{{{TAG_LENGTH}}})$"
 )
@@ -301,8 +305,9 @@ def is_named(lium_name: str, name: str, tag: str) -> bool:
 
 def tagged_name(name: str, tag: str) -> str:
     """The name sent to Lium for an object with neither a description nor a rent digest (an account SSH
-    key): ``<name>-<tag>``, so a fresh runner finds it again and a refresh reads whose it is."""
-    return f"{name}-{tag}"
+    key): ``<name>.lium-stacks-<tag>``, so a fresh runner finds it again and a refresh reads whose it is.
+    The marker keeps a person's key (``cli-alice@desktop2``) from ever reading as a stack's."""
+    return f"{name}{KEY_NAME_MARKER}{tag}"
 
 
 def parse_tagged_name(lium_name: str) -> tuple[str, str] | None:

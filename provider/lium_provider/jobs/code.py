@@ -8,6 +8,7 @@ bound is refused before anything is sent, naming its size, the bound, and its la
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import tarfile
@@ -49,8 +50,13 @@ def code_files(root: Path) -> Iterator[CodeFile]:
         dirnames[:] = sorted(d for d in dirnames if not _ignored(specs, base + d + "/"))
         for name in sorted(filenames):
             path = Path(directory) / name
-            if not _ignored(specs, base + name):
-                yield CodeFile(path, base + name, path.lstat().st_size)
+            if _ignored(specs, base + name):
+                continue
+            try:
+                size = path.lstat().st_size
+            except FileNotFoundError:
+                continue  # gone since the directory was listed (another process's temporary file)
+            yield CodeFile(path, base + name, size)
 
 
 def _ignored(specs: list[tuple[str, pathspec.GitIgnoreSpec]], name: str) -> bool:
@@ -82,7 +88,8 @@ def pack_code(root: Path, limit_bytes: int) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for file in files:
-            tar.add(file.path, arcname=file.name, recursive=False)
+            with contextlib.suppress(FileNotFoundError):  # gone since it was listed
+                tar.add(file.path, arcname=file.name, recursive=False)
     return buffer.getvalue()
 
 

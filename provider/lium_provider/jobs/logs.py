@@ -47,8 +47,11 @@ def pod_to_read(target: str, state: StackState | None, node: int | None) -> str:
 _WITH_PODS = ("lium_pod", "lium_cluster", "lium_runner")
 
 
-def show_lines(lines: Iterable[str], secrets: Iterable[str], write: Callable[[str], None]) -> None:
-    """Write each line, redacted of every secret value."""
+def show_lines(lines: Iterable[str], secrets: Iterable[str], write: Callable[[str], None]) -> int:
+    """Write each line, redacted of every secret value; how many there were."""
     redact = redactor(secrets).redact
+    count = 0
     for line in lines:
         write(redact(line.rstrip("\n")) + "\n")
+        count += 1
+    return count

@@ -126,7 +126,9 @@ def nodes_of(state: StackState, targets: Sequence[str], client: LiumClient) -> l
             raise RunError(f"{runner.address}: Lium gives no overlay address for a member of its cluster")
         rank = ranked.index(runner)
         place = ClusterPlace(rank, ips, pod.gpu_count or 0)
-        nodes.append(Node(runner, pod, f"node {rank}" if len(members) == 1 else f"{runner.address}", place))
+        # Named by its index in the cluster (a subset's ranks count from 0 among the nodes chosen).
+        label = f"node {pod.cluster_node_index}" if len(members) == 1 else runner.address
+        nodes.append(Node(runner, pod, label, place))
     return sorted(
         nodes, key=lambda n: (n.place is None, n.pod.cluster_id or "", n.place.rank if n.place else 0)
     )
@@ -370,7 +372,7 @@ class Run:
             elif outcome is None or not outcome.succeeded:
                 described = self.redactor.redact(outcome.describe() if outcome else "no final state")
                 stopped = running.stop_sent and outcome is not None and outcome.state == "terminated"
-                self.say(f"lium-tf run: {label} {'was stopped' if stopped else 'failed'}: {described}")
+                self.say(f"lium-tf run: {label} {'was stopped' if stopped else 'ended'}: {described}")
                 if not stopped:
                     status = outcome.exit_status if outcome else None
                     code = code or (status if status is not None and 0 < status < 256 else 1)

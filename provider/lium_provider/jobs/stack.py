@@ -94,6 +94,11 @@ def read_state(directory: Path, environ: Mapping[str, str] | None = None) -> Sta
         document = json.loads(shown.stdout)
     except ValueError:
         raise StackError("`terraform show -json` printed something other than JSON") from None
+    if not document.get("values"):
+        raise StackError(
+            f"no Terraform state in {directory}: apply the stack there first (after `terraform init`), or "
+            "pass its directory with --dir (a CDK stack's is cdktf.out/stacks/<stack>)"
+        )
     root = (document.get("values") or {}).get("root_module") or {}
     return StackState(directory, tuple(_resources(root)))
 

@@ -176,6 +176,11 @@ def parse_plan_document(text: str) -> PlanDocument:
         raise PlanError(
             "this is a state, not a plan: run `terraform show -json` on a file saved by `plan -out`"
         )
+    if plan.get("errored") is True:
+        raise PlanError(
+            "the plan is incomplete: `terraform plan` failed while making it (`errored`), so it may leave out "
+            "what it would change; fix the errors terraform plan printed and plan again"
+        )
     entries = plan.get("resource_changes") or []
     if not isinstance(entries, list):
         raise PlanError('"resource_changes" is not a list')

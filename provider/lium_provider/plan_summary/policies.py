@@ -64,6 +64,8 @@ def _unpriced(report: Report, name: _Namer, policy: str, strict: bool) -> list[s
     return lines
 
 
+MAX_NAMED = 20
+"""The most objects one violation line names: a plan that ends thousands still fits a comment."""
 ESTIMATE_REFUSED = (
     "the price is an estimate (a filter field is chosen at apply), and --strict-prices refuses estimates"
 )
@@ -173,8 +175,14 @@ def _max_destroyed(report: Report, limit: int, name: _Namer) -> list[str]:
     ends = report.ended
     if len(ends) <= limit:
         return []
-    listed = ", ".join(f"{name(s, e.pod.change.address)} ({ended_text(e)})" for s, e in ends)
-    return [f"max-destroyed: the plan ends {len(ends)} running pods or clusters, more than {limit}: {listed}"]
+    named = [f"{name(s, e.pod.change.address)} ({ended_text(e)})" for s, e in ends[:MAX_NAMED]]
+    more = (
+        f" and {len(ends) - MAX_NAMED} more (`summary.json` lists every one)" if len(ends) > MAX_NAMED else ""
+    )
+    return [
+        f"max-destroyed: the plan ends {len(ends)} running pods or clusters, more than {limit}: "
+        f"{', '.join(named)}{more}"
+    ]
 
 
 def check(report: Report, policies: Policies) -> list[PolicyResult]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 
-from lium_provider.api.models import DEAD_POD_STATES, DELETED, DELETING
+from lium_provider.api.models import DEAD_POD_STATES, DELETED, DELETING, REBOOT_FAILED
 from lium_provider.plan_summary.cluster_pricing import price_cluster
 from lium_provider.plan_summary.parsing import ResourceChange, parse_plan_document, parse_timestamp
 from lium_provider.plan_summary.pricing import OfferBook, PodCost, price_pod
@@ -149,8 +149,8 @@ def ended(pods: Sequence[PodCost], planned_at: datetime | None) -> tuple[Ended, 
         status = change.value("before", "status")
         if change.action not in ENDING_ACTIONS or change.before is None:
             continue
-        if isinstance(status, str) and status in {*DEAD_POD_STATES, DELETING, DELETED}:
-            continue  # nothing runs on it any more
+        if isinstance(status, str) and status in {*DEAD_POD_STATES, DELETING, DELETED} - {REBOOT_FAILED}:
+            continue  # nothing runs on it any more (a failed switch or reboot still holds its node)
         started = parse_timestamp(change.value("before", "started_at"))
         uptime = (planned_at - started).total_seconds() if started and planned_at else None
         found.append(Ended(pod, max(uptime, 0.0) if uptime is not None else None))
@@ -196,7 +196,10 @@ def report_stack(name: str, text: str, book: OfferBook) -> StackReport:
     changes = plan.changes
     priced = {POD_TYPE: price_pod, CLUSTER_TYPE: price_cluster}
     pods = [
-        priced[c.type](c, book) for c in changes if c.type in priced and c.action != "read" and not c.deposed
+        # A deposed object too: a create_before_destroy replacement whose delete failed, still billed.
+        priced[c.type](c, book)
+        for c in changes
+        if c.type in priced and c.action != "read"
     ]
     spends = [PodSpend(p, *termination_hours(p.change)) for p in pods if p.exists_after]
     return StackReport(

@@ -64,8 +64,9 @@ def render_value(value: Any, sensitive: Any = None, unknown: Any = None) -> str:
 def code(text: str) -> str:
     """``text`` as a Markdown code span that nothing inside it can close, table-safe and on one line."""
     text = " ".join(text.splitlines()).replace("|", "\\|")
-    if len(text) > MAX_VALUE_CHARS:
-        text = text[: MAX_VALUE_CHARS - 1] + "…"
+    if len(text) > MAX_VALUE_CHARS:  # cut in the middle: addresses differ at their ends (`["key-0417"]`)
+        half = (MAX_VALUE_CHARS - 1) // 2
+        text = text[:half] + "…" + text[len(text) - (MAX_VALUE_CHARS - 1 - half) :]
     longest, run = 0, 0
     for char in text:
         run = run + 1 if char == "`" else 0

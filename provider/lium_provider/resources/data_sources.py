@@ -196,7 +196,8 @@ class SshKeySummary(BaseModel):
     name: Annotated[
         str | None,
         Attribute(
-            computed=True, description="Its name on Lium (a `lium_ssh_key`'s ends with `-<stack tag>`)."
+            computed=True,
+            description="Its name on Lium (a `lium_ssh_key`'s ends with `.lium-stacks-<stack tag>`).",
         ),
     ] = None
     public_key: Annotated[str | None, Attribute(computed=True, description="One OpenSSH line.")] = None

@@ -113,8 +113,14 @@ def _mark(pod: Pod | None) -> str | None:
 
 def _apply_pod(state: PodModel, pod: Pod) -> PodModel:
     target = pod.ssh_host_port()
+    switched = {}
+    if pod.template_id and state.template_id and pod.template_id != state.template_id:
+        # Switched since the state was written (a switch killed half-way, or done outside Terraform):
+        # the pod runs a new container, whose host key is pinned again.
+        switched = {"template_id": pod.template_id, "ssh_host_key": None}
     return state.model_copy(
         update={
+            **switched,
             "status": pod.status,
             "executor_id": pod.executor_id or state.executor_id,
             "price_per_hour": pod.price if pod.price is not None else state.price_per_hour,
@@ -222,6 +228,7 @@ class PodResource(Resource[PodModel]):
         check_access_on_create(ctx, change)
         plan_default_hours(ctx, change)
         prior = change.prior
+        self._check_template(ctx, change, prior)
         if prior is None:
             self._plan_lium_name(ctx, change)
             self._check_offers_exist(ctx, change)
@@ -241,6 +248,24 @@ class PodResource(Resource[PodModel]):
             plan_removal(change, prior, "pod")
         if prior.lium_name:
             claim_lium_name(ctx, change, (LIUM_NAME_KEY, prior.lium_name), prior.lium_name)
+
+    def _check_template(self, ctx: Context, change: PlanChange[PodModel], prior: PodModel | None) -> None:
+        """A template to rent or switch to must exist: the plan fails naming it, before a rent or a switch
+        (which would first replace the pod's runner) is tried."""
+        if change.is_unknown("template_id") or not isinstance(ctx.provider, LiumSession):
+            return
+        wanted = change.planned.template_id
+        if prior is not None and wanted == prior.template_id:
+            return
+        with api_errors("reading the pod's template", path=("template_id",)):
+            visible = ctx.provider.template_visible(wanted)
+        if not visible:
+            raise TFError(
+                "The pod's template does not exist",
+                f"No template {wanted} is visible to this API key (Lium's public templates and this "
+                "account's own). Nothing was rented or switched.",
+                path=("template_id",),
+            )
 
     def _authorised_keys(self, ctx: Context, prior: PodModel) -> tuple[str, ...]:
         with api_errors("reading the pod's authorised keys"):
@@ -554,7 +579,9 @@ class PodResource(Resource[PodModel]):
         if switching(prior, plan.template_id):
             check_before_change(ctx, self.type_name, prior, lambda: self._mark_now(ctx, prior), "switched")
             state = switch_container(ctx, s, state, plan.template_id)
-            ctx.record(state)
+            # Until its ports answer, the new container is recorded as waiting for none: a failed wait
+            # then leaves a difference, so the next plan waits again.
+            ctx.record(state.model_copy(update={"wait_for_ports": None}))
             self._wait_for_ports(ctx, s, state, plan.wait_for_ports)
         elif set(plan.wait_for_ports or ()) - set(prior.wait_for_ports or ()):
             self._wait_for_ports(ctx, s, state, plan.wait_for_ports)

@@ -11,7 +11,7 @@ REBOOT_FAILED, and the next plan switches it again in place: a failed switch nev
 from __future__ import annotations
 
 from lium_provider.api.errors import LiumError
-from lium_provider.api.models import RUNNING, Pod
+from lium_provider.api.models import DEAD_POD_STATES, REBOOT_FAILED, RUNNING, Pod
 from lium_provider.resources.common import api_errors
 from lium_provider.resources.pod_lifecycle import failure_reason, started_or_dead, wait_for_host_key
 from lium_provider.resources.pod_model import PodModel
@@ -19,7 +19,6 @@ from lium_provider.session import LiumSession
 from lium_provider.sshkeys import known_hosts_line
 from tfbridge import Context, PlanChange, TFError
 
-REBOOT_FAILED = "REBOOT_FAILED"
 # What a new container changes: known only once it runs.
 _NEW_CONTAINER = ("status", "ssh_host", "ssh_port", "ports", "ssh_host_key", "known_hosts")
 SWITCH_POLL_SECONDS = 1.0
@@ -27,7 +26,10 @@ SWITCH_POLL_SECONDS = 1.0
 
 def switching(prior: PodModel, template_id: str | None) -> bool:
     """Whether the pod's container must be switched to ``template_id`` (None: not known yet): another
-    template, or a pod whose last switch failed."""
+    template, or a pod whose last switch failed. Never a pod that died otherwise (BROKEN, STOPPED...):
+    Lium switches only a running pod or one whose switch failed, so that one is re-rented."""
+    if prior.status in DEAD_POD_STATES - {REBOOT_FAILED}:
+        return False
     return template_id != prior.template_id or prior.status == REBOOT_FAILED
 
 
@@ -54,10 +56,10 @@ def switch_container(ctx: Context, s: LiumSession, state: PodModel, template_id:
         with api_errors("reading the pod"):
             now = s.client.get_pod(pod_id)
         status = now.status if now is not None else "gone"
+        running = (now.template_id if now is not None else None) or state.template_id
         raise TFError(
             f"Lium refused to switch pod {pod_id} to template {template_id}",
-            f"{exc}. The pod is {status}, still on its template {state.template_id}; nothing was re-rented. "
-            "The next apply tries the switch again, in place.",
+            f"{exc}. The pod is {status}, on template {running}; nothing was re-rented. {_next_apply(status)}",
             path=("template_id",),
         ) from None
     ctx.record(state.model_copy(update={"status": "REBOOT_PENDING"}))
@@ -67,7 +69,7 @@ def switch_container(ctx: Context, s: LiumSession, state: PodModel, template_id:
         ctx.record(state.model_copy(update={"status": status}))
         raise TFError(
             f"Pod {pod_id} did not start on template {template_id} ({status})",
-            f"{failure_reason(s, pod_id)} Nothing was re-rented: the next apply switches it again, in place.",
+            f"{failure_reason(s, pod_id).rstrip('.')}. Nothing was re-rented. {_next_apply(status)}",
             path=("template_id",),
         )
     host, port = pod.ssh_host_port() or (None, None)
@@ -85,6 +87,13 @@ def switch_container(ctx: Context, s: LiumSession, state: PodModel, template_id:
     ctx.record(switched)
     key = wait_for_host_key(ctx, host or "", port or 0)
     return switched.model_copy(update={"ssh_host_key": key, "known_hosts": known_hosts_line(host, port, key)})
+
+
+def _next_apply(status: str) -> str:
+    """What the next apply does with a pod in ``status`` after a failed switch."""
+    if status in DEAD_POD_STATES - {REBOOT_FAILED} or status == "gone":
+        return f"Lium cannot switch a {status} pod: the next apply replaces it (a new pod, billed anew)."
+    return "The next apply tries the switch again, in place."
 
 
 def _wait_for_new_container(ctx: Context, s: LiumSession, pod_id: str) -> Pod | None:

@@ -3,7 +3,7 @@
 Lium authorises no account key on a pod by itself: a rent lists the keys it authorises. The account's
 keys are where a team keeps them, and ``data.lium_ssh_keys`` reads them back for a pod's or cluster's
 ``authorized_keys``. A key has no description, so its name in Lium carries the stack's tag
-(``<name>-<tag>``, :func:`~lium_provider.domain.stack.tagged_name`): a fresh runner finds what a killed
+(``<name>.lium-stacks-<tag>``, :func:`~lium_provider.domain.stack.tagged_name`): a fresh runner finds what a killed
 run registered by it, and a refresh reads whose the key is.
 """
 
@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lium_provider.api.models import AccountSshKey, is_lium_id
-from lium_provider.domain.stack import TAG_LENGTH, parse_tagged_name, tagged_name
+from lium_provider.domain.stack import KEY_NAME_MARKER, TAG_LENGTH, parse_tagged_name, tagged_name
 from lium_provider.resources.common import (
     api_errors,
     check_access_on_create,
@@ -42,7 +42,7 @@ from tfbridge import Attribute, Context, PlanChange, Resource, UseStateForUnknow
 
 # The key-name alphabet Lium's SDK writes (`cli-<user>@<host>`), and its 64 characters with the tag.
 _NAME = re.compile(r"^[A-Za-z0-9._@-]+$")
-NAME_MAX_LENGTH = 64 - TAG_LENGTH - 1
+NAME_MAX_LENGTH = 64 - len(KEY_NAME_MARKER) - TAG_LENGTH
 
 
 class SshKeyModel(BaseModel):
@@ -66,7 +66,7 @@ class SshKeyModel(BaseModel):
     ]
     lium_name: Annotated[
         str | None,
-        Attribute(computed=True, description="The key's name on Lium: `<name>-<stack tag>`."),
+        Attribute(computed=True, description="The key's name on Lium: `<name>.lium-stacks-<stack tag>`."),
     ] = None
     fingerprint: Annotated[
         str | None,
