@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:Ma0RqmxmzhpKFhNhXMAneTZdAMJjzodwms3o1Rb420k=",
-    "zh:724392fe3ea036e3c3924a6c0086691e03ae515e0102c89f52bfead048920659",
+    "h1:YeKLxNYrA+dxw+PPrWQt3VHM7olhlc97U4tlfXQensc=",
+    "zh:91f3570ca91b8adde1a2d82666f8ed5e84b2358fbc73e14fb526bbe1cf317306",
   ]
 }
