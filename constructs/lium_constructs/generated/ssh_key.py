@@ -40,7 +40,7 @@ class SshKey(LiumResourceBase):
         """Declare ``lium_ssh_key`` ``id_`` in ``scope``.
 
         Args:
-            name: Key name: letters, digits and `._@-`. Lium shows it with the stack's tag added (`lium_name`). Must be 1 to 55 characters long.
+            name: Key name: letters, digits and `._@-`. Lium shows it with the stack's tag added (`lium_name`). Must be 1 to 43 characters long.
             public_key: The public key, one OpenSSH line.
 
         ``count``, ``depends_on``, ``for_each``, ``lifecycle`` and ``provider`` are Terraform's
@@ -77,7 +77,7 @@ class SshKey(LiumResourceBase):
 
     @property
     def lium_name(self) -> str:
-        """The key's name on Lium: `<name>-<stack tag>`."""
+        """The key's name on Lium: `<name>.lium-stacks-<stack tag>`."""
         return self.get_string_attribute("lium_name")
 
     @property
