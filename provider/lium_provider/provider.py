@@ -62,6 +62,10 @@ REQUEST_TIMEOUT_ENV = "LIUM_REQUEST_TIMEOUT"
 CONNECT_TIMEOUT_ENV = "LIUM_CONNECT_TIMEOUT"
 
 
+WORKSPACE_ENV = "LIUM_WORKSPACE"
+"""The environment variable of the provider's ``workspace`` (Lium's own CLI reads it too)."""
+
+
 class LiumProviderConfig(BaseModel):
     """Lium: GPU pods, templates, registry credentials and volumes on lium.io (or a compatible endpoint)."""
 
@@ -161,6 +165,18 @@ class LiumProviderConfig(BaseModel):
             "a pod, and rewriting a template restarts its pods), after which the setting can go. Default: "
             f"env `{ADOPT_STACKS_ENV}` (comma-separated), else none.",
         ),
+    ] = None
+
+    workspace: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            description="The Lium workspace (its name or id) the API key must act in. Every operation, refreshes "
+            "and destroys included, first checks it against `GET /users/me` and fails on a key of another "
+            "workspace, which would see none of the stack's pods and take each for gone. Default: env "
+            f"`{WORKSPACE_ENV}`, else no check.",
+        ),
+        PRINTABLE_NAME,
     ] = None
 
     @field_validator("request_timeout", "connect_timeout")
@@ -288,6 +304,7 @@ class LiumProvider(Provider[LiumProviderConfig]):
             stack_name=stack_name(config.stack),
             adopt_tags=adopted_tags(config.adopt_stacks),
             default_termination_hours=default_hours,
+            workspace=config.workspace or os.environ.get(WORKSPACE_ENV) or None,
         )
 
     def diagnose(self, error: Exception) -> list[Diagnostic] | None:

@@ -39,6 +39,9 @@ class LiumSession:
     """Tags of the stacks whose objects this stack takes over (the provider's ``adopt_stacks``)."""
     default_termination_hours: int | None = None
     """``termination_hours`` of a pod that sets none (the provider's ``default_termination_hours``)."""
+    workspace: str | None = None
+    """The workspace (name or id) the API key must act in (the provider's ``workspace``, LIUM_WORKSPACE);
+    None: whichever it acts in."""
     watcher: PodWatcher = field(init=False)
     placement: Placement = field(init=False)
     _names: dict[tuple[str, ...], str] = field(init=False, default_factory=dict)
@@ -71,11 +74,23 @@ class LiumSession:
                 raise self._access_refused
             if self._account is None:
                 try:
-                    self._account = self.client.me()
+                    account = self.client.me()
                 except LiumError as exc:
                     self._access_refused = access_error(exc, self.client.base_url)
                     raise self._access_refused from None
+                self._access_refused = workspace_mismatch(self.workspace, account)
+                if self._access_refused is not None:
+                    raise self._access_refused
+                self._account = account
             return self._account
+
+    def check_workspace(self) -> None:
+        """With a ``workspace`` configured, fail every operation (reads and deletes too) unless the key acts
+        in it: a key of another workspace sees none of this stack's pods, and a refresh or destroy under it
+        would take each for gone while it bills. One ``GET /users/me`` per process, shared with
+        :meth:`verify_access`."""
+        if self.workspace is not None:
+            self.verify_access()
 
     @property
     def named(self) -> bool:
@@ -178,6 +193,29 @@ def access_error(exc: LiumError, endpoint: str | None = None) -> TFError:
     )
 
 
+def workspace_mismatch(wanted: str | None, account: User) -> TFError | None:
+    """The error when the key does not act in the workspace ``wanted`` (its name, any case, or its id)."""
+    if wanted is None:
+        return None
+    current = account.workspace
+    if current is None:
+        return TFError(
+            "This Lium server has no workspaces",
+            f"The provider's `workspace` (or LIUM_WORKSPACE) asks for workspace {wanted!r}, but `GET /users/me` "
+            "names no workspace for the API key. Remove the setting, or point `endpoint` at a server with "
+            "workspaces.",
+        )
+    if wanted == current.id or wanted.casefold() == current.name.casefold():
+        return None
+    return TFError(
+        "The API key acts in another workspace",
+        f"The provider's `workspace` (or LIUM_WORKSPACE) is {wanted!r}, but the API key ({account.key_label()}) "
+        f"acts in workspace {current.name!r} ({current.id}). Nothing was read or changed: under this key the "
+        "stack's pods would read as gone while they run. Use a key of that workspace "
+        "(`lium keys create <name> --workspace <workspace>`), or correct `workspace`.",
+    )
+
+
 def journal_dir() -> Path:
     """Where rent attempts are written before they are sent, so a crashed run can be reconciled."""
     base = os.environ.get("LIUM_STATE_DIR") or os.path.join(
@@ -192,4 +230,5 @@ def session(ctx: Context) -> LiumSession:
         raise TFError(
             "The lium provider is not configured", "Terraform did not configure the provider block."
         )
+    ctx.provider.check_workspace()
     return ctx.provider

@@ -12,12 +12,18 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from lium_provider.api.errors import valid_code
+from lium_provider.api.errors import BUDGET_WINDOWS, BudgetRefusal, valid_code
 
 MAX_MESSAGE_CHARS = 160
 _REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _FIELD = re.compile(r"[A-Za-z0-9_ .\->\[\]]{1,80}")
 _SHORTEST_SECRET = 4  # a shorter "secret" would match ordinary words and erase every message
+
+
+BUDGET_CODE = "API_KEY_BUDGET_EXCEEDED"
+"""The code of a refusal by the API key's own budget (docs/lium-api.md#api-keys): upper case, so no code
+dstack's rule accepts; it is recognised here by name."""
+_MISSING_SCOPE = re.compile(r"does not have the '([a-z_]{1,32})' scope")
 
 
 @dataclass(frozen=True)
@@ -27,6 +33,10 @@ class ErrorDetails:
     code: str | None = None
     message: str | None = None
     request_id: str | None = None
+    budget: BudgetRefusal | None = None
+    """Set when the body is a budget refusal (:data:`BUDGET_CODE`)."""
+    missing_scope: str | None = None
+    """The scope a refusal says the key lacks, when its message names one."""
 
 
 def valid_request_id(value: object) -> str | None:
@@ -51,15 +61,59 @@ def parse_error_body(
     nested = error if isinstance(error, dict) else {}
     code = _free_of(valid_code(nested.get("code")) or valid_code(data.get("code")), secret_list)
     request_id = request_id or _free_of(valid_request_id(nested.get("request_id")), secret_list)
+    structured = _structured(data, nested)
     message = None
-    for candidate in (nested.get("message"), data.get("message"), data.get("detail")):
+    for candidate in (
+        nested.get("message"),
+        data.get("message"),
+        data.get("detail"),
+        structured.get("message"),
+    ):
         message = safe_message(candidate, secret_list)
         if message is not None:
             break
     fields = _validation_fields(data)
     if fields:
         message = f"{message or 'request validation failed'} (fields: {', '.join(fields)})"
-    return ErrorDetails(code=code, message=message, request_id=request_id)
+    budget = _budget(structured) if BUDGET_CODE in (nested.get("code"), data.get("code")) else None
+    scope = _MISSING_SCOPE.search(message or "")
+    return ErrorDetails(
+        code=code,
+        message=message,
+        request_id=request_id,
+        budget=budget,
+        missing_scope=scope.group(1) if scope else None,
+    )
+
+
+def _structured(data: dict[object, object], nested: dict[object, object]) -> dict[object, object]:
+    """The object an error carries its extra fields in: ``error.data``, else an object ``message`` or
+    ``detail`` (Lium keeps ``HTTPException.detail`` as the top-level ``message``); empty when none."""
+    for candidate in (nested.get("data"), data.get("message"), data.get("detail")):
+        if isinstance(candidate, dict):
+            return candidate
+    return {}
+
+
+def _budget(fields: dict[object, object]) -> BudgetRefusal:
+    """The numbers of a budget refusal, each kept only if it is what it claims to be."""
+    window = fields.get("window")
+    return BudgetRefusal(
+        window=window if isinstance(window, str) and window in BUDGET_WINDOWS else None,
+        budget_usd=_usd(fields.get("budget_usd")),
+        spent_usd=_usd(fields.get("spent_usd")),
+        amount_usd=_usd(fields.get("amount_usd")),
+    )
+
+
+def _usd(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        amount = float(value)
+    except ValueError:
+        return None
+    return amount if 0 <= amount < 1e12 else None
 
 
 def safe_message(value: object, secrets: Iterable[str]) -> str | None:

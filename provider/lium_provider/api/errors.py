@@ -12,6 +12,7 @@ error text.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
@@ -74,6 +75,10 @@ class LiumError(Exception):
         self.idempotent_replayed = idempotent_replayed
         super().__init__(self._render())
 
+    def __str__(self) -> str:
+        # Rendered when shown: a subclass's details (a missing scope, a budget) are set after construction.
+        return self._render()
+
     def _render(self) -> str:
         parts: list[str] = []
         if self.status is not None:
@@ -97,12 +102,58 @@ class LiumAuthError(LiumError):
     """HTTP 401, or a 403 for a missing API-key scope: the key is invalid or may not do this.
 
     ``str()`` says where the key comes from: the first request a provider process sends may be any
-    (a refresh, a create), so each has to name what to fix.
+    (a refresh, a create), so each has to name what to fix, and the scope the key lacks when Lium named it.
     """
 
+    missing_scope: str | None = None
+
     def _render(self) -> str:
-        fix = "the API key" if self.status == 401 else "the API key's scopes"
+        if self.missing_scope:
+            fix = f"the API key: it lacks the '{self.missing_scope}' scope, which this needs; use a key that has it"
+        else:
+            fix = "the API key" if self.status == 401 else "the API key's scopes"
         return f"{super()._render()}; check {fix} (provider `api_key`, or LIUM_API_KEY)"
+
+
+BUDGET_WINDOWS = ("daily", "monthly", "max")
+"""The windows an API key's budget counts spend over (docs/lium-api.md#api-keys): a UTC day, a UTC month,
+the key's lifetime."""
+
+
+@dataclass(frozen=True)
+class BudgetRefusal:
+    """What a budget refusal says: which window, the budget, what the key has spent in it and what the
+    request needed, in USD (each None when the server left it out)."""
+
+    window: str | None = None
+    budget_usd: float | None = None
+    spent_usd: float | None = None
+    amount_usd: float | None = None
+
+
+class LiumBudgetExceeded(LiumError):
+    """HTTP 402 ``API_KEY_BUDGET_EXCEEDED``: the API key's own budget refused the request, which Lium did
+    not carry out. Never retried: spending does not go down by waiting within the window."""
+
+    budget: BudgetRefusal = BudgetRefusal()
+
+    def _render(self) -> str:
+        b = self.budget
+        window = {"max": "lifetime (max)"}.get(b.window or "", b.window or "a")
+        numbers = [
+            f"{label} ${value:,.2f}"
+            for label, value in (
+                ("budget", b.budget_usd),
+                ("spent", b.spent_usd),
+                ("this request needs", b.amount_usd),
+            )
+            if value is not None
+        ]
+        said = f"; {', '.join(numbers)}" if numbers else ""
+        return (
+            f"{super()._render()}. The API key's {window} budget refused it (API_KEY_BUDGET_EXCEEDED){said}. "
+            "Lium did not carry it out; raise the key's budget (`lium keys budget <key>`) or use another key"
+        )
 
 
 class LiumRateLimited(LiumError):

@@ -88,12 +88,53 @@ def _lift_nested_id(data: Any, field: str, nested: str) -> Any:
     return data
 
 
+POD_VISIBILITY_OWN = "own"
+"""An API key's ``pod_visibility`` under which it sees only the pods it rented itself
+(docs/lium-api.md#api-keys): another key's pod answers 404 to it, as a missing one does."""
+BUDGET_STOP_REASON = "api_key_budget_exceeded"
+"""The ``reason`` of the status event of a pod Lium deleted because the key that rented it spent a budget
+(docs/lium-api.md#api-keys)."""
+
+
+class Workspace(ResponseModel):
+    """The workspace an API key acts in, as ``GET /users/me`` names it (docs/lium-api.md#workspaces)."""
+
+    id: NonEmptyStr
+    name: str = ""
+
+
 class User(ResponseModel):
-    """``GET /users/me``."""
+    """``GET /users/me``: the account, and the key that asked (its id, scopes, visibility, workspace);
+    a server without keys or workspaces leaves those out."""
 
     id: NonEmptyStr
     email: str | None = None
     balance: float | None = None
+    api_key_id: str | None = None
+    api_key_name: str | None = None
+    pod_visibility: str | None = None
+    workspace: Workspace | None = None
+
+    @field_validator("workspace", mode="before")
+    @classmethod
+    def _workspace_or_none(cls, value: Any) -> Any:
+        # An odd workspace object must not make the account unreadable: it reads as "no workspaces".
+        return value if isinstance(value, dict) and isinstance(value.get("id"), str) and value["id"] else None
+
+    @property
+    def sees_only_own_pods(self) -> bool:
+        return self.pod_visibility == POD_VISIBILITY_OWN
+
+    def key_label(self) -> str:
+        """The key as an error names it: ``'name' (id)``, or what of it the server said."""
+        return key_label(self.api_key_id, self.api_key_name) or "this API key"
+
+
+def key_label(key_id: str | None, name: str | None = None) -> str | None:
+    """An API key as messages name it: ``'ci' (3f2…)``, the id alone, or None when neither is known."""
+    if name and key_id:
+        return f"'{name}' ({key_id})"
+    return key_id or (f"'{name}'" if name else None)
 
 
 class Pod(ResponseModel):
@@ -124,6 +165,11 @@ class Pod(ResponseModel):
     cluster_id: str | None = None
     cluster_node_index: Annotated[int, Field(ge=0)] | None = None
     cluster_overlay_ip: str | None = None
+    # Who rented the pod and where (docs/lium-api.md#pod-row): the API key (``api_key_id``, else the row's
+    # ``created_by_api_key_id``) and the workspace. None on a server without them, or for a session's rent.
+    api_key_id: str | None = None
+    api_key_name: str | None = None
+    workspace_id: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -134,6 +180,8 @@ class Pod(ResponseModel):
             ("volume_id", "volume"),
         ):
             data = _lift_nested_id(data, field, nested)
+        if isinstance(data, dict) and data.get("api_key_id") is None and data.get("created_by_api_key_id"):
+            data = {**data, "api_key_id": data["created_by_api_key_id"]}
         if isinstance(data, dict) and isinstance(data.get("status"), str):
             data = {**data, "status": data["status"].strip().upper()}
         return data

@@ -31,6 +31,7 @@ from lium_provider.api.errors import (
     IDEMPOTENCY_UNCERTAIN_CODES,
     SCOPE_CODES,
     LiumAuthError,
+    LiumBudgetExceeded,
     LiumError,
     LiumNotFound,
     LiumProtocolError,
@@ -494,8 +495,14 @@ def _classify(reply: _Reply, call: _Call, details: ErrorDetails) -> LiumError:
         return reply.error(LiumProtocolError, call, details, "unexpected redirect")
     if status == 404:
         return reply.error(LiumNotFound, call, details, "not found")
-    if status == 401 or (status == 403 and details.code in SCOPE_CODES):
-        return reply.error(LiumAuthError, call, details, "not authorised")
+    if status == 401 or (status == 403 and (details.code in SCOPE_CODES or details.missing_scope)):
+        refused = reply.error(LiumAuthError, call, details, "not authorised")
+        refused.missing_scope = details.missing_scope
+        return refused
+    if status == 402 and details.budget is not None:
+        over = reply.error(LiumBudgetExceeded, call, details, "the API key's budget is spent")
+        over.budget = details.budget
+        return over
     if not 400 <= status < 500:
         return reply.error(LiumProtocolError, call, details, "unexpected status")
     return reply.error(LiumError, call, details, "request refused")

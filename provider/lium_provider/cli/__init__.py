@@ -76,7 +76,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from lium_provider.cli.sweep import delete_leftovers, find_leftovers, find_stack_leftovers
     from lium_provider.domain.journal import RentJournal
     from lium_provider.domain.stack import tags_of
-    from lium_provider.session import journal_dir
+    from lium_provider.provider import WORKSPACE_ENV
+    from lium_provider.session import journal_dir, workspace_mismatch
 
     endpoint = os.environ.get("LIUM_API_URL") or DEFAULT_ENDPOINT
     api_key = os.environ.get("LIUM_API_KEY")
@@ -86,6 +87,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     journal = RentJournal(journal_dir())
     try:
         with LiumClient(endpoint, api_key) as client:
+            me = client.me()
+            mismatch = workspace_mismatch(os.environ.get(WORKSPACE_ENV) or None, me)
+            if mismatch is not None:
+                print(f"lium-tf sweep: {mismatch.summary}: {mismatch.detail}", file=sys.stderr)
+                return 2
+            if me.sees_only_own_pods:
+                print(
+                    f"lium-tf sweep: this API key ({me.key_label()}) sees only the pods it rented itself "
+                    "(pod_visibility own): pods other keys rented are not listed; sweep with a key whose "
+                    "pod_visibility is `account` to see them all",
+                    file=sys.stderr,
+                )
             if args.stack:
                 leftovers = find_stack_leftovers(client, tags_of(args.stack), journal)
             else:

@@ -81,8 +81,10 @@ from lium_provider.resources.ownership import (
     refreshed_ownership,
 )
 from lium_provider.resources.pod import LIUM_NAME_KEY
+from lium_provider.resources.pod_lifecycle import warn_if_stopped_by_budget
 from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
 from lium_provider.resources.served_ports import wait_for_ports
+from lium_provider.resources.visibility import check_not_hidden
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import public_key_line
 from tfbridge import (
@@ -540,6 +542,10 @@ class ClusterResource(Resource[ClusterModel]):
         with api_errors("reading the cluster's members"):
             members = self._members(ctx, state)
         if not members:
+            self._check_not_hidden(ctx, state)
+            first = next((n.pod_id for n in state.nodes or [] if n.pod_id), None)
+            if first:
+                warn_if_stopped_by_budget(ctx, session(ctx), first)
             return None
         refreshed = state
         if not state.name:  # just imported: what the members say
@@ -582,8 +588,18 @@ class ClusterResource(Resource[ClusterModel]):
 
         if left_alone_at_delete(ctx, self.type_name, state, mark):
             return
+        if not members:
+            self._check_not_hidden(ctx, state)
         # Only the id's own members: a pod the state records under it but Lium places elsewhere is not.
         delete_cluster_and_wait(ctx, session(ctx), state.id or "", [p.id for p in members])
+
+    def _check_not_hidden(self, ctx: Context, state: ClusterModel) -> None:
+        """A cluster whose members all read as not found is gone only if this key could see them."""
+        first = next((n.pod_id for n in state.nodes or [] if n.pod_id), None)
+        if first:
+            check_not_hidden(
+                ctx, session(ctx), f"Cluster {state.id}", first, state.api_key_id, state.workspace_id
+            )
 
     def _members(self, ctx: Context, state: ClusterModel) -> list[Pod]:
         """The cluster's live members, those Lium groups under its id (:func:`members_under_id`); a member

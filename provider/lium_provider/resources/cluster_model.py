@@ -16,6 +16,7 @@ from lium_provider.resources.authorized_keys import AuthorizedKeys, authorized_b
 from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
 from lium_provider.resources.ownership import AdoptedFrom, StackTag
 from lium_provider.resources.served_ports import WaitForPorts
+from lium_provider.resources.visibility import RentedByKey, WorkspaceId
 from lium_provider.sshkeys import known_hosts_line
 from tfbridge import TIMEOUTS_BLOCK, Attribute, RequiresReplace, Timeouts, UseStateForUnknown
 
@@ -168,6 +169,8 @@ class ClusterModel(OfferFilter):
     ] = None
     stack_tag: StackTag = None
     adopted_from: AdoptedFrom = None
+    api_key_id: RentedByKey = None
+    workspace_id: WorkspaceId = None
     timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
 
 
@@ -212,6 +215,8 @@ def members_state(state: ClusterModel, members: list[Pod], keys: dict[str, str |
             "nodes": nodes,
             "status": RUNNING if running else DEGRADED,
             "price_per_hour": round(sum(p or 0.0 for p in prices), 6) if None not in prices else None,
+            "api_key_id": next((p.api_key_id for p in members if p.api_key_id), state.api_key_id),
+            "workspace_id": next((p.workspace_id for p in members if p.workspace_id), state.workspace_id),
         }
     )
 

@@ -66,6 +66,7 @@ from lium_provider.resources.pod_lifecycle import (
     pod_gone,
     started_or_dead,
     wait_for_host_key,
+    warn_if_stopped_by_budget,
 )
 from lium_provider.resources.pod_model import (
     PodModel,
@@ -77,6 +78,7 @@ from lium_provider.resources.pod_private import PodPrivate
 from lium_provider.resources.pod_switch import plan_switch, switch_container, switching
 from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
 from lium_provider.resources.served_ports import wait_for_ports
+from lium_provider.resources.visibility import check_not_hidden
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, fingerprint, known_hosts_line, public_key_line
 from tfbridge import (
@@ -127,6 +129,8 @@ def _apply_pod(state: PodModel, pod: Pod) -> PodModel:
             "ssh_host": target[0] if target else state.ssh_host,
             "ssh_port": target[1] if target else state.ssh_port,
             "ports": dict(pod.ports_mapping) if pod.ports_mapping else state.ports,
+            "api_key_id": pod.api_key_id or state.api_key_id,
+            "workspace_id": pod.workspace_id or state.workspace_id,
         }
     )
 
@@ -601,7 +605,10 @@ class PodResource(Resource[PodModel]):
             return state  # names no pod: the plan refuses it, a destroy forgets it (resources/ownership.py)
         with api_errors("reading the pod"):
             pod = s.watcher.current(ctx, state.id or "")  # a stack's reads share one listing
+        if pod is None:
+            check_not_hidden(ctx, s, f"Pod {state.id}", state.id or "", state.api_key_id, state.workspace_id)
         if pod is None or pod_gone(pod):
+            warn_if_stopped_by_budget(ctx, s, state.id or "")
             return None
         refreshed = _with_schedule(_apply_pod(state, pod), pod)
         if not refreshed.name:  # just imported
@@ -660,6 +667,11 @@ class PodResource(Resource[PodModel]):
         if left_alone_at_delete(ctx, self.type_name, state, lambda: self._mark_now(ctx, state)):
             return
         s = session(ctx)
+        with api_errors("reading the pod"):
+            if s.watcher.current(ctx, state.id or "") is None:  # gone, or hidden from this key
+                check_not_hidden(
+                    ctx, s, f"Pod {state.id}", state.id or "", state.api_key_id, state.workspace_id
+                )
         delete_pod_and_wait(ctx, s, state.id or "")
         s.journal.forget(state.lium_name or state.name)
 

@@ -7,7 +7,7 @@ end the unrecorded pods that use them) share these; none of them imports another
 from __future__ import annotations
 
 from lium_provider.api.errors import LiumError, is_definitive
-from lium_provider.api.models import DEAD_POD_STATES, DELETED, RUNNING, Pod
+from lium_provider.api.models import BUDGET_STOP_REASON, DEAD_POD_STATES, DELETED, RUNNING, Pod
 from lium_provider.api.rent import find_rented_pod
 from lium_provider.domain.stack import tag_in_pod_name
 from lium_provider.resources.common import api_errors, undo_abandoned
@@ -74,6 +74,23 @@ def failure_reason(s: LiumSession, pod_id: str) -> str:
         if reason:
             return f"Lium says: {reason}"
     return "Lium gave no reason."
+
+
+def warn_if_stopped_by_budget(ctx: Context, s: LiumSession, pod_id: str) -> None:
+    """A refresh found the pod gone: when Lium deleted it because the API key that rented it spent a budget,
+    say so (the next plan rents it again, which the same budget may refuse). Any other end stays silent."""
+    try:
+        events = s.client.events(pod_id=pod_id, limit=20)
+    except LiumError:
+        return
+    stop = next((e for e in events if e.reason == BUDGET_STOP_REASON), None)
+    if stop is None:
+        return
+    ctx.warn(
+        f"Lium stopped pod {pod_id}: its API key's budget ran out",
+        f"Lium says: {stop.detail or BUDGET_STOP_REASON}. The pod is gone, and this plan rents a new one, which the "
+        "same budget refuses until it is raised (`lium keys budget <key>`) or its window starts again.",
+    )
 
 
 def wait_for_host_key(ctx: Context, host: str, port: int) -> str:

@@ -18,6 +18,7 @@ from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABL
 from lium_provider.resources.ownership import AdoptedFrom, StackTag
 from lium_provider.resources.pod_private import PodPrivate
 from lium_provider.resources.served_ports import WaitForPorts
+from lium_provider.resources.visibility import RentedByKey, WorkspaceId
 from tfbridge import TIMEOUTS_BLOCK, Attribute, RequiresReplace, Timeouts, UseStateForUnknown
 
 _REPLACE = (RequiresReplace(),)
@@ -162,6 +163,8 @@ class PodModel(OfferFilter):
     ] = None
     stack_tag: StackTag = None
     adopted_from: AdoptedFrom = None
+    api_key_id: RentedByKey = None
+    workspace_id: WorkspaceId = None
     timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
 
 
