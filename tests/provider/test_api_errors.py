@@ -7,6 +7,9 @@ import pytest
 from lium_provider.api.envelope import MAX_MESSAGE_CHARS, parse_error_body, safe_message
 from lium_provider.api.errors import (
     NO_CAPACITY_CODES,
+    BudgetRefusal,
+    LiumAuthError,
+    LiumBudgetExceeded,
     LiumError,
     LiumProtocolError,
     LiumUnavailable,
@@ -130,3 +133,48 @@ def test_no_capacity_codes_are_dstacks_list() -> None:
     assert {"node_unavailable", "gpu_split_not_allowed", "no_executor_matches_spec"} <= NO_CAPACITY_CODES
     assert len(NO_CAPACITY_CODES) == 10
     assert "insufficient_balance" not in NO_CAPACITY_CODES
+
+
+def test_budget_refusal_keeps_its_numbers_from_an_object_message() -> None:
+    body = {
+        "success": False,
+        "error": {"code": "API_KEY_BUDGET_EXCEEDED", "message": "API key 'ci' spent its max budget"},
+        "message": {"window": "max", "budget_usd": 1, "spent_usd": "0.25", "amount_usd": 5.5, "route": "/x"},
+        "status_code": 402,
+    }
+    details = parse_error_body(body, [API_KEY])
+    assert details.budget == BudgetRefusal(window="max", budget_usd=1.0, spent_usd=0.25, amount_usd=5.5)
+    assert details.message == "API key 'ci' spent its max budget"
+    nested = parse_error_body(
+        {"error": {"code": "API_KEY_BUDGET_EXCEEDED", "data": {"window": "daily", "budget_usd": 20}}}, []
+    )
+    assert nested.budget == BudgetRefusal(window="daily", budget_usd=20.0)
+
+
+def test_budget_numbers_that_are_not_numbers_are_left_out() -> None:
+    body = {
+        "error": {"code": "API_KEY_BUDGET_EXCEEDED"},
+        "message": {"window": "fortnight", "budget_usd": True, "spent_usd": "lots", "amount_usd": -3},
+    }
+    assert parse_error_body(body, []).budget == BudgetRefusal()
+    assert parse_error_body({"error": {"code": "insufficient_balance"}}, []).budget is None
+
+
+def test_budget_error_names_window_budget_spent_and_need() -> None:
+    error = LiumBudgetExceeded("refused", method="POST", path="/executors/e/rent", status=402)
+    error.budget = BudgetRefusal(window="max", budget_usd=1.0, spent_usd=0.0, amount_usd=5.12)
+    text = str(error)
+    for part in ("lifetime (max) budget", "budget $1.00", "spent $0.00", "needs $5.12", "API_KEY_BUDGET_EXCEEDED"):
+        assert part in text
+    assert is_definitive(error), "a budget refusal is never resent"
+
+
+def test_scope_refusal_names_the_missing_scope() -> None:
+    body = {"error": {"code": "missing_scope", "message": "API key 'ci' does not have the 'rent' scope"}}
+    details = parse_error_body(body, [])
+    assert (details.code, details.missing_scope) == ("missing_scope", "rent")
+    error = LiumAuthError(details.message or "", status=403, code=details.code)
+    error.missing_scope = details.missing_scope
+    assert "lacks the 'rent' scope" in str(error)
+    plain = parse_error_body({"error": {"code": "insufficient_balance", "message": "Insufficient balance."}}, [])
+    assert plain.missing_scope is None

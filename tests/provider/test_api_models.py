@@ -20,9 +20,11 @@ from lium_provider.api.models import (
     RentRequest,
     Template,
     TemplateSpec,
+    User,
     parse_list,
     parse_object,
 )
+from lium_provider.session import workspace_mismatch
 
 POD_ROW: dict[str, Any] = {
     "id": "6f1c9a52-2a57-4a39-9d0c-0a4b5d7e8f10",
@@ -190,3 +192,33 @@ def test_event_free_text_is_kept_only_as_text() -> None:
         Event, {"detail": {"exit": 1}, "error": "image pull failed"}, method="GET", path="/e"
     )
     assert (event.detail, event.error) == (None, "image pull failed")
+
+
+def test_the_key_and_workspace_of_an_account_and_a_pod_row() -> None:
+    me = User.model_validate(
+        {
+            "id": "u1",
+            "api_key_id": "k1",
+            "api_key_name": "ci",
+            "pod_visibility": "own",
+            "workspace": {"id": "w1", "name": "Research", "role": "owner"},
+        }
+    )
+    assert me.sees_only_own_pods and me.workspace is not None and me.workspace.name == "Research"
+    assert me.key_label() == "'ci' (k1)"
+    older = User.model_validate({"id": "u1", "workspace": "w1"})
+    assert older.workspace is None and not older.sees_only_own_pods and older.key_label() == "this API key"
+    row = {"id": "p1", "pod_name": "x", "status": "RUNNING", "gpu_count": "1", "created_by_api_key_id": "k2"}
+    assert Pod.model_validate(row).api_key_id == "k2"
+    assert Pod.model_validate({**row, "api_key_id": "k3"}).api_key_id == "k3"
+
+
+def test_workspace_check_accepts_its_name_or_id_and_names_a_mismatch() -> None:
+    me = User.model_validate({"id": "u1", "api_key_id": "k1", "workspace": {"id": "w1", "name": "Research"}})
+    assert workspace_mismatch(None, me) is None
+    assert workspace_mismatch("research", me) is None
+    assert workspace_mismatch("w1", me) is None
+    wrong = workspace_mismatch("Platform", me)
+    assert wrong is not None and "'Platform'" in wrong.detail and "'Research' (w1)" in wrong.detail
+    no_workspaces = workspace_mismatch("Research", User.model_validate({"id": "u1"}))
+    assert no_workspaces is not None and "no workspaces" in no_workspaces.summary

@@ -1,0 +1,178 @@
+"""Lium's own guardrails for teams, through real terraform and the emulator: a key's budget, a key that
+sees only its own pods, a rotated key, and the workspace a key acts in.
+
+Keys are minted as Lium's dashboard does, with a browser session (the emulator's admin route hands one
+out) and ``POST /keys``. What is checked is what a team meets: a rent over a key's budget fails at once,
+naming the budget, with nothing rented and nothing resent; two stacks on two ``own`` keys of one account
+each see and touch only their own pods, from a fresh runner too; a stack run with a rotated key fails
+clearly instead of re-renting its pods or forgetting them while they bill; a key of another workspace is
+refused before anything is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import http
+from tests.support.lium import (
+    PROVIDER_BLOCK,
+    Account,
+    assert_nothing_left,
+    instances,
+    pod_block,
+    sleeping_template,
+)
+from tests.support.terraform import Terraform, flat
+
+pytestmark = pytest.mark.terraform
+
+RENTING_SCOPES = ["read", "rent", "manage"]
+
+
+def session_token(account: Account) -> str:
+    """A browser-session token of the account, from the emulator's admin route."""
+    response = http.post(
+        f"{account.emulator.root_url}/_emulator/accounts/{account.user_id}/session-token",
+        headers=account.emulator.admin_headers,
+        timeout=30,
+    )
+    assert response.status_code == 200, response.text
+    token: str = response.json()["token"]
+    return token
+
+
+def mint_key(account: Account, name: str, **fields: Any) -> tuple[Account, str]:
+    """A new API key of the account (``POST /keys`` with a session), as an account to run stacks with,
+    and its id."""
+    response = http.post(
+        f"{account.emulator.api_url}/keys",
+        json={"name": name, "scopes": RENTING_SCOPES, **fields},
+        headers={"Authorization": f"Bearer {session_token(account)}"},
+        timeout=30,
+    )
+    assert response.status_code == 200, response.text
+    row = response.json()
+    for field, value in fields.items():
+        assert row[field] == value, f"the key was minted without {field}: {row}"
+    return dataclasses.replace(account, api_key=row["key"]), row["id"]
+
+
+def key_stack(make_terraform: Callable[..., Terraform], account: Account, body: str) -> Terraform:
+    tf = make_terraform(PROVIDER_BLOCK + body, **account.env)
+    tf.init()
+    return tf
+
+
+def with_env(tf: Terraform, **env: str) -> Terraform:
+    """The same working directory run with ``env`` added."""
+    return dataclasses.replace(tf, env={**tf.env, **env})
+
+
+def listed_pod_ids(account: Account) -> set[str]:
+    with account.api() as api:
+        response = api.get("/pods")
+        assert response.status_code == 200, response.text
+        return {p["id"] for p in response.json()}
+
+
+def live_pod_ids(account: Account) -> set[str]:
+    return {p["id"] for p in account.live()["pods"]}
+
+
+def test_a_rent_over_the_keys_budget_fails_naming_it_and_rents_nothing(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    capped, key_id = mint_key(account, "capped", max_budget_usd=1.0)
+    body = sleeping_template("budget") + pod_block("budget", 'gpu = "H100"\n  gpu_count = 8')
+    tf = key_stack(make_terraform, capped, body)
+
+    failed = tf.apply(check=False)
+    assert failed.returncode != 0, "an 8xH100 rent cannot fit a $1 budget"
+    said = flat(failed.stderr)
+    for part in ("lifetime (max) budget", "budget $1.00", "spent $0.00", "API_KEY_BUDGET_EXCEEDED"):
+        assert part in said, said
+    assert not account.live()["pods"], "nothing was rented"
+    assert not instances(tf, "lium_pod"), "the state records no pod"
+    with capped.api() as api:
+        response = api.get(f"/keys/{key_id}/refusals")
+    assert response.status_code == 200, response.text
+    refusals = response.json()["refusals"]
+    assert len(refusals) == 1, f"the refused rent was sent once, never resent: {refusals}"
+    assert refusals[0]["window"] == "max"
+
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_two_own_keys_each_see_and_touch_only_their_stacks_pods(
+    make_terraform: Callable[..., Terraform], account: Account, tmp_path: Path
+) -> None:
+    alice, alice_id = mint_key(account, "ci-alice", pod_visibility="own")
+    bob, bob_id = mint_key(account, "ci-bob", pod_visibility="own")
+    body = sleeping_template("keys") + pod_block("keys")
+    first = key_stack(make_terraform, alice, body)
+    second = key_stack(make_terraform, bob, body)
+    first.apply()
+    second.apply()
+
+    (pod_a,) = instances(first, "lium_pod")
+    (pod_b,) = instances(second, "lium_pod")
+    assert (pod_a["api_key_id"], pod_b["api_key_id"]) == (alice_id, bob_id)
+    assert pod_a["workspace_id"] and pod_a["workspace_id"] == pod_b["workspace_id"]
+    assert listed_pod_ids(alice) == {pod_a["id"]} and listed_pod_ids(bob) == {pod_b["id"]}
+    assert first.plan_exitcode()[0] == 0 and second.plan_exitcode()[0] == 0
+
+    # A fresh runner: the state from the backend, a new directory, no journal, no plugin cache.
+    fresh_dir = tmp_path / "fresh-runner"
+    shutil.copytree(first.workdir, fresh_dir, ignore=shutil.ignore_patterns(".terraform"))
+    fresh = Terraform(fresh_dir, {**first.env, "LIUM_STATE_DIR": str(tmp_path / "fresh-state")})
+    fresh.init()
+    code, output = fresh.plan_exitcode()
+    assert code == 0, output
+
+    # The key named as its workspace: the personal one, by name or id.
+    with alice.api() as api:
+        workspace = api.get("/users/me").json()["workspace"]
+    for named in (workspace["name"], workspace["id"]):
+        assert with_env(fresh, LIUM_WORKSPACE=named).plan_exitcode()[0] == 0
+    wrong = with_env(fresh, LIUM_WORKSPACE="Platform").run("plan", "-input=false", check=False)
+    assert wrong.returncode != 0 and "The API key acts in another workspace" in flat(wrong.stderr)
+    wrong_destroy = with_env(fresh, LIUM_WORKSPACE="Platform").destroy(check=False)
+    assert wrong_destroy.returncode != 0 and live_pod_ids(account) == {pod_a["id"], pod_b["id"]}
+
+    second.destroy()
+    assert live_pod_ids(account) == {pod_a["id"]}, "bob's destroy touched only bob's pod"
+    fresh.destroy()
+    assert_nothing_left(account)
+
+
+def test_a_rotated_own_key_neither_re_rents_nor_forgets_the_stacks_pods(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    old, old_id = mint_key(account, "ci-2026-11", pod_visibility="own")
+    new, _ = mint_key(account, "ci-2026-12", pod_visibility="own")
+    tf = key_stack(make_terraform, old, sleeping_template("rotated") + pod_block("rotated"))
+    tf.apply()
+    (pod,) = instances(tf, "lium_pod")
+
+    tf.env["LIUM_API_KEY"] = new.api_key  # the rotation: the CI secret now holds the new key
+    planned = tf.run("plan", "-input=false", check=False)
+    said = flat(planned.stderr)
+    assert planned.returncode != 0, planned.stdout
+    assert f"Pod {pod['id']} is hidden from this API key" in said, said
+    assert old_id in said and "ci-2026-12" in said, "the error names the key that rented it and this one"
+    destroyed = tf.destroy(check=False)
+    assert destroyed.returncode != 0, "a destroy that cannot see the pod does not report success"
+    assert "is hidden from this API key" in flat(destroyed.stderr)
+    assert live_pod_ids(account) == {pod["id"]}, "nothing was rented again and the pod still runs"
+    assert [p["id"] for p in instances(tf, "lium_pod")] == [pod["id"]], "the state keeps the pod"
+
+    tf.env["LIUM_API_KEY"] = old.api_key
+    tf.destroy()
+    assert_nothing_left(account)
