@@ -319,3 +319,13 @@ class Cluster(LiumResourceBase):
     def adopted_from(self) -> str:
         """The stack tag this object still carries in Lium (a pod's or cluster's Lium name, a template's description, a runner's pod) when this stack took it over from that stack (`adopt_stacks`); null for an object this stack made."""
         return self.get_string_attribute("adopted_from")
+
+    @property
+    def api_key_id(self) -> str:
+        """Id of the Lium API key that rented it (null when Lium does not say). A key whose `pod_visibility` is `own` sees only what it rented itself: under another such key this object reads as hidden, never as gone (docs/guides/api-keys.md)."""
+        return self.get_string_attribute("api_key_id")
+
+    @property
+    def workspace_id(self) -> str:
+        """Id of the Lium workspace it belongs to (null on a server without workspaces)."""
+        return self.get_string_attribute("workspace_id")

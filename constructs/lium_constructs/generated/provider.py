@@ -30,6 +30,7 @@ class LiumProvider(LiumProviderBase):
         Argument("default_termination_hours", NUMBER),
         Argument("stack", STRING),
         Argument("adopt_stacks", STRING_LIST),
+        Argument("workspace", STRING),
     )
 
     def __init__(
@@ -48,6 +49,7 @@ class LiumProvider(LiumProviderBase):
         default_termination_hours: int | None = None,
         stack: str | None = None,
         adopt_stacks: Sequence[str] | None = None,
+        workspace: str | None = None,
         alias: str | None = None,
     ) -> None:
         """Declare ``lium`` ``id_`` in ``scope``.
@@ -64,6 +66,7 @@ class LiumProvider(LiumProviderBase):
             default_termination_hours: `termination_hours` of every `lium_pod` that sets none: Lium removes such a pod that many hours after it started. Default: env `LIUM_DEFAULT_TERMINATION_HOURS`, else none (pods without `termination_hours` run until deleted). Must be 1 to 720.
             stack: Names the stack: its hash tags every object this provider creates (a pod's Lium name, a template's or volume's description), bounds recovery after a crash to what carries that tag, and makes the objects of the state this stack's only under that tag (or an adopted one). Default: env `LIUM_STACK`; else the stack is its state: the tag its objects record travels with it (a moved or re-cloned directory, a migrated backend), and a new state's is derived from where it lives (docs/design.md, "Stacks: identity, names and ownership").
             adopt_stacks: Stacks (each a `stack` value, or the tag that errors name) whose objects this stack takes over on purpose: an import of an object that carries one of their tags in Lium, an object of the state that carries one (a stack named with `stack` whose name changed, or that was given a name after it made objects: name its old tag), a `lium_runner` on one of their pods. The object is then recorded with this stack's tag, and the tag it carries in `adopted_from` (a pod keeps its Lium name and a template its description: Lium cannot rename a pod, and rewriting a template restarts its pods), after which the setting can go. Default: env `LIUM_ADOPT_STACKS` (comma-separated), else none.
+            workspace: The Lium workspace (its name or id) the API key must act in. Every operation, refreshes and destroys included, first checks it against `GET /users/me` and fails on a key of another workspace, which would see none of the stack's pods and take each for gone. Default: env `LIUM_WORKSPACE`, else no check.
             alias: Name of this configuration when a stack declares more than one.
         """
         super().__init__(
@@ -81,6 +84,7 @@ class LiumProvider(LiumProviderBase):
                 "default_termination_hours": default_termination_hours,
                 "stack": stack,
                 "adopt_stacks": adopt_stacks,
+                "workspace": workspace,
             },
             alias=alias,
         )
