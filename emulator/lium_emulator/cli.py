@@ -26,6 +26,13 @@ def _non_negative(text: str) -> float:
     return value
 
 
+def _positive_tick(text: str) -> float:
+    value = float(text)
+    if not 0.01 <= value <= 3600:
+        raise argparse.ArgumentTypeError("must be between 0.01 and 3600")
+    return value
+
+
 def _positive_whole_number(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -94,6 +101,12 @@ def _parser() -> argparse.ArgumentParser:
         help="how long a deleted pod stays DELETING (default: %(default)s)",
     )
     serve.add_argument(
+        "--budget-tick-seconds",
+        type=_positive_tick,
+        default=1.0,
+        help="how often running pods are checked against their API keys' budgets (default: %(default)s)",
+    )
+    serve.add_argument(
         "--failed-seconds",
         type=_non_negative,
         default=180.0,
@@ -156,6 +169,7 @@ def _serve(args: argparse.Namespace) -> int:
         ssh_delay_seconds=args.ssh_delay_seconds,
         deleting_seconds=args.deleting_seconds,
         failed_row_seconds=args.failed_seconds,
+        budget_tick_seconds=args.budget_tick_seconds,
         pod_open_files_limit=args.pod_open_files_limit,
     )
     return serve(config)

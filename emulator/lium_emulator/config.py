@@ -38,6 +38,7 @@ class EmulatorConfig:
     ssh_delay_seconds: float = 1.0  # RUNNING until ssh_connect_cmd is published (sshd starts at RUNNING)
     deleting_seconds: float = 1.0  # DELETING → DELETED; the sandbox is stopped meanwhile
     failed_row_seconds: float = 180.0  # how long a CREATION_FAILED row stays listed
+    budget_tick_seconds: float = 1.0  # how often running pods are checked against their keys' budgets
     pod_open_files_limit: int | None = None  # None: a share of the host's file table (sandbox/file_guard.py)
 
     @property

@@ -3,6 +3,8 @@
 from datetime import datetime
 from typing import Any
 
+from lium_emulator.api.keys import key_row
+from lium_emulator.budgets import refusal_object
 from lium_emulator.records.entities import Account, Pod
 from lium_emulator.records.state import EmulatorState, billed_seconds
 from lium_emulator.records.timeutil import iso, utcnow
@@ -44,7 +46,11 @@ def resources_report(runtime: Runtime, user_id: str | None = None) -> dict[str, 
 def _account_report(runtime: Runtime, account: Account, now: datetime) -> dict[str, Any]:
     state = runtime.state
     user_id = account.user_id
-    pods = state.owned_pods(user_id)
+    # the pods billed to the account: its personal workspace's and those of team workspaces it pays for
+    pods = sorted(
+        (p for p in state.pods.values() if (p.billed_user_id or p.user_id) == user_id),
+        key=lambda p: p.created_at,
+    )
     return {
         "user_id": user_id,
         "email": account.email,
@@ -54,6 +60,19 @@ def _account_report(runtime: Runtime, account: Account, now: datetime) -> dict[s
         "balance_usd": state.balance(account, now),
         "billed_pod_seconds": round(sum(billed_seconds(p, now) for p in pods), 3),
         "pods": [_pod_report(p, now) for p in pods],
+        "api_keys": [
+            {
+                **key_row(runtime, key),
+                "revoked": key.revoked,
+                "revoked_at": iso(key.revoked_at),
+                "refusals": [refusal_object(r) for r in state.refusals if r.api_key_id == key.id],
+            }
+            for key in state.api_keys.values()
+            if key.user_id == user_id
+        ],
+        "workspaces": [
+            {"id": m.workspace_id, "role": m.role} for m in state.memberships.values() if m.user_id == user_id
+        ],
         "templates": [template_object(t) for t in state.templates.values() if t.user_id == user_id],
         "docker_credentials": [
             credential_object(c) for c in state.credentials.values() if c.user_id == user_id
@@ -86,6 +105,9 @@ def _pod_report(pod: Pod, now: datetime) -> dict[str, Any]:
         "ports_mapping": {str(k): v for k, v in pod.ports_mapping.items()} if pod.ports_mapping else None,
         "ssh_connect_cmd": ssh_connect_cmd(pod),
         "idempotency_key": pod.idempotency_key,
+        "api_key_id": pod.api_key_id,
+        "workspace_id": pod.user_id,
+        "delete_reason": pod.delete_reason,
         "cluster_id": pod.cluster_id,
         "cluster_node_index": pod.cluster_node_index,
         "created_at": iso(pod.created_at),

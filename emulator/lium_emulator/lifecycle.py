@@ -21,7 +21,7 @@ import anyio
 from lium_emulator.catalogs.images import ImageConfig, resolve_image
 from lium_emulator.config import EmulatorConfig
 from lium_emulator.faults import FaultEngine
-from lium_emulator.records.entities import Account, Pod, Template
+from lium_emulator.records.entities import Pod, Template
 from lium_emulator.records.state import EmulatorState, sha256_hex
 from lium_emulator.records.timeutil import utcnow
 from lium_emulator.sandbox.file_guard import OPEN_FILES_EXHAUSTED
@@ -97,7 +97,7 @@ class PodLifecycle:
         self._wake[pod.id] = asyncio.Event()
         self._creating[pod.id] = self._spawn(self._create(pod))
 
-    def begin_reboot(self, pod: Pod, *, actor: Account, template: Template | None = None) -> None:
+    def begin_reboot(self, pod: Pod, *, actor: dict[str, Any], template: Template | None = None) -> None:
         """Replace the container of a pod in ``REBOOTABLE_STATUSES``, as Lium's reboot does.
 
         The pod is REBOOT_PENDING (still billed) for the pending time while a fresh sandbox starts, then
@@ -149,9 +149,16 @@ class PodLifecycle:
             self.begin_delete(pod, actor=None, reason="scheduled_termination")
 
     def begin_delete(
-        self, pod: Pod, *, actor: Account | None, reason: str, extra_seconds: float = 0.0
+        self,
+        pod: Pod,
+        *,
+        actor: dict[str, Any] | None,
+        reason: str,
+        extra_seconds: float = 0.0,
+        detail: str | None = None,
     ) -> None:
-        """Move ``pod`` to DELETING now and to DELETED after the deleting time."""
+        """Move ``pod`` to DELETING now and to DELETED after the deleting time; ``actor`` is the event
+        actor of who asked (None: the platform), ``detail`` goes on the status event."""
         armed = self._removals.pop(pod.id, None)
         if armed is not None:  # a removal that fires has already left the table
             armed.cancel()
@@ -165,7 +172,7 @@ class PodLifecycle:
         self._state.save(pod)
         if actor is not None:
             self._state.record_event(pod.user_id, "pod-delete.success", pod=pod, actor=actor, reason=reason)
-        self._status_event(pod, previous, "DELETING", reason)
+        self._status_event(pod, previous, "DELETING", reason, detail)
         if previous in ("PENDING", "REBOOT_PENDING"):
             self._wake[pod.id].set()  # ends the wait for the pending time
         if previous == "PENDING":

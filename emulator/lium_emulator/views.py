@@ -4,13 +4,13 @@ import math
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lium_emulator.catalogs.nodes import KIB_PER_GIB, Node
 from lium_emulator.lifecycle import local_volume_path, pod_internal_ports
+from lium_emulator.records.access import Workspace
 from lium_emulator.records.entities import (
     ACTIVE_STATUSES,
-    Account,
     DockerCredential,
     Event,
     Pod,
@@ -20,6 +20,9 @@ from lium_emulator.records.entities import (
 )
 from lium_emulator.records.state import EmulatorState
 from lium_emulator.records.timeutil import iso
+
+if TYPE_CHECKING:
+    from lium_emulator.api.caller import Caller
 
 POD_HOST = "127.0.0.1"
 
@@ -50,7 +53,7 @@ def pod_row(
     ``pending_seconds`` is the configured PENDING time, from which a PENDING pod's ETA is derived;
     ``listing`` is shared by the rows of one listing (never with ``detailed``, which edits its copy).
     """
-    account = state.accounts.get(pod.user_id)
+    creator = state.api_keys.get(pod.api_key_id or "")
     if listing is not None and pod.executor_id in listing:
         executor = listing[pod.executor_id]
     else:
@@ -93,10 +96,10 @@ def pod_row(
         "enable_jupyter": pod.enable_jupyter,
         "jupyter_installation_status": None,
         "jupyter_url": None,
-        "workspace_id": None,
+        "workspace_id": pod.user_id,
         "created_by_api_key_id": pod.api_key_id,
         "api_key_id": pod.api_key_id,
-        "api_key_name": account.api_key_name if account else None,
+        "api_key_name": creator.name if creator else None,
         "cluster_id": pod.cluster_id,
         "cluster_node_index": pod.cluster_node_index,
         "cluster_overlay_ip": pod.cluster_overlay_ip,
@@ -199,16 +202,34 @@ def event_object(event: Event) -> dict[str, Any]:
     return event.model_dump(mode="json", exclude={"user_id"})
 
 
-def me_object(account: Account, balance: float) -> dict[str, Any]:
-    """``GET /users/me``."""
+def me_object(caller: "Caller", balance: float) -> dict[str, Any]:
+    """``GET /users/me``: the user, the workspace the caller acts in, and the calling key (None fields
+    for a browser session)."""
+    account, key = caller.account, caller.key
     return {
         "id": account.user_id,
         "email": account.email,
         "balance": balance,
         "stripe_customer_id": None,
-        "api_key_id": account.api_key_id,
-        "api_key_name": account.api_key_name,
+        "api_key_id": key.id if key else None,
+        "api_key_name": key.name if key else None,
+        "scopes": list(key.scopes) if key else None,
+        "pod_visibility": key.pod_visibility if key else None,
         "created_at": iso(account.created_at),
+        "workspace": workspace_object(caller.workspace, caller.role),
+    }
+
+
+def workspace_object(workspace: Workspace, role: str) -> dict[str, Any]:
+    """A workspace as ``/workspaces`` and ``/users/me`` show it to a member of ``role``."""
+    return {
+        "id": workspace.id,
+        "name": workspace.name,
+        "role": role,
+        "billing_owner_user_id": workspace.billing_owner_user_id,
+        "pending_billing_owner_user_id": workspace.pending_billing_owner_user_id,
+        "is_personal": workspace.is_personal,
+        "created_at": iso(workspace.created_at),
     }
 
 

@@ -164,7 +164,13 @@ def test_budget_error_names_window_budget_spent_and_need() -> None:
     error = LiumBudgetExceeded("refused", method="POST", path="/executors/e/rent", status=402)
     error.budget = BudgetRefusal(window="max", budget_usd=1.0, spent_usd=0.0, amount_usd=5.12)
     text = str(error)
-    for part in ("lifetime (max) budget", "budget $1.00", "spent $0.00", "needs $5.12", "API_KEY_BUDGET_EXCEEDED"):
+    for part in (
+        "lifetime (max) budget",
+        "budget $1.00",
+        "spent $0.00",
+        "needs $5.12",
+        "API_KEY_BUDGET_EXCEEDED",
+    ):
         assert part in text
     assert is_definitive(error), "a budget refusal is never resent"
 
@@ -176,5 +182,7 @@ def test_scope_refusal_names_the_missing_scope() -> None:
     error = LiumAuthError(details.message or "", status=403, code=details.code)
     error.missing_scope = details.missing_scope
     assert "lacks the 'rent' scope" in str(error)
-    plain = parse_error_body({"error": {"code": "insufficient_balance", "message": "Insufficient balance."}}, [])
+    plain = parse_error_body(
+        {"error": {"code": "insufficient_balance", "message": "Insufficient balance."}}, []
+    )
     assert plain.missing_scope is None

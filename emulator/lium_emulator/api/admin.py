@@ -9,6 +9,7 @@ from fastapi.responses import Response
 
 from lium_emulator.api.deps import AdminDep, RuntimeDep
 from lium_emulator.api.models import AccountCreateRequest, AccountUpdateRequest
+from lium_emulator.api.sessions import issue_session
 from lium_emulator.errors import ApiError
 from lium_emulator.faults import FaultPlan
 from lium_emulator.inspection import resources_report
@@ -52,12 +53,27 @@ async def get_resources(runtime: RuntimeDep, user_id: str | None = None) -> dict
 async def create_account(body: AccountCreateRequest, runtime: RuntimeDep) -> dict[str, Any]:
     """Add an account for another API key (idempotent: an existing key keeps its account)."""
     credit = body.balance if body.balance is not None else runtime.config.balance_usd
-    account = runtime.state.ensure_account(body.api_key, credit)
+    if body.email is not None:
+        holder = runtime.state.account_by_email(body.email)
+        if holder is not None and runtime.state.account_for_key(body.api_key) is not holder:
+            raise ApiError(409, "email_taken", "Another account has this e-mail address.")
+    account = runtime.state.ensure_account(body.api_key, credit, email=body.email, password=body.password)
     return {
         "user_id": account.user_id,
         "api_key_id": account.api_key_id,
+        "email": account.email,
+        "workspace_id": account.user_id,
         "balance": runtime.state.balance(account, utcnow()),
     }
+
+
+@router.post("/accounts/{user_id}/session-token", dependencies=[AdminDep])
+async def create_session_token(user_id: str, runtime: RuntimeDep) -> dict[str, Any]:
+    """A browser-session token of the account (as ``POST /users/login`` would answer), for tests and
+    ``LIUM_SESSION_TOKEN``."""
+    if user_id not in runtime.state.accounts:
+        raise ApiError(404, "account_not_found", "Account not found.")
+    return {"token": issue_session(runtime.state, user_id)}
 
 
 @router.patch("/accounts/{user_id}", dependencies=[AdminDep])

@@ -1,6 +1,7 @@
 """The ASGI application: FastAPI routes under ``/api``, Lium's error envelope on every error, no
 redirects, and the edge layer (request ids, fault plan) around it all."""
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,16 +18,21 @@ from lium_emulator.api import (
     billing,
     clusters,
     credentials,
+    keys,
     nodes,
     pod_logs,
     pods,
     quotes,
     rent,
+    sessions,
     templates,
     volumes,
+    workspaces,
 )
+from lium_emulator.api.caller import AuthorizeDep
 from lium_emulator.api.deps import request_id
 from lium_emulator.api.edge import API_PREFIX, AsgiApp, EdgeMiddleware, Scope
+from lium_emulator.budgets import BudgetWatch
 from lium_emulator.errors import ApiError
 from lium_emulator.runtime import Runtime
 
@@ -39,9 +45,14 @@ def create_app(runtime: Runtime) -> AsgiApp:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         runtime.lifecycle.recover()
+        watch = asyncio.get_running_loop().create_task(
+            BudgetWatch(runtime, runtime.config.budget_tick_seconds).run()
+        )
         try:
             yield
         finally:
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
             await runtime.lifecycle.shutdown()
             runtime.close()
 
@@ -67,9 +78,13 @@ def create_app(runtime: Runtime) -> AsgiApp:
         templates,
         credentials,
         volumes,
+        keys,
+        sessions,
+        workspaces,
     )
     for module in modules:
-        app.include_router(module.router, prefix=API_PREFIX)
+        # every /api route resolves its caller and is scope-checked once (api/caller.py, api/scopes.py)
+        app.include_router(module.router, prefix=API_PREFIX, dependencies=[AuthorizeDep])
     app.include_router(admin.router)
     app.include_router(admin.runner_router)
     app.add_exception_handler(ApiError, _api_error)

@@ -1,4 +1,4 @@
-"""``GET /billing/statement`` (Lium's SDK ``billing_statement``): what each pod of the account was
+"""``GET /billing/statement`` (Lium's SDK ``billing_statement``): what each pod of the caller was
 charged, day by day. The emulator bills per second from RUNNING until the delete request (see
 ``state.billed_interval``), so a pod's days are that interval cut at UTC midnights."""
 
@@ -8,7 +8,8 @@ from uuid import UUID
 
 from fastapi import APIRouter
 
-from lium_emulator.api.deps import AccountDep, RuntimeDep
+from lium_emulator.api.caller import CallerDep
+from lium_emulator.api.deps import RuntimeDep
 from lium_emulator.errors import ApiError
 from lium_emulator.records.entities import Pod
 from lium_emulator.records.state import billed_interval
@@ -68,23 +69,24 @@ def _pod_statement(pod: Pod, now: datetime, first: date | None, last: date | Non
 @router.get("/billing/statement")
 async def billing_statement(
     runtime: RuntimeDep,
-    account: AccountDep,
+    caller: CallerDep,
     start_day: date | None = None,
     end_day: date | None = None,
     api_key_id: UUID | None = None,
 ) -> dict[str, Any]:
-    """Every pod of the account billed within ``start_day``..``end_day`` (UTC, inclusive, both optional),
+    """Every pod of the caller billed within ``start_day``..``end_day`` (UTC, inclusive, both optional),
     removed ones included, most recently billed first; ``total`` is their sum."""
     if start_day is not None and end_day is not None and start_day > end_day:
         raise ApiError(400, "invalid_period", "start_day must not be after end_day.")
     now = utcnow()
     statements = []
-    for pod in runtime.state.owned_pods(account.user_id):
-        if api_key_id is not None and pod.api_key_id != str(api_key_id):
+    for pod in runtime.state.owned_pods(caller.workspace_id):
+        if not caller.sees(pod) or (api_key_id is not None and pod.api_key_id != str(api_key_id)):
             continue
         statement = _pod_statement(pod, now, start_day, end_day)
         if statement is not None:
-            statement["api_key_name"] = account.api_key_name
+            key = runtime.state.api_keys.get(pod.api_key_id or "")
+            statement["api_key_name"] = key.name if key is not None else None
             statements.append(statement)
     statements.sort(key=lambda s: s["last_billed_at"], reverse=True)
     return {

@@ -13,12 +13,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from lium_emulator.api.deps import AccountDep, OptionalAccountDep, RuntimeDep, fault_decision
+from lium_emulator.api.caller import Caller, CallerDep, OptionalCallerDep
+from lium_emulator.api.deps import RuntimeDep, fault_decision
 from lium_emulator.api.models import ClusterRentRequest
 from lium_emulator.api.rent import (
     IdempotencyKey,
     answer_once,
-    check_balance,
+    check_money,
     check_ports,
     commit_pod,
     new_pod,
@@ -28,7 +29,7 @@ from lium_emulator.catalogs.images import CLUSTER_IMAGE_REPOSITORY
 from lium_emulator.catalogs.nodes import Fabric, Node
 from lium_emulator.errors import ApiError
 from lium_emulator.faults import FaultDecision
-from lium_emulator.records.entities import VISIBLE_STATUSES, Account, PodFaults, Template
+from lium_emulator.records.entities import VISIBLE_STATUSES, PodFaults, Template
 from lium_emulator.records.state import EmulatorState
 from lium_emulator.runtime import Runtime
 from lium_emulator.views import available_ports, executor_object
@@ -50,7 +51,7 @@ def whole_free_nodes(state: EmulatorState, fabric: Fabric) -> list[Node]:
 
 
 @router.get("/executors/infiniband-clusters")
-async def list_cluster_offers(runtime: RuntimeDep, account: OptionalAccountDep) -> list[dict[str, Any]]:
+async def list_cluster_offers(runtime: RuntimeDep, caller: OptionalCallerDep) -> list[dict[str, Any]]:
     """One offer per fabric with at least two whole free nodes; none while clusters are switched off."""
     if not runtime.config.multinode_clusters_enabled:
         return []
@@ -70,7 +71,7 @@ async def list_cluster_offers(runtime: RuntimeDep, account: OptionalAccountDep) 
                         node.gpu_count,
                         available_ports(state, node),
                         price_per_gpu=node.price_per_gpu_hour,
-                        with_ip=account is not None,
+                        with_ip=caller is not None,
                     )
                     for node in free
                 ],
@@ -84,7 +85,7 @@ async def rent_cluster(
     body: ClusterRentRequest,
     request: Request,
     runtime: RuntimeDep,
-    account: AccountDep,
+    caller: CallerDep,
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
     """Rent whole nodes of one fabric as one cluster: every member appears at once as PENDING;
@@ -95,15 +96,19 @@ async def rent_cluster(
         )
     nodes = [runtime.state.catalog.get(str(node_id)) for node_id in body.executor_uuids]
     known = [node for node in nodes if node is not None]
-    check_balance(
-        runtime, account, sum(n.price_per_gpu_hour * n.gpu_count for n in known) if known else None, "cluster"
+    check_money(
+        request,
+        runtime,
+        caller,
+        sum(n.price_per_gpu_hour * n.gpu_count for n in known) if known else None,
+        "cluster",
     )
 
     def commit(decision: FaultDecision | None) -> dict[str, Any]:
-        cluster_id, pod_ids = _rent_cluster(runtime, account, body, idempotency_key, decision)
+        cluster_id, pod_ids = _rent_cluster(runtime, caller, body, idempotency_key, decision)
         return {"success": True, "cluster_id": cluster_id, "pod_ids": pod_ids}
 
-    return await answer_once(request, runtime, account, idempotency_key, "cluster/rent", commit)
+    return await answer_once(request, runtime, caller, idempotency_key, "cluster/rent", commit)
 
 
 def _cluster_nodes(runtime: Runtime, body: ClusterRentRequest) -> list[Node]:
@@ -131,9 +136,9 @@ def _cluster_nodes(runtime: Runtime, body: ClusterRentRequest) -> list[Node]:
     return nodes
 
 
-def _cluster_template(runtime: Runtime, account: Account, body: ClusterRentRequest) -> Template:
+def _cluster_template(runtime: Runtime, caller: Caller, body: ClusterRentRequest) -> Template:
     """The template every member runs; it must be of Lium's cluster image."""
-    template = rentable_template(runtime, account, body.template_id)
+    template = rentable_template(runtime, caller, body.template_id)
     if template.docker_image != CLUSTER_IMAGE_REPOSITORY:
         raise ApiError(
             400,
@@ -145,7 +150,7 @@ def _cluster_template(runtime: Runtime, account: Account, body: ClusterRentReque
 
 def _rent_cluster(
     runtime: Runtime,
-    account: Account,
+    caller: Caller,
     body: ClusterRentRequest,
     idempotency_key: str | None,
     decision: FaultDecision | None,
@@ -155,14 +160,14 @@ def _rent_cluster(
     if decision is not None and decision.rent_refusal is not None:
         raise decision.rent_refusal
     nodes = _cluster_nodes(runtime, body)
-    template = _cluster_template(runtime, account, body)
+    template = _cluster_template(runtime, caller, body)
     for node in nodes:
         check_ports(runtime, node, template)
     cluster_id = str(uuid.uuid4())
     last_rank = len(nodes) - 1
     pods = [
         new_pod(
-            account,
+            caller,
             node,
             node.gpu_count,
             template,
@@ -189,31 +194,37 @@ def _rent_cluster(
         for rank, node in enumerate(nodes)
     ]
     for pod in pods:
-        commit_pod(runtime, account, pod, f"executor {pod.executor_id}, cluster {cluster_id}")
+        commit_pod(runtime, caller, pod, f"executor {pod.executor_id}, cluster {cluster_id}")
     return cluster_id, [pod.id for pod in pods]
 
 
 @router.delete("/clusters/{cluster_id}")
 async def delete_cluster(
-    cluster_id: str, request: Request, runtime: RuntimeDep, account: AccountDep
+    cluster_id: str, request: Request, runtime: RuntimeDep, caller: CallerDep
 ) -> dict[str, Any]:
     """Start deleting every member (a pending one's creation is cancelled); one row per member.
 
-    Ownership is checked on every member before the first delete, so nothing is removed when one is
-    another account's.
+    Members the caller cannot see do not exist for it (none: 404); the scope is checked on every member
+    before the first delete (``rent`` for the key's own, else ``manage``).
     """
-    members = [p for p in runtime.state.cluster_members(cluster_id) if p.status in VISIBLE_STATUSES]
+    members = [
+        p
+        for p in runtime.state.cluster_members(cluster_id)
+        if p.status in VISIBLE_STATUSES and caller.sees(p)
+    ]
     if not members:
         raise ApiError(404, "cluster_not_found", "Cluster not found.")
-    if any(p.user_id != account.user_id for p in members):
-        raise ApiError(403, "forbidden", "The cluster belongs to another account.")
+    for pod in members:
+        caller.may_remove(pod)
     decision = fault_decision(request)
     extra = decision.pod_faults.slow_deleting_seconds if decision is not None else 0.0
     rows = []
     for pod in members:
         already = pod.status == "DELETING"
         if not already:
-            runtime.lifecycle.begin_delete(pod, actor=account, reason="user_initiated", extra_seconds=extra)
+            runtime.lifecycle.begin_delete(
+                pod, actor=caller.actor, reason="user_initiated", extra_seconds=extra
+            )
         rows.append(
             {
                 "pod_id": pod.id,

@@ -7,7 +7,8 @@ from uuid import UUID
 
 from fastapi import APIRouter
 
-from lium_emulator.api.deps import AccountDep, RuntimeDep
+from lium_emulator.api.caller import CallerDep
+from lium_emulator.api.deps import RuntimeDep
 from lium_emulator.api.models import DockerCredentialRequest
 from lium_emulator.api.owned import new_owned, owned, owned_by
 from lium_emulator.records.entities import DockerCredential
@@ -20,7 +21,7 @@ router = APIRouter()
 
 @router.post("/docker-credentials/")
 async def create_docker_credential(
-    runtime: RuntimeDep, account: AccountDep, body: DockerCredentialRequest | None = None
+    runtime: RuntimeDep, caller: CallerDep, body: DockerCredentialRequest | None = None
 ) -> dict[str, Any]:
     """Store a registry login; without a body, a platform-generated default credential."""
     if body is None:
@@ -28,7 +29,7 @@ async def create_docker_credential(
     else:
         username, password = body.docker_username, body.docker_password
     credential = DockerCredential(
-        **new_owned(account), username=username, password_sha256=sha256_hex(password)
+        **new_owned(caller), username=username, password_sha256=sha256_hex(password)
     )
     runtime.state.credentials[credential.id] = credential
     runtime.state.save(credential)
@@ -36,17 +37,17 @@ async def create_docker_credential(
 
 
 @router.get("/docker-credentials/")
-async def list_docker_credentials(runtime: RuntimeDep, account: AccountDep) -> list[dict[str, Any]]:
+async def list_docker_credentials(runtime: RuntimeDep, caller: CallerDep) -> list[dict[str, Any]]:
     """The caller's credentials (without passwords)."""
-    return [credential_object(c) for c in owned_by(runtime.state.credentials.values(), account)]
+    return [credential_object(c) for c in owned_by(runtime.state.credentials.values(), caller)]
 
 
 @router.put("/docker-credentials/{credential_id}")
 async def update_docker_credential(
-    credential_id: UUID, body: DockerCredentialRequest, runtime: RuntimeDep, account: AccountDep
+    credential_id: UUID, body: DockerCredentialRequest, runtime: RuntimeDep, caller: CallerDep
 ) -> dict[str, Any]:
     """Replace a credential's username and password."""
-    credential = owned(runtime.state.credentials, account, credential_id, "Docker credential")
+    credential = owned(runtime.state.credentials, caller, credential_id, "Docker credential")
     credential.username = body.docker_username
     credential.password_sha256 = sha256_hex(body.docker_password)
     credential.updated_at = utcnow()
@@ -56,10 +57,10 @@ async def update_docker_credential(
 
 @router.delete("/docker-credentials/{credential_id}")
 async def delete_docker_credential(
-    credential_id: UUID, runtime: RuntimeDep, account: AccountDep
+    credential_id: UUID, runtime: RuntimeDep, caller: CallerDep
 ) -> dict[str, Any]:
     """Delete a credential; templates that reference it can no longer be rented (``template_invalid``)."""
-    credential = owned(runtime.state.credentials, account, credential_id, "Docker credential")
+    credential = owned(runtime.state.credentials, caller, credential_id, "Docker credential")
     del runtime.state.credentials[credential.id]
     runtime.state.forget(credential)
     return {"success": True}

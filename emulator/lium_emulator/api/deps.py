@@ -1,4 +1,5 @@
-"""Request dependencies shared by the routes: the runtime, the caller's account, the admin check."""
+"""Request dependencies shared by the routes: the runtime, the admin check, the fault decision (the
+caller is resolved in ``caller.py``)."""
 
 import hmac
 from typing import Annotated, cast
@@ -8,7 +9,6 @@ from fastapi import Depends, Request
 from lium_emulator.config import ADMIN_KEY_FILE
 from lium_emulator.errors import ApiError
 from lium_emulator.faults import FaultDecision
-from lium_emulator.records.entities import Account
 from lium_emulator.runtime import Runtime
 
 
@@ -18,32 +18,6 @@ def runtime_of(request: Request) -> Runtime:
 
 
 RuntimeDep = Annotated[Runtime, Depends(runtime_of)]
-
-
-def current_account(request: Request, runtime: RuntimeDep) -> Account:
-    """The account of the ``X-API-KEY`` header (any case); 401 when missing or unknown."""
-    api_key = request.headers.get("x-api-key", "")
-    account = runtime.state.account_for_key(api_key) if api_key else None
-    if account is None:
-        raise ApiError(401, "invalid_api_key", "Invalid API key")
-    return account
-
-
-AccountDep = Annotated[Account, Depends(current_account)]
-
-
-def optional_account(request: Request, runtime: RuntimeDep) -> Account | None:
-    """The caller's account, or None when no key (or an empty one) is sent; an unknown key is still 401.
-
-    For the listings Lium serves without a key (``/executors``, ``/machines``, ``/templates``, quotes),
-    so someone can browse offers before signing up; Lium's CLI sends ``X-API-KEY: ""`` then.
-    """
-    if not request.headers.get("x-api-key", ""):
-        return None
-    return current_account(request, runtime)
-
-
-OptionalAccountDep = Annotated[Account | None, Depends(optional_account)]
 
 
 def require_admin(request: Request, runtime: RuntimeDep) -> None:

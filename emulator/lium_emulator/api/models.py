@@ -149,6 +149,9 @@ class AccountCreateRequest(BaseModel):
 
     api_key: str = Field(min_length=8, max_length=512)
     balance: float | None = None
+    # for ``POST /users/login``; an existing account keeps its e-mail, a password given (re)sets its own
+    email: str | None = Field(default=None, min_length=3, max_length=320, pattern=r"^[^@\s]+@[^@\s]+$")
+    password: str | None = Field(default=None, min_length=1, max_length=1024)
 
 
 class AccountUpdateRequest(BaseModel):

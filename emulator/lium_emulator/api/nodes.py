@@ -6,7 +6,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from lium_emulator.api.deps import AccountDep, OptionalAccountDep, RuntimeDep
+from lium_emulator.api.caller import CallerDep, OptionalCallerDep
+from lium_emulator.api.deps import RuntimeDep
 from lium_emulator.api.models import ExecutorFilters
 from lium_emulator.catalogs.nodes import Node
 from lium_emulator.catalogs.templates import DEFAULT_POD_IMAGE, split_image_reference
@@ -61,7 +62,7 @@ def _matches(node: Node, filters: ExecutorFilters) -> bool:
 
 @router.get("/executors")
 async def list_executors(
-    runtime: RuntimeDep, account: OptionalAccountDep, filters: Annotated[ExecutorFilters, Query()]
+    runtime: RuntimeDep, caller: OptionalCallerDep, filters: Annotated[ExecutorFilters, Query()]
 ) -> list[dict[str, Any]]:
     """The rentable nodes that pass the filters, as executor rows; no key needed (then without IPs).
 
@@ -75,7 +76,7 @@ async def list_executors(
             available,
             available_ports(state, node),
             price_per_gpu=node.price_per_gpu_hour,
-            with_ip=account is not None,
+            with_ip=caller is not None,
         )
         for node, available in rentable_nodes(state)
         if _matches(node, filters)
@@ -83,8 +84,8 @@ async def list_executors(
 
 
 @router.get("/machines")
-async def list_machines(runtime: RuntimeDep, account: OptionalAccountDep) -> list[dict[str, str]]:
-    """Every machine name of the fleet, rented out or not, in catalog order; no key needed (``account``
+async def list_machines(runtime: RuntimeDep, caller: OptionalCallerDep) -> list[dict[str, str]]:
+    """Every machine name of the fleet, rented out or not, in catalog order; no key needed (``caller``
     is there so that a key that is sent is still checked)."""
     names = dict.fromkeys(node.machine_name for node in runtime.state.catalog.nodes.values())
     return [{"name": name} for name in names]
@@ -92,7 +93,7 @@ async def list_machines(runtime: RuntimeDep, account: OptionalAccountDep) -> lis
 
 @router.get("/executors/default-docker-image")
 async def default_docker_image(
-    account: AccountDep, gpu_model: str | None = None, driver_version: str | None = None
+    caller: CallerDep, gpu_model: str | None = None, driver_version: str | None = None
 ) -> list[dict[str, str]]:
     """The image a pod gets when it is rented without a template: the same for every GPU and driver, so
     ``gpu_model`` and ``driver_version`` are accepted and not used."""

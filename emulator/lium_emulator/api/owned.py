@@ -1,6 +1,6 @@
-"""The API routes' one ownership rule: an account reaches only its own records.
+"""The API routes' one ownership rule: an caller reaches only its own records.
 
-Another account's record answers the same 404 as a missing one, so an id never tells a caller that it
+Another caller's record answers the same 404 as a missing one, so an id never tells a caller that it
 exists. Every route that creates a record for the caller, looks one up by id, or lists the caller's
 records goes through here.
 """
@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
+from lium_emulator.api.caller import Caller
 from lium_emulator.errors import ApiError
-from lium_emulator.records.entities import Account
 from lium_emulator.records.timeutil import utcnow
 
 
@@ -28,21 +28,21 @@ def _not_found(what: str) -> ApiError:
     return ApiError(404, f"{what.lower().replace(' ', '_')}_not_found", f"{what} not found.")
 
 
-def new_owned(account: Account) -> dict[str, Any]:
+def new_owned(caller: Caller) -> dict[str, Any]:
     """The fields a record the caller creates starts with: a fresh UUID, the caller as its owner, and
     now as both its creation and update time."""
     now = utcnow()
-    return {"id": str(uuid.uuid4()), "user_id": account.user_id, "created_at": now, "updated_at": now}
+    return {"id": str(uuid.uuid4()), "user_id": caller.workspace_id, "created_at": now, "updated_at": now}
 
 
-def owned(table: Mapping[str, R], account: Account, record_id: UUID | str, what: str) -> R:
-    """``table[record_id]`` if ``account`` owns it, else the 404 of a missing ``what``."""
+def owned(table: Mapping[str, R], caller: Caller, record_id: UUID | str, what: str) -> R:
+    """``table[record_id]`` if ``caller`` owns it, else the 404 of a missing ``what``."""
     record = table.get(str(record_id))
-    if record is None or record.user_id != account.user_id:
+    if record is None or record.user_id != caller.workspace_id:
         raise _not_found(what)
     return record
 
 
-def owned_by(records: Iterable[R], account: Account) -> list[R]:
-    """The records of ``records`` that ``account`` owns, in their order."""
-    return [record for record in records if record.user_id == account.user_id]
+def owned_by(records: Iterable[R], caller: Caller) -> list[R]:
+    """The records of ``records`` that ``caller`` owns, in their order."""
+    return [record for record in records if record.user_id == caller.workspace_id]

@@ -10,7 +10,8 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
-from lium_emulator.api.deps import AccountDep, RuntimeDep
+from lium_emulator.api.caller import CallerDep
+from lium_emulator.api.deps import RuntimeDep
 from lium_emulator.api.pods import visible_pod
 from lium_emulator.records.entities import Pod
 
@@ -75,12 +76,12 @@ async def _stream(path: Path, pod: Pod, tail: int, follow: bool) -> AsyncIterato
 async def pod_logs(
     pod_id: UUID,
     runtime: RuntimeDep,
-    account: AccountDep,
+    caller: CallerDep,
     tail: Annotated[int, Query(ge=0, le=MAX_TAIL_LINES)] = 100,
     follow: bool = False,
 ) -> StreamingResponse:
     """The last ``tail`` lines of the container's output; with ``follow``, then what it writes next,
     until the pod stops running or the client goes away. Empty before the container starts."""
-    pod = visible_pod(runtime, account, pod_id)
+    pod = visible_pod(runtime, caller, pod_id)
     path = runtime.lifecycle.container_output(pod.id)
     return StreamingResponse(_stream(path, pod, tail, follow), media_type="text/plain; charset=utf-8")

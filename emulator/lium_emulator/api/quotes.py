@@ -7,10 +7,12 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query
 
-from lium_emulator.api.deps import AccountDep, OptionalAccountDep, RuntimeDep
+from lium_emulator.api.caller import CallerDep, OptionalCallerDep
+from lium_emulator.api.deps import RuntimeDep
 from lium_emulator.api.models import QuoteQuery
-from lium_emulator.api.rent import balance_floor, balance_priced_hourly, validated_gpu_count
+from lium_emulator.api.rent import balance_priced_hourly, validated_gpu_count
 from lium_emulator.api.templates import visible_template
+from lium_emulator.budgets import prepaid_amount
 from lium_emulator.catalogs.nodes import Node, pod_share
 from lium_emulator.errors import ApiError
 from lium_emulator.runtime import Runtime
@@ -42,14 +44,14 @@ def _line(item: str, unit: str, rate: float | None, quantity: float, note: str) 
 
 @router.get("/executors/deployment-estimate")
 async def deployment_estimate(
-    executor_id: UUID, template_id: UUID, runtime: RuntimeDep, account: AccountDep
+    executor_id: UUID, template_id: UUID, runtime: RuntimeDep, caller: CallerDep
 ) -> dict[str, Any]:
     """Seconds from rent to RUNNING for this template on this node: the emulator's pending time.
 
     Every image is built in (nothing is pulled), so every template counts as cached.
     """
     _node(runtime, executor_id)
-    template = visible_template(runtime, account, template_id)
+    template = visible_template(runtime, caller, template_id)
     return {
         "estimated_seconds": math.ceil(runtime.config.pending_seconds),
         "is_slow_machine": False,
@@ -64,7 +66,7 @@ async def quote(
     executor_id: UUID,
     query: Annotated[QuoteQuery, Query()],
     runtime: RuntimeDep,
-    account: OptionalAccountDep,
+    caller: OptionalCallerDep,
 ) -> dict[str, Any]:
     """The cost of renting ``gpu_count`` GPUs (default: the free ones, as a rent without a count takes)
     for ``hours``, line by line; the count is checked as a rent checks it. No key needed; a signed-in
@@ -81,7 +83,7 @@ async def quote(
         _line("egress", "GB", None, 0.0, _UNBILLED_NOTE),
     ]
     share = pod_share(node, gpu_count)
-    floor = round(balance_floor(price_per_hour), 6)
+    floor = round(prepaid_amount(price_per_hour), 6)
     body: dict[str, Any] = {
         "executor_id": node.id,
         "gpu_count": gpu_count,
@@ -97,7 +99,7 @@ async def quote(
             "storage_quota_gb": share.storage_quota_gb,
         },
     }
-    if account is not None:
-        required = balance_floor(balance_priced_hourly(node, query.gpu_count))
+    if caller is not None:
+        required = prepaid_amount(balance_priced_hourly(node, query.gpu_count))
         body["rent_balance_required_usd"] = round(required, 6)
     return body

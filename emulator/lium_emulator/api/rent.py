@@ -1,7 +1,7 @@
 """``POST /executors/{id}/rent`` with ``Idempotency-Key`` handling (docs/lium-api.md#rent, #idempotency).
 
-Order of checks: API key (401) and body (422), then the balance (403) — these answer every request
-freshly — then the idempotency key, then the node, count, template and volume checks, whose refusals
+Order of checks: API key (401), scope (403) and body (422), then the key's budgets (402) and the
+balance (403) — these answer every request freshly, and record nothing under the key — then the idempotency key, then the node, count, template and volume checks, whose refusals
 are stored under the key and replayed.
 """
 
@@ -14,7 +14,10 @@ from uuid import UUID
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
 
-from lium_emulator.api.deps import AccountDep, RuntimeDep, fault_decision, request_id
+from lium_emulator import budgets
+from lium_emulator.api.caller import Caller, CallerDep
+from lium_emulator.api.deps import RuntimeDep, fault_decision, request_id
+from lium_emulator.api.edge import API_PREFIX
 from lium_emulator.api.models import RentRequest
 from lium_emulator.api.owned import owned
 from lium_emulator.api.templates import visible_template
@@ -22,7 +25,7 @@ from lium_emulator.catalogs.nodes import Node, pod_share
 from lium_emulator.errors import ApiError
 from lium_emulator.faults import FaultDecision
 from lium_emulator.lifecycle import pod_internal_ports
-from lium_emulator.records.entities import Account, Pod, PodFaults, Template
+from lium_emulator.records.entities import Pod, PodFaults, Template
 from lium_emulator.records.idempotency import request_fingerprint
 from lium_emulator.records.timeutil import utcnow
 from lium_emulator.runtime import Runtime
@@ -30,7 +33,6 @@ from lium_emulator.views import available_ports
 
 router = APIRouter()
 
-MIN_PREPAID_MINUTES = 15
 IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255)]
 
 
@@ -40,24 +42,24 @@ async def rent_executor(
     body: RentRequest,
     request: Request,
     runtime: RuntimeDep,
-    account: AccountDep,
+    caller: CallerDep,
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
     """Rent GPUs of a node: the pod appears at once as PENDING; answers ``{"success": true, "pod_id"}``."""
     node = runtime.state.catalog.get(str(executor_id))
-    check_balance(runtime, account, balance_priced_hourly(node, body.gpu_count) if node else None)
+    check_money(request, runtime, caller, balance_priced_hourly(node, body.gpu_count) if node else None)
 
     def commit(decision: FaultDecision | None) -> dict[str, Any]:
-        pod_id = _rent(runtime, account, node, str(executor_id), body, idempotency_key, decision)
+        pod_id = _rent(runtime, caller, node, str(executor_id), body, idempotency_key, decision)
         return rent_response_body(pod_id)
 
-    return await answer_once(request, runtime, account, idempotency_key, str(executor_id), commit)
+    return await answer_once(request, runtime, caller, idempotency_key, str(executor_id), commit)
 
 
 async def answer_once(
     request: Request,
     runtime: Runtime,
-    account: Account,
+    caller: Caller,
     idempotency_key: str | None,
     target: str,
     commit: Callable[[FaultDecision | None], dict[str, Any]],
@@ -77,12 +79,12 @@ async def answer_once(
     ledger = runtime.ledger
     now = utcnow()
     fingerprint = request_fingerprint(target, await request.json())
-    replay = ledger.lookup(account.user_id, idempotency_key, fingerprint, now)
+    replay = ledger.lookup(caller.workspace_id, idempotency_key, fingerprint, now)
     if replay is not None:
         return JSONResponse(
             replay.body, status_code=replay.status_code or 200, headers={"Idempotent-Replayed": "true"}
         )
-    record = ledger.reserve(account.user_id, idempotency_key, fingerprint, now)
+    record = ledger.reserve(caller.workspace_id, idempotency_key, fingerprint, now)
     try:
         await _hold_latency(decision)
         try:
@@ -108,21 +110,21 @@ async def _hold_latency(decision: FaultDecision | None) -> None:
         await asyncio.sleep(decision.latency_seconds)
 
 
-def check_balance(runtime: Runtime, account: Account, hourly: float | None, ordered: str = "node") -> None:
-    """403 ``insufficient_balance`` unless the balance covers 15 minutes of an order of ``hourly``
-    dollars an hour (None: no node to price, so nothing to check); ``ordered`` names what is rented."""
-    if hourly is None:
-        return
-    required = balance_floor(hourly)
-    balance = runtime.state.balance(account, utcnow())
-    if balance < required:
-        raise ApiError(
-            403,
-            "insufficient_balance",
-            f"Insufficient balance. This {ordered} costs ${hourly:.2f}/hour, so renting it requires at least "
-            f"${required:.2f} ({MIN_PREPAID_MINUTES} minutes of runtime). Your balance is ${balance:.2f}.",
-            hint="Top up the balance and try again.",
-        )
+def check_money(
+    request: Request, runtime: Runtime, caller: Caller, hourly: float | None, ordered: str = "node"
+) -> None:
+    """The money checks of an order of ``hourly`` USD an hour (None: no node to price): the caller's key
+    budgets (402), then the balance of the workspace's billing owner (403) — ``budgets.check_order``.
+    ``ordered`` names what is rented."""
+    route = getattr(request.scope.get("route"), "path", request.url.path).removeprefix(API_PREFIX)
+    budgets.check_order(
+        runtime,
+        key=caller.key,
+        payer=caller.billing_account(runtime.state),
+        hourly=hourly,
+        route=f"{request.method} {route}",
+        ordered=ordered,
+    )
 
 
 def balance_priced_hourly(node: Node, requested: int | None) -> float:
@@ -135,11 +137,6 @@ def balance_priced_hourly(node: Node, requested: int | None) -> float:
     if requested is not None and 0 < requested < node.gpu_count:
         gpus = requested
     return node.price_per_gpu_hour * gpus
-
-
-def balance_floor(hourly_price: float) -> float:
-    """What the balance must cover to rent a pod of ``hourly_price``: ``MIN_PREPAID_MINUTES`` of it."""
-    return hourly_price * MIN_PREPAID_MINUTES / 60
 
 
 def validated_gpu_count(runtime: Runtime, node: Node, requested: int | None) -> int:
@@ -162,9 +159,9 @@ def validated_gpu_count(runtime: Runtime, node: Node, requested: int | None) -> 
     return requested
 
 
-def rentable_template(runtime: Runtime, account: Account, template_id: UUID) -> Template:
+def rentable_template(runtime: Runtime, caller: Caller, template_id: UUID) -> Template:
     """The template a pod may run: visible to the caller, verified, with its docker credential."""
-    template = visible_template(runtime, account, template_id)
+    template = visible_template(runtime, caller, template_id)
     if template.status == "VERIFY_FAILED":
         raise ApiError(400, "template_invalid", "The template failed verification.")
     credential_id = template.docker_credential_id
@@ -189,11 +186,11 @@ def check_ports(runtime: Runtime, node: Node, template: Template, *, held: int =
         )
 
 
-def attachable_volume_id(runtime: Runtime, account: Account, volume_id: UUID | None) -> str | None:
+def attachable_volume_id(runtime: Runtime, caller: Caller, volume_id: UUID | None) -> str | None:
     """The caller's volume that no active pod holds, or None when none is asked for."""
     if volume_id is None:
         return None
-    volume = owned(runtime.state.volumes, account, volume_id, "Volume")
+    volume = owned(runtime.state.volumes, caller, volume_id, "Volume")
     holder = runtime.state.volume_holder(volume.id)
     if holder is not None:
         raise ApiError(
@@ -204,7 +201,7 @@ def attachable_volume_id(runtime: Runtime, account: Account, volume_id: UUID | N
 
 def _rent(
     runtime: Runtime,
-    account: Account,
+    caller: Caller,
     node: Node | None,
     executor_id: str,
     body: RentRequest,
@@ -220,11 +217,11 @@ def _rent(
     if decision is not None and decision.rent_refusal is not None:
         raise decision.rent_refusal
     gpu_count = validated_gpu_count(runtime, node, body.gpu_count)
-    template = rentable_template(runtime, account, body.template_id)
+    template = rentable_template(runtime, caller, body.template_id)
     check_ports(runtime, node, template)
-    volume_id = attachable_volume_id(runtime, account, body.volume_id)
+    volume_id = attachable_volume_id(runtime, caller, body.volume_id)
     pod = new_pod(
-        account,
+        caller,
         node,
         gpu_count,
         template,
@@ -239,19 +236,20 @@ def _rent(
         idempotency_key=idempotency_key,
         faults=decision.pod_faults.model_copy() if decision is not None else PodFaults(),
     )
-    commit_pod(runtime, account, pod, f"executor {executor_id}")
+    commit_pod(runtime, caller, pod, f"executor {executor_id}")
     return pod.id
 
 
-def new_pod(account: Account, node: Node, gpu_count: int, template: Template, **order: Any) -> Pod:
-    """A PENDING pod of ``account`` on ``gpu_count`` GPUs of ``node``, running a copy of ``template``;
+def new_pod(caller: Caller, node: Node, gpu_count: int, template: Template, **order: Any) -> Pod:
+    """A PENDING pod of ``caller`` on ``gpu_count`` GPUs of ``node``, running a copy of ``template``;
     ``order`` holds the rest of the order (name, keys, volume, options, faults, cluster place)."""
     share = pod_share(node, gpu_count)
     now = utcnow()
     return Pod(
         id=str(uuid.uuid4()),
-        user_id=account.user_id,
-        api_key_id=account.api_key_id,
+        user_id=caller.workspace_id,
+        api_key_id=caller.api_key_id,
+        billed_user_id=caller.workspace.billing_owner_user_id,
         executor_id=node.id,
         status="PENDING",
         gpu_name=node.machine_name,
@@ -269,14 +267,14 @@ def new_pod(account: Account, node: Node, gpu_count: int, template: Template, **
     )
 
 
-def commit_pod(runtime: Runtime, account: Account, pod: Pod, detail: str) -> None:
+def commit_pod(runtime: Runtime, caller: Caller, pod: Pod, detail: str) -> None:
     """Store a new PENDING pod, log its rent and start creating it."""
     state = runtime.state
     state.pods[pod.id] = pod
     state.save(pod)
-    state.record_event(account.user_id, "pod-rent.requested", pod=pod, actor=account, detail=detail)
+    state.record_event(caller.workspace_id, "pod-rent.requested", pod=pod, actor=caller.actor, detail=detail)
     state.record_event(
-        account.user_id, "pod-lifecycle.status", pod=pod, to_status="PENDING", reason="user_initiated"
+        caller.workspace_id, "pod-lifecycle.status", pod=pod, to_status="PENDING", reason="user_initiated"
     )
     runtime.lifecycle.begin_create(pod)
 

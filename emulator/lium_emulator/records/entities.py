@@ -36,7 +36,8 @@ class Record(BaseModel):
 
 
 class Account(Record):
-    """One API key = one account (own user id, balance and resources)."""
+    """A user: own user id, e-mail and balance. Its API keys are ``ApiKey`` records (``access.py``);
+    ``api_key_id``, ``api_key_name`` and ``key_sha256`` name the key the account was made for (its first)."""
 
     user_id: str
     api_key_id: str
@@ -45,6 +46,7 @@ class Account(Record):
     email: str
     credit_usd: float  # starting balance; the balance is credit minus billed usage
     created_at: datetime
+    password_sha256: str | None = None  # for ``POST /users/login``; None: no password login
 
 
 class Template(Record):
@@ -124,8 +126,8 @@ class Pod(Record):
     """A rented pod, from rent to DELETED (rows are kept after deletion for inspection)."""
 
     id: str
-    user_id: str
-    api_key_id: str
+    user_id: str  # the owning workspace (a personal workspace's id is its user's id)
+    api_key_id: str | None  # the key that rented it; None for a browser session's rental
     pod_name: str
     executor_id: str
     status: PodStatus
@@ -166,6 +168,8 @@ class Pod(Record):
     cluster_id: str | None = None
     cluster_node_index: int | None = None
     cluster_overlay_ip: str | None = None
+    # Whose balance pays: the workspace's billing owner at rent time (None: ``user_id``, as before).
+    billed_user_id: str | None = None
 
 
 class Event(Record):

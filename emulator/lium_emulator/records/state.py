@@ -11,6 +11,15 @@ from datetime import datetime
 from typing import Any
 
 from lium_emulator.catalogs.nodes import Catalog, Node
+from lium_emulator.records.access import (
+    ALL_SCOPES,
+    ApiKey,
+    BudgetRefusal,
+    Invitation,
+    Membership,
+    Session,
+    Workspace,
+)
 from lium_emulator.records.entities import (
     ACTIVE_STATUSES,
     Account,
@@ -35,6 +44,12 @@ _KINDS: dict[type[Record], str] = {
     Pod: "pod",
     Event: "event",
     IdempotencyRecord: "idempotency",
+    ApiKey: "api_key",
+    Session: "session",
+    Workspace: "workspace",
+    Membership: "membership",
+    Invitation: "invitation",
+    BudgetRefusal: "budget_refusal",
 }
 
 
@@ -69,7 +84,13 @@ class EmulatorState:
         self.pods: dict[str, Pod] = {}
         self.events: list[Event] = []
         self.idempotency: dict[tuple[str, str], IdempotencyRecord] = {}
-        self._accounts_by_key: dict[str, Account] = {}
+        self.api_keys: dict[str, ApiKey] = {}
+        self.sessions: dict[str, Session] = {}
+        self.workspaces: dict[str, Workspace] = {}
+        self.memberships: dict[str, Membership] = {}
+        self.invitations: dict[str, Invitation] = {}
+        self.refusals: list[BudgetRefusal] = []
+        self._keys_by_hash: dict[str, ApiKey] = {}
         self._load()
 
     def _load(self) -> None:
@@ -92,10 +113,58 @@ class EmulatorState:
         )
         for idem in (IdempotencyRecord.model_validate(doc) for doc in self.store.load("idempotency")):
             self.idempotency[(idem.user_id, idem.key)] = idem
+        for api_key in (ApiKey.model_validate(doc) for doc in self.store.load("api_key")):
+            self._index_key(api_key)
+        for session in (Session.model_validate(doc) for doc in self.store.load("session")):
+            self.sessions[session.id] = session
+        for workspace in (Workspace.model_validate(doc) for doc in self.store.load("workspace")):
+            self.workspaces[workspace.id] = workspace
+        for member in (Membership.model_validate(doc) for doc in self.store.load("membership")):
+            self.memberships[member.id] = member
+        for invitation in (Invitation.model_validate(doc) for doc in self.store.load("invitation")):
+            self.invitations[invitation.id] = invitation
+        self.refusals = sorted(
+            (BudgetRefusal.model_validate(doc) for doc in self.store.load("budget_refusal")),
+            key=lambda r: r.created_at,
+        )
+        for account in list(self.accounts.values()):
+            self._ensure_personal(account)  # state written before keys and workspaces existed
 
     def _index_account(self, account: Account) -> None:
         self.accounts[account.user_id] = account
-        self._accounts_by_key[account.key_sha256] = account
+
+    def _index_key(self, api_key: ApiKey) -> None:
+        self.api_keys[api_key.id] = api_key
+        self._keys_by_hash[api_key.key_sha256] = api_key
+
+    def _ensure_personal(self, account: Account) -> None:
+        """The account's personal workspace, its owner membership and its first key, made when missing."""
+        if account.user_id not in self.workspaces:
+            workspace = Workspace(
+                id=account.user_id,
+                name="Personal",
+                is_personal=True,
+                billing_owner_user_id=account.user_id,
+                created_at=account.created_at,
+            )
+            self.workspaces[workspace.id] = workspace
+            self.save(workspace)
+        membership_id = f"{account.user_id}:{account.user_id}"
+        if membership_id not in self.memberships:
+            self.add_member(account.user_id, account.user_id, "owner", account.created_at)
+        if account.api_key_id not in self.api_keys:
+            first = ApiKey(
+                id=account.api_key_id,
+                user_id=account.user_id,
+                workspace_id=account.user_id,
+                name=account.api_key_name,
+                key_sha256=account.key_sha256,
+                scopes=list(ALL_SCOPES),  # a key from before scopes holds them all
+                pod_visibility="account",
+                created_at=account.created_at,
+            )
+            self._index_key(first)
+            self.save(first)
 
     # --- persistence -------------------------------------------------------------------------
 
@@ -109,28 +178,93 @@ class EmulatorState:
 
     # --- accounts ----------------------------------------------------------------------------
 
-    def account_for_key(self, api_key: str) -> Account | None:
-        """The account an API key belongs to, or None."""
-        return self._accounts_by_key.get(sha256_hex(api_key))
+    def key_for_secret(self, api_key: str) -> ApiKey | None:
+        """The live (not revoked) API key record of a secret, or None."""
+        found = self._keys_by_hash.get(sha256_hex(api_key))
+        return None if found is None or found.revoked else found
 
-    def ensure_account(self, api_key: str, credit_usd: float) -> Account:
-        """The account of ``api_key``, created with ``credit_usd`` if it does not exist yet."""
-        existing = self.account_for_key(api_key)
+    def account_for_key(self, api_key: str) -> Account | None:
+        """The account a live API key belongs to, or None."""
+        found = self.key_for_secret(api_key)
+        return None if found is None else self.accounts.get(found.user_id)
+
+    def add_api_key(self, api_key: ApiKey) -> None:
+        """Store a new key."""
+        self._index_key(api_key)
+        self.save(api_key)
+
+    def ensure_account(
+        self, api_key: str, credit_usd: float, *, email: str | None = None, password: str | None = None
+    ) -> Account:
+        """The account of ``api_key``, created with ``credit_usd`` if it does not exist yet (with its
+        personal workspace and ``api_key`` as its first key); ``password`` (re)sets its login password."""
+        existing = self._keys_by_hash.get(sha256_hex(api_key))
         if existing is not None:
-            return existing
+            account = self.accounts[existing.user_id]
+            if password is not None:
+                account.password_sha256 = sha256_hex(password)
+                self.save(account)
+            return account
         number = len(self.accounts) + 1
         account = Account(
             user_id=str(uuid.uuid4()),
             api_key_id=str(uuid.uuid4()),
             api_key_name=f"emulator-key-{number}",
             key_sha256=sha256_hex(api_key),
-            email=f"user{number}@lium-emulator.local",
+            email=email or f"user{number}@lium-emulator.local",
             credit_usd=credit_usd,
             created_at=utcnow(),
+            password_sha256=sha256_hex(password) if password is not None else None,
         )
         self._index_account(account)
         self.save(account)
+        self._ensure_personal(account)
+        self._accept_invitations(account)
         return account
+
+    def account_by_email(self, email: str) -> Account | None:
+        """The account with this e-mail address (any case), or None."""
+        wanted = email.strip().lower()
+        return next((a for a in self.accounts.values() if a.email.lower() == wanted), None)
+
+    # --- workspaces --------------------------------------------------------------------------
+
+    def add_member(
+        self, workspace_id: str, user_id: str, role: str, at: datetime | None = None
+    ) -> Membership:
+        """Put ``user_id`` into the workspace with ``role`` (replacing a previous role)."""
+        member = Membership.model_validate(
+            {
+                "id": f"{workspace_id}:{user_id}",
+                "workspace_id": workspace_id,
+                "user_id": user_id,
+                "role": role,
+                "joined_at": at or utcnow(),
+            }
+        )
+        self.memberships[member.id] = member
+        self.save(member)
+        return member
+
+    def membership(self, workspace_id: str, user_id: str) -> Membership | None:
+        """``user_id``'s membership of a live workspace, or None."""
+        workspace = self.workspaces.get(workspace_id)
+        if workspace is None or workspace.deleted:
+            return None
+        return self.memberships.get(f"{workspace_id}:{user_id}")
+
+    def members(self, workspace_id: str) -> list[Membership]:
+        """The workspace's members, by join time."""
+        found = (m for m in self.memberships.values() if m.workspace_id == workspace_id)
+        return sorted(found, key=lambda m: m.joined_at)
+
+    def _accept_invitations(self, account: Account) -> None:
+        for invitation in self.invitations.values():
+            if invitation.status == "pending" and invitation.email.lower() == account.email.lower():
+                if self.membership(invitation.workspace_id, account.user_id) is None:
+                    self.add_member(invitation.workspace_id, account.user_id, invitation.role)
+                invitation.status = "accepted"
+                self.save(invitation)
 
     # --- events ------------------------------------------------------------------------------
 
@@ -140,7 +274,7 @@ class EmulatorState:
         sub_event_type: str,
         *,
         pod: Pod | None = None,
-        actor: Account | None = None,
+        actor: dict[str, Any] | None = None,
         from_status: str | None = None,
         to_status: str | None = None,
         reason: str | None = None,
@@ -156,7 +290,7 @@ class EmulatorState:
             sub_event_type=sub_event_type,
             pod_id=pod.id if pod else None,
             pod_name=pod.pod_name if pod else None,
-            actor=actor_of(actor) if actor else None,
+            actor=actor,
             from_status=from_status,
             to_status=to_status,
             reason=reason,
@@ -201,11 +335,11 @@ class EmulatorState:
         return sorted((p for p in self.pods.values() if p.user_id == user_id), key=lambda p: p.created_at)
 
     def balance(self, account: Account, now: datetime) -> float:
-        """The account's balance in USD: its credit minus what its pods were billed."""
+        """The account's balance in USD: its credit minus what the pods billed to it were billed."""
         spent = sum(
             p.price * billed_seconds(p, now) / 3600
             for p in self.pods.values()
-            if p.user_id == account.user_id
+            if (p.billed_user_id or p.user_id) == account.user_id
         )
         return round(account.credit_usd - spent, 6)
 
@@ -223,11 +357,13 @@ def billed_seconds(pod: Pod, now: datetime) -> float:
     return 0.0 if interval is None else (interval[1] - interval[0]).total_seconds()
 
 
-def actor_of(account: Account) -> dict[str, Any]:
-    """The ``actor`` object of an event done with ``account``'s API key."""
+def actor_of(account: Account, api_key: ApiKey | None) -> dict[str, Any]:
+    """The ``actor`` object of an event done by ``account`` with ``api_key`` (None: a browser session)."""
+    if api_key is None:
+        return {"auth": "session", "api_key_id": None, "api_key_name": None, "user_id": account.user_id}
     return {
         "auth": "api_key",
-        "api_key_id": account.api_key_id,
-        "api_key_name": account.api_key_name,
+        "api_key_id": api_key.id,
+        "api_key_name": api_key.name,
         "user_id": account.user_id,
     }
