@@ -55,11 +55,10 @@ from tests.emulator.testkit import (
     wait_until,
 )
 from tests.support import http
+from tests.support.catalogs import PRICEY_HOURLY, PRICEY_NODE, with_pricey_node, write_catalog
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("lium-emulator")
 LIUM_CLI = str(Path(sys.executable).with_name("lium"))
-PRICEY_NODE = "00000000-0000-4000-8000-000000003600"
-PRICEY_HOURLY = 3600.0  # $1 a second
 API_MODULES = (
     account,
     billing,
@@ -86,11 +85,8 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmulat
         text=True,
         check=True,
     )
-    catalog = json.loads(generated.stdout)
-    pricey = {**catalog["nodes"][0], "id": PRICEY_NODE, "gpu_count": 1, "price_per_gpu_hour": PRICEY_HOURLY}
-    catalog["nodes"].append(pricey)
-    nodes_file = tmp_path_factory.mktemp("catalog") / "nodes.json"
-    nodes_file.write_text(json.dumps(catalog))
+    catalog = with_pricey_node(json.loads(generated.stdout))
+    nodes_file = write_catalog(tmp_path_factory.mktemp("catalog"), catalog)
     running = launch([*FAST_TIMINGS, "--nodes", str(nodes_file), "--budget-tick-seconds", "0.2"])
     try:
         yield running

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lium_emulator.launcher import RunningEmulator, launch
+from tests.emulator.testkit import wait_until
 from tests.support import http
+from tests.support.catalogs import PRICEY_NODE, packaged_catalog, with_pricey_node, write_catalog
 from tests.support.lium import (
+    FAST_TIMINGS,
     PROVIDER_BLOCK,
     Account,
     assert_nothing_left,
@@ -33,6 +37,15 @@ from tests.support.terraform import Terraform, flat
 pytestmark = pytest.mark.terraform
 
 RENTING_SCOPES = ["read", "rent", "manage"]
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmulator]:
+    """The module's emulator: the packaged catalog plus a node billed $1 a second, on which a key's budget
+    runs out within seconds, checked by a quick billing tick."""
+    catalog = write_catalog(tmp_path_factory.mktemp("catalog"), with_pricey_node(packaged_catalog()))
+    with launch([*FAST_TIMINGS, "--nodes", str(catalog), "--budget-tick-seconds", "0.2"]) as running:
+        yield running
 
 
 def session_token(account: Account) -> str:
@@ -174,5 +187,33 @@ def test_a_rotated_own_key_neither_re_rents_nor_forgets_the_stacks_pods(
     assert [p["id"] for p in instances(tf, "lium_pod")] == [pod["id"]], "the state keeps the pod"
 
     tf.env["LIUM_API_KEY"] = old.api_key
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_a_pod_lium_stopped_for_its_keys_budget_says_so_at_the_next_plan(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    budgeted, key_id = mint_key(account, "spender", max_budget_usd=5000.0)
+    body = sleeping_template("spend") + pod_block("spend", f'executor_id = "{PRICEY_NODE}"')
+    tf = key_stack(make_terraform, budgeted, body)
+    tf.apply()
+    (pod,) = instances(tf, "lium_pod")
+    assert pod["api_key_id"] == key_id
+
+    with http.client(
+        base_url=account.emulator.api_url,
+        headers={"Authorization": f"Bearer {session_token(account)}"},
+        timeout=30,
+    ) as session:  # the budget lowered below what the pod has already cost: Lium stops it
+        assert session.patch(f"/keys/{key_id}", json={"max_budget_usd": 1}).status_code == 200
+
+    def stopped() -> bool:
+        return pod["id"] not in live_pod_ids(account)
+
+    wait_until(stopped, timeout=30, what="Lium to stop the pod when the budget ran out")
+    code, output = tf.plan_exitcode()
+    assert code == 2, "the plan rents the pod again"
+    assert f"Lium stopped pod {pod['id']}: its API key's budget ran out" in flat(output), output
     tf.destroy()
     assert_nothing_left(account)
