@@ -122,7 +122,7 @@ def check_key_budget(state: EmulatorState, key: ApiKey, needed: float, route: st
         state.refusals.append(refusal)
         state.save(refusal)
         sentence = (
-            f"API key '{key.name}' has reached its {_WINDOW_WORDS[window]} budget: ${budget:.2f} budget, "
+            f"API key '{key.name}''s {_WINDOW_WORDS[window]} budget cannot cover this order: ${budget:.2f} budget, "
             f"${spent:.2f} spent, this order needs ${needed:.2f} ({MIN_PREPAID_MINUTES} minutes of its price)."
         )
         raise ApiError(

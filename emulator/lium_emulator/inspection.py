@@ -130,7 +130,12 @@ def _idempotency_report(state: EmulatorState, user_id: str, pods: list[Pod]) -> 
         if pod.idempotency_key is not None:
             rentals.setdefault(pod.idempotency_key, set()).add(pod.cluster_id or pod.id)
     rent_counts = {key: len(made) for key, made in rentals.items()}
-    records = {key: record for (owner, key), record in state.idempotency.items() if owner == user_id}
+    # records are kept per workspace and key (``Caller.idempotency_scope``: "<workspace>:<who>")
+    records = {
+        key: record
+        for (scope, key), record in state.idempotency.items()
+        if scope.partition(":")[0] == user_id
+    }
     report = []
     for key in sorted(set(records) | set(rent_counts)):
         record = records.get(key)

@@ -558,3 +558,26 @@ def test_an_account_stored_before_keys_gets_its_workspace_and_first_key(tmp_path
     reloaded = EmulatorState(Store(tmp_path / "state.sqlite3"), Catalog.load(None))
     assert reloaded.key_for_secret("old-key-123") is not None and len(reloaded.api_keys) == 1
     reloaded.store.close()
+
+
+def test_another_keys_repeat_of_an_idempotency_key_is_a_new_rent(emulator: RunningEmulator, user: User) -> None:
+    own_a, _ = user.new_key(pod_visibility="own")
+    own_b, _ = user.new_key(pod_visibility="own")
+    template = create_template_as_first_key(emulator, user)
+    a, b = api_client(emulator, own_a), api_client(emulator, own_b)
+    try:
+        node = cheap_node(a)
+        headers, body = {"Idempotency-Key": str(uuid.uuid4())}, rent_body(template, "")
+        first = a.post(f"/executors/{node}/rent", json=body, headers=headers)
+        again = b.post(f"/executors/{node}/rent", json=body, headers=headers)
+        assert first.status_code == again.status_code == 200, (first.text, again.text)
+        assert "idempotent-replayed" not in again.headers, "no replay of another key's rent"
+        assert again.json()["pod_id"] != first.json()["pod_id"], "another key never learns this key's pod"
+        replay = a.post(f"/executors/{node}/rent", json=body, headers=headers)
+        assert replay.headers.get("idempotent-replayed") == "true" and replay.json() == first.json()
+        for client, pod_id in ((a, first.json()["pod_id"]), (b, again.json()["pod_id"])):
+            assert client.delete(f"/pods/{pod_id}").status_code == 200
+            wait_gone(client, pod_id)
+    finally:
+        a.close()
+        b.close()

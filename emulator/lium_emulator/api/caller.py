@@ -48,6 +48,14 @@ class Caller:
         return actor_of(self.account, self.key)
 
     @property
+    def idempotency_scope(self) -> str:
+        """Whose ``Idempotency-Key`` values a rent's key is looked up among: the API key's (a browser
+        session's: its user's) in the workspace. Another key's repeat of the same value is a new request,
+        so a replay never hands one key the pod of another (docs/lium-api.md#idempotency)."""
+        who = self.key.id if self.key is not None else f"session:{self.account.user_id}"
+        return f"{self.workspace.id}:{who}"
+
+    @property
     def api_key_id(self) -> str | None:
         return self.key.id if self.key is not None else None
 

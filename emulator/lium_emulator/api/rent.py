@@ -79,12 +79,12 @@ async def answer_once(
     ledger = runtime.ledger
     now = utcnow()
     fingerprint = request_fingerprint(target, await request.json())
-    replay = ledger.lookup(caller.workspace_id, idempotency_key, fingerprint, now)
+    replay = ledger.lookup(caller.idempotency_scope, idempotency_key, fingerprint, now)
     if replay is not None:
         return JSONResponse(
             replay.body, status_code=replay.status_code or 200, headers={"Idempotent-Replayed": "true"}
         )
-    record = ledger.reserve(caller.workspace_id, idempotency_key, fingerprint, now)
+    record = ledger.reserve(caller.idempotency_scope, idempotency_key, fingerprint, now)
     try:
         await _hold_latency(decision)
         try:
