@@ -205,7 +205,7 @@ def workspace_mismatch(wanted: str | None, account: User) -> TFError | None:
             "names no workspace for the API key. Remove the setting, or point `endpoint` at a server with "
             "workspaces.",
         )
-    if wanted == current.id or wanted.casefold() == current.name.casefold():
+    if wanted.casefold() in (current.id.casefold(), current.name.casefold()):
         return None
     return TFError(
         "The API key acts in another workspace",

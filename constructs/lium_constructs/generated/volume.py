@@ -84,3 +84,8 @@ class Volume(LiumResourceBase):
     def adopted_from(self) -> str:
         """The stack tag this object still carries in Lium (a pod's or cluster's Lium name, a template's description, a runner's pod) when this stack took it over from that stack (`adopt_stacks`); null for an object this stack made."""
         return self.get_string_attribute("adopted_from")
+
+    @property
+    def workspace_id(self) -> str:
+        """Id of the Lium workspace it belongs to (null on a server without workspaces)."""
+        return self.get_string_attribute("workspace_id")

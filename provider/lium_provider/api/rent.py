@@ -57,6 +57,9 @@ class RentAttempt:
     idempotency_key: str
     body: RentRequest
     started_at: datetime
+    api_key_id: str | None = None
+    """The API key that sent it, when known: a key that sees only its own pods cannot see what another
+    key's attempt rented (docs/guides/api-keys.md)."""
 
     def __post_init__(self) -> None:
         if self.body.pod_name != self.pod_name:
@@ -67,14 +70,22 @@ class RentAttempt:
             self.started_at = self.started_at.replace(tzinfo=UTC)
 
     @classmethod
-    def new(cls, executor_id: str, body: RentRequest, *, now: datetime | None = None) -> RentAttempt:
-        """A fresh attempt with a random UUID4 idempotency key, started now."""
+    def new(
+        cls,
+        executor_id: str,
+        body: RentRequest,
+        *,
+        now: datetime | None = None,
+        api_key_id: str | None = None,
+    ) -> RentAttempt:
+        """A fresh attempt with a random UUID4 idempotency key, started now (by the key ``api_key_id``)."""
         return cls(
             executor_id=executor_id,
             pod_name=body.pod_name,
             idempotency_key=str(uuid.uuid4()),
             body=body,
             started_at=now or _utcnow(),
+            api_key_id=api_key_id,
         )
 
     def to_json(self) -> str:
@@ -86,6 +97,7 @@ class RentAttempt:
                 "idempotency_key": self.idempotency_key,
                 "body": self.body.to_body(),
                 "started_at": self.started_at.isoformat(),
+                "api_key_id": self.api_key_id,
             },
             sort_keys=True,
         )
@@ -116,6 +128,7 @@ class RentAttempt:
             idempotency_key=str(strings["idempotency_key"]),
             body=body,
             started_at=started_at,
+            api_key_id=data["api_key_id"] if isinstance(data.get("api_key_id"), str) else None,
         )
 
 

@@ -73,7 +73,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from lium_provider.api.client import LiumClient
     from lium_provider.api.endpoints import DEFAULT_ENDPOINT
     from lium_provider.api.errors import LiumError
-    from lium_provider.cli.sweep import delete_leftovers, find_leftovers, find_stack_leftovers
+    from lium_provider.cli.sweep import Leftovers, delete_leftovers, find_leftovers, find_stack_leftovers
     from lium_provider.domain.journal import RentJournal
     from lium_provider.domain.stack import tags_of
     from lium_provider.provider import WORKSPACE_ENV
@@ -95,8 +95,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             if me.sees_only_own_pods:
                 print(
                     f"lium-tf sweep: this API key ({me.key_label()}) sees only the pods it rented itself "
-                    "(pod_visibility own): pods other keys rented are not listed; sweep with a key whose "
-                    "pod_visibility is `account` to see them all",
+                    "(pod_visibility own): pods other keys rented are not listed, and with --delete only "
+                    "its own pods are deleted (a template, credential, volume or SSH key may serve another "
+                    "key's pods, which it cannot see); sweep with a key whose pod_visibility is `account` "
+                    "to see and delete everything",
                     file=sys.stderr,
                 )
             if args.stack:
@@ -106,6 +108,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(json.dumps(leftovers.as_dict(), indent=2))
             if args.delete and not leftovers.empty():
                 volumes = args.include_volumes or bool(args.stack)  # a stack's volumes are provably its
+                if me.sees_only_own_pods:  # what pods it cannot see may use is kept
+                    leftovers = Leftovers(pods=leftovers.pods, journal=leftovers.journal)
                 delete_leftovers(client, leftovers, journal, include_volumes=volumes)
                 print("deleted", file=sys.stderr)
                 if leftovers.volumes and not volumes:

@@ -29,6 +29,7 @@ from lium_provider.resources.ownership import (
     plan_ownership,
     refreshed_ownership,
 )
+from lium_provider.resources.visibility import WorkspaceId, records_workspace
 from lium_provider.session import LiumSession, session
 from tfbridge import Attribute, Context, PlanChange, Resource, TFError, UseStateForUnknown
 
@@ -65,6 +66,7 @@ class DockerCredentialModel(BaseModel):
     stack_tag: StackTag = None
     """Only in the state (Lium has no field for it): its mark is that of the templates that use it."""
     adopted_from: AdoptedFrom = None
+    workspace_id: WorkspaceId = None
 
 
 def _password(config: DockerCredentialModel) -> str:
@@ -95,6 +97,7 @@ def _mark_of_users(s: LiumSession, state: DockerCredentialModel) -> str | None:
     return others[0] if others else None
 
 
+@records_workspace
 class DockerCredentialResource(Resource[DockerCredentialModel]):
     type_name = "lium_docker_credential"
     model = DockerCredentialModel

@@ -78,7 +78,7 @@ from lium_provider.resources.pod_private import PodPrivate
 from lium_provider.resources.pod_switch import plan_switch, switch_container, switching
 from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
 from lium_provider.resources.served_ports import wait_for_ports
-from lium_provider.resources.visibility import check_not_hidden
+from lium_provider.resources.visibility import KEPT_IN_STATE, NOT_IMPORTED, NOT_RENTED_AGAIN, check_not_hidden
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fetch_host_key, fingerprint, known_hosts_line, public_key_line
 from tfbridge import (
@@ -457,6 +457,16 @@ class PodResource(Resource[PodModel]):
         lium_name = state.lium_name or ""
         attempt = s.journal.find(lium_name)
         if attempt is not None:
+            if attempt.api_key_id:  # another key's rent is out of sight of a key that sees only its own
+                check_not_hidden(
+                    ctx,
+                    s,
+                    f"The pod {lium_name} an interrupted create rented",
+                    "",
+                    attempt.api_key_id,
+                    None,
+                    NOT_RENTED_AGAIN,
+                )
             try:
                 result = rent_reconciled(s.client, attempt, resume=True)
             except LiumError as exc:
@@ -464,8 +474,12 @@ class PodResource(Resource[PodModel]):
                     "An earlier rent of this pod has an unknown outcome",
                     f"{exc}. Nothing new was rented; run apply again, or inspect with `lium-tf sweep`.",
                 ) from None
-            s.journal.forget(lium_name)
             pod = s.client.get_pod(result.pod_id) if result.outcome == "rented" and result.pod_id else None
+            if pod is None and result.pod_id:
+                check_not_hidden(
+                    ctx, s, f"Pod {result.pod_id}", result.pod_id, attempt.api_key_id, None, NOT_RENTED_AGAIN
+                )
+            s.journal.forget(lium_name)
         else:
             with api_errors("looking for a pod an interrupted run rented"):
                 earlier = s.earlier_pod(lium_name)
@@ -506,7 +520,7 @@ class PodResource(Resource[PodModel]):
                     state.termination_hours, create_seconds_left(ctx, self.default_timeouts["create"])
                 ),
             )
-            attempt = RentAttempt.new(executor_id, body)
+            attempt = RentAttempt.new(executor_id, body, api_key_id=s.verify_access().api_key_id)
             s.journal.write(attempt)
             try:
                 # Killed meanwhile, the create still learns whether Lium rented, and ends what it did.
@@ -606,7 +620,10 @@ class PodResource(Resource[PodModel]):
         with api_errors("reading the pod"):
             pod = s.watcher.current(ctx, state.id or "")  # a stack's reads share one listing
         if pod is None:
-            check_not_hidden(ctx, s, f"Pod {state.id}", state.id or "", state.api_key_id, state.workspace_id)
+            kept = NOT_IMPORTED if not state.name else KEPT_IN_STATE
+            check_not_hidden(
+                ctx, s, f"Pod {state.id}", state.id or "", state.api_key_id, state.workspace_id, kept
+            )
         if pod is None or pod_gone(pod):
             warn_if_stopped_by_budget(ctx, s, state.id or "")
             return None

@@ -36,6 +36,7 @@ from lium_provider.resources.ownership import (
     plan_ownership,
     refreshed_ownership,
 )
+from lium_provider.resources.visibility import WorkspaceId, records_workspace
 from lium_provider.session import LiumSession, session
 from lium_provider.sshkeys import fingerprint, same_public_key
 from tfbridge import Attribute, Context, PlanChange, Resource, UseStateForUnknown
@@ -74,6 +75,7 @@ class SshKeyModel(BaseModel):
     ] = None
     stack_tag: StackTag = None
     adopted_from: AdoptedFrom = None
+    workspace_id: WorkspaceId = None
 
     @field_validator("name")
     @classmethod
@@ -95,6 +97,7 @@ def _tag_in_lium(s: LiumSession, key_id: str) -> str | None:
     return _mark(key.name) if key else None
 
 
+@records_workspace
 class SshKeyResource(Resource[SshKeyModel]):
     type_name = "lium_ssh_key"
     model = SshKeyModel

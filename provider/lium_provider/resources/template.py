@@ -40,6 +40,7 @@ from lium_provider.resources.ownership import (
     refreshed_ownership,
 )
 from lium_provider.resources.pod_lifecycle import settle_orphans
+from lium_provider.resources.visibility import WorkspaceId, records_workspace
 from lium_provider.session import LiumSession, session
 from tfbridge import Attribute, Context, PlanChange, Resource, UseStateForUnknown
 
@@ -148,6 +149,7 @@ class TemplateModel(BaseModel):
     ] = None
     stack_tag: StackTag = None
     adopted_from: AdoptedFrom = None
+    workspace_id: WorkspaceId = None
 
     @field_validator("image")
     @classmethod
@@ -249,6 +251,7 @@ def _equivalent(image: str) -> set[str]:
     return {image}
 
 
+@records_workspace
 class TemplateResource(Resource[TemplateModel]):
     type_name = "lium_template"
     model = TemplateModel

@@ -32,6 +32,7 @@ from lium_provider.resources.ownership import (
     refreshed_ownership,
 )
 from lium_provider.resources.pod_lifecycle import settle_orphans
+from lium_provider.resources.visibility import WorkspaceId, records_workspace
 from lium_provider.session import LiumSession, session
 from tfbridge import Attribute, Context, PlanChange, Resource, TFError, UseStateForUnknown
 
@@ -56,6 +57,7 @@ class VolumeModel(BaseModel):
     description: Annotated[str | None, Attribute(optional=True, description="Free text.")] = None
     stack_tag: StackTag = None
     adopted_from: AdoptedFrom = None
+    workspace_id: WorkspaceId = None
 
     @field_validator("name")
     @classmethod
@@ -74,6 +76,7 @@ def _tag_in_lium(s: LiumSession, volume_id: str) -> str | None:
     return tag_in(volume.description) if volume else None
 
 
+@records_workspace
 class VolumeResource(Resource[VolumeModel]):
     type_name = "lium_volume"
     model = VolumeModel
