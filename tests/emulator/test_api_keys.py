@@ -560,7 +560,9 @@ def test_an_account_stored_before_keys_gets_its_workspace_and_first_key(tmp_path
     reloaded.store.close()
 
 
-def test_another_keys_repeat_of_an_idempotency_key_is_a_new_rent(emulator: RunningEmulator, user: User) -> None:
+def test_another_keys_repeat_of_an_idempotency_key_is_a_new_rent(
+    emulator: RunningEmulator, user: User
+) -> None:
     own_a, _ = user.new_key(pod_visibility="own")
     own_b, _ = user.new_key(pod_visibility="own")
     template = create_template_as_first_key(emulator, user)

@@ -23,6 +23,7 @@ from lium_emulator.launcher import RunningEmulator, launch
 from tests.emulator.testkit import wait_until
 from tests.support import http
 from tests.support.catalogs import PRICEY_NODE, packaged_catalog, with_pricey_node, write_catalog
+from tests.support.faults import fault_counters
 from tests.support.lium import (
     FAST_TIMINGS,
     PROVIDER_BLOCK,
@@ -32,7 +33,8 @@ from tests.support.lium import (
     pod_block,
     sleeping_template,
 )
-from tests.support.terraform import Terraform, flat
+from tests.support.procs import kill_machine, wait_for
+from tests.support.terraform import Terraform, flat, reaped
 
 pytestmark = pytest.mark.terraform
 
@@ -215,5 +217,48 @@ def test_a_pod_lium_stopped_for_its_keys_budget_says_so_at_the_next_plan(
     code, output = tf.plan_exitcode()
     assert code == 2, "the plan rents the pod again"
     assert f"Lium stopped pod {pod['id']}: its API key's budget ran out" in flat(output), output
+    tf.destroy()
+    assert_nothing_left(account)
+
+
+def test_a_rotated_key_never_rents_again_what_a_killed_create_rented(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    old, old_id = mint_key(account, "ci-killed", pod_visibility="own")
+    new, _ = mint_key(account, "ci-next", pod_visibility="own")
+    tf = key_stack(make_terraform, old, sleeping_template("killed") + pod_block("killed"))
+    seconds = 3.0  # the rent commits after the runner died: nothing on it could undo the rent
+    held = {
+        "name": "held",
+        "method": "POST",
+        "path": "/executors/*/rent",
+        "kind": "latency",
+        "seconds": seconds,
+        "first": 1,
+    }
+    with (
+        account.faults({"rules": [held]}),
+        reaped(tf.start("apply", "-auto-approve", "-no-color")) as process,
+    ):
+        wait_for(
+            lambda: fault_counters(account.emulator)["held"]["matched"] == 1,
+            "the rent reaches Lium",
+            60.0,
+            process=process,
+        )
+        kill_machine(process, tf.workdir)  # the rent is on its way: only the machine's journal knows of it
+    wait_until(lambda: live_pod_ids(account), timeout=seconds + 30, what="the held rent to commit")
+    (rented,) = live_pod_ids(account)
+
+    tf.env["LIUM_API_KEY"] = new.api_key  # the machine's next job runs with the rotated key
+    failed = tf.apply(check=False)
+    said = flat(failed.stderr)
+    assert failed.returncode != 0 and "is hidden from this API key" in said, said
+    assert old_id in said
+    assert live_pod_ids(account) == {rented}, "nothing was rented beside the pod the killed create rented"
+
+    tf.env["LIUM_API_KEY"] = old.api_key
+    tf.apply()
+    assert [p["id"] for p in instances(tf, "lium_pod")] == [rented], "the key that rented it adopts it"
     tf.destroy()
     assert_nothing_left(account)
