@@ -12,7 +12,11 @@ refused before anything is read.
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -161,6 +165,13 @@ def test_two_own_keys_each_see_and_touch_only_their_stacks_pods(
     wrong_destroy = with_env(fresh, LIUM_WORKSPACE="Platform").destroy(check=False)
     assert wrong_destroy.returncode != 0 and live_pod_ids(account) == {pod_a["id"], pod_b["id"]}
 
+    # Bob's key sweeping Alice's stack sees none of her pods, and deletes nothing her pod may use.
+    sweep = [sys.executable, "-m", "lium_provider.cli", "sweep", "--stack", pod_a["stack_tag"]]
+    env = {**os.environ, **bob.env}
+    swept = subprocess.run([*sweep, "--delete"], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(swept.stdout)["pods"] == [] and "pod_visibility own" in swept.stderr
+    assert len(account.live()["templates"]) == 2, "alice's template is kept"
+
     second.destroy()
     assert live_pod_ids(account) == {pod_a["id"]}, "bob's destroy touched only bob's pod"
     fresh.destroy()
@@ -262,3 +273,37 @@ def test_a_rotated_key_never_rents_again_what_a_killed_create_rented(
     assert [p["id"] for p in instances(tf, "lium_pod")] == [rented], "the key that rented it adopts it"
     tf.destroy()
     assert_nothing_left(account)
+
+
+def test_a_key_of_another_workspace_never_takes_the_stacks_template_for_gone(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    token = session_token(account)
+    with http.client(
+        base_url=account.emulator.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+    ) as session:
+        team = session.post("/workspaces", json={"name": "Research"})
+        assert team.status_code == 200, team.text
+        minted = session.post(
+            "/keys",
+            json={"name": "research-ci", "scopes": RENTING_SCOPES},
+            headers={"X-Lium-Workspace-Id": team.json()["id"]},
+        )
+        assert minted.status_code == 200, minted.text
+    research = dataclasses.replace(account, api_key=minted.json()["key"])
+    tf = key_stack(make_terraform, research, sleeping_template("team"))
+    tf.apply()
+    (template,) = instances(tf, "lium_template")
+    assert template["workspace_id"] == team.json()["id"]
+
+    personal = with_env(tf, LIUM_API_KEY=account.api_key)  # the account's first key acts in its personal one
+    planned = personal.run("plan", "-input=false", check=False)
+    assert planned.returncode != 0 and f"lium_template {template['id']} is hidden" in flat(planned.stderr)
+    destroyed = personal.destroy(check=False)
+    assert destroyed.returncode != 0 and [t["id"] for t in instances(tf, "lium_template")] == [template["id"]]
+    with research.api() as api:
+        assert api.get(f"/templates/{template['id']}").status_code == 200, "the template is still there"
+
+    tf.destroy()
+    with research.api() as api:
+        assert api.get(f"/templates/{template['id']}").status_code == 404
