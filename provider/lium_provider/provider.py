@@ -27,6 +27,8 @@ from lium_provider.domain.stack import (
     stack_name,
     this_stacks_tag,
 )
+from lium_provider.resources.api_key import ApiKeyResource
+from lium_provider.resources.api_key_data import ApiKeyDataSource
 from lium_provider.resources.cluster import ClusterResource
 from lium_provider.resources.cluster_offers import ClusterOffersDataSource
 from lium_provider.resources.data_sources import (
@@ -42,7 +44,7 @@ from lium_provider.resources.runner import RunnerResource
 from lium_provider.resources.ssh_key import SshKeyResource
 from lium_provider.resources.template import TemplateResource
 from lium_provider.resources.volume import VolumeResource
-from lium_provider.session import UNUSABLE_ANSWER, LiumSession, access_error, journal_dir
+from lium_provider.session import SESSION_TOKEN_ENV, UNUSABLE_ANSWER, LiumSession, access_error, journal_dir
 from lium_provider.sshkeys import load_private_key
 from tfbridge import (
     Attribute,
@@ -81,6 +83,16 @@ class LiumProviderConfig(BaseModel):
     api_key: Annotated[
         str | None,
         Attribute(optional=True, sensitive=True, description="Lium API key. Default: env `LIUM_API_KEY`."),
+    ] = None
+    session_token: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            sensitive=True,
+            description="A Lium browser-session token, which alone may mint, change and revoke API keys "
+            f"(`lium_api_key`; `lium workspaces login` prints one). Default: env `{SESSION_TOKEN_ENV}`. A "
+            "provider with only a session token is valid: every request then goes with it.",
+        ),
     ] = None
     nodes_feed_url: Annotated[
         str | None,
@@ -208,7 +220,12 @@ def configured_seconds(value: str | None, env: str, default: str, attribute: str
 
 
 # The provider attribute each LiumClient argument comes from, for errors about a bad value.
-_ATTRIBUTE_OF_CLIENT_ARGUMENT = {"base_url": "endpoint", "api_key": "api_key", "feed_url": "nodes_feed_url"}
+_ATTRIBUTE_OF_CLIENT_ARGUMENT = {
+    "base_url": "endpoint",
+    "api_key": "api_key",
+    "session_token": "session_token",
+    "feed_url": "nodes_feed_url",
+}
 
 
 def sleep_within_the_operation(cancel: CancelToken) -> Callable[[float], None]:
@@ -241,6 +258,7 @@ class LiumProvider(Provider[LiumProviderConfig]):
         VolumeResource,
         RunnerResource,
         SshKeyResource,
+        ApiKeyResource,
     )
     data_sources = (
         OffersDataSource,
@@ -248,15 +266,18 @@ class LiumProvider(Provider[LiumProviderConfig]):
         PodDataSource,
         TemplatesDataSource,
         SshKeysDataSource,
+        ApiKeyDataSource,
     )
 
     def configure(self, ctx: Context, config: LiumProviderConfig) -> LiumSession:
         endpoint = config.endpoint or os.environ.get("LIUM_API_URL") or DEFAULT_ENDPOINT
         api_key = config.api_key or os.environ.get("LIUM_API_KEY")
-        if not api_key:
+        session_token = config.session_token or os.environ.get(SESSION_TOKEN_ENV) or None
+        if not api_key and not session_token:
             raise TFError(
                 "Missing Lium API key",
-                "Set `api_key` in the provider block or the environment variable LIUM_API_KEY.",
+                "Set `api_key` in the provider block or the environment variable LIUM_API_KEY (or, for a "
+                f"stack of `lium_api_key` only, `session_token` or {SESSION_TOKEN_ENV}).",
                 path=("api_key",),
             )
         key_file = config.ssh_private_key_file or os.environ.get("LIUM_SSH_PRIVATE_KEY_FILE")
@@ -279,16 +300,22 @@ class LiumProvider(Provider[LiumProviderConfig]):
                 path=("default_termination_hours",),
             ) from None
         try:
-            client = LiumClient(
-                endpoint,
-                api_key,
-                timeout=request_timeout,
-                connect_timeout=connect_timeout,
-                user_agent=f"lium-stacks-terraform/{__version__}",
-                sleep=sleep_within_the_operation(ctx.cancel),
-                # Once abandoned, requests still go out (a create deletes what it rented); waits end.
-                cancel=lambda: ctx.cancel.cancelled and not ctx.cancel.abandoned,
-            )
+
+            def client_of(key: str | None, token: str | None) -> LiumClient:
+                return LiumClient(
+                    endpoint,
+                    key,
+                    session_token=token,
+                    timeout=request_timeout,
+                    connect_timeout=connect_timeout,
+                    user_agent=f"lium-stacks-terraform/{__version__}",
+                    sleep=sleep_within_the_operation(ctx.cancel),
+                    # Once abandoned, requests still go out (a create deletes what it rented); waits end.
+                    cancel=lambda: ctx.cancel.cancelled and not ctx.cancel.abandoned,
+                )
+
+            client = client_of(api_key, session_token)
+            session_client = client_of(None, session_token) if session_token else None
             # After the client: a feed derived from a bad endpoint is the endpoint's fault.
             feed_url = check_feed_url(feed_url_for(endpoint, config.nodes_feed_url))
         except InvalidArgument as exc:
@@ -305,6 +332,7 @@ class LiumProvider(Provider[LiumProviderConfig]):
             adopt_tags=adopted_tags(config.adopt_stacks),
             default_termination_hours=default_hours,
             workspace=config.workspace or os.environ.get(WORKSPACE_ENV) or None,
+            session_client=session_client,
         )
 
     def diagnose(self, error: Exception) -> list[Diagnostic] | None:

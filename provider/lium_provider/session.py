@@ -16,6 +16,8 @@ from lium_provider.domain.placement import Placement
 from lium_provider.domain.stack import parse_lium_pod_name
 from tfbridge import Context, TFError
 
+SESSION_TOKEN_ENV = "LIUM_SESSION_TOKEN"
+"""The environment variable of the provider's ``session_token`` (Lium's own CLI reads it too)."""
 _CREATED = "a create"
 _HELD = "an object of the state"
 
@@ -42,6 +44,9 @@ class LiumSession:
     workspace: str | None = None
     """The workspace (name or id) the API key must act in (the provider's ``workspace``, LIUM_WORKSPACE);
     None: whichever it acts in."""
+    session_client: LiumClient | None = None
+    """The API client of the provider's browser session (``session_token``), None without one: the only
+    credential Lium takes on ``/keys``."""
     watcher: PodWatcher = field(init=False)
     placement: Placement = field(init=False)
     _names: dict[tuple[str, ...], str] = field(init=False, default_factory=dict)

@@ -21,6 +21,7 @@ class LiumProvider(LiumProviderBase):
     _ARGUMENTS = (
         Argument("endpoint", STRING),
         Argument("api_key", STRING, secret=True),
+        Argument("session_token", STRING, secret=True),
         Argument("nodes_feed_url", STRING),
         Argument("ssh_private_key", STRING, secret=True),
         Argument("ssh_private_key_file", STRING),
@@ -40,6 +41,7 @@ class LiumProvider(LiumProviderBase):
         *,
         endpoint: str | None = None,
         api_key: str | None = None,
+        session_token: str | None = None,
         nodes_feed_url: str | None = None,
         ssh_private_key: str | None = None,
         ssh_private_key_file: str | None = None,
@@ -57,6 +59,7 @@ class LiumProvider(LiumProviderBase):
         Args:
             endpoint: Lium API base URL. Default: env `LIUM_API_URL`, else `https://lium.io/api`.
             api_key: Lium API key. Default: env `LIUM_API_KEY`. Sensitive: pass a reference (a sensitive variable), never a literal.
+            session_token: A Lium browser-session token, which alone may mint, change and revoke API keys (`lium_api_key`; `lium workspaces login` prints one). Default: env `LIUM_SESSION_TOKEN`. A provider with only a session token is valid: every request then goes with it. Sensitive: pass a reference (a sensitive variable), never a literal.
             nodes_feed_url: Public nodes feed used to find offers. Default: the public feed on lium.io, or `<endpoint>/public/v1/nodes` when `endpoint` is not lium.io.
             ssh_private_key: PEM/OpenSSH private key used to reach pods as root (readiness checks, the runner). Sensitive: pass a reference (a sensitive variable), never a literal.
             ssh_private_key_file: Path of the private key file. Default: env `LIUM_SSH_PRIVATE_KEY_FILE`.
@@ -75,6 +78,7 @@ class LiumProvider(LiumProviderBase):
             {
                 "endpoint": endpoint,
                 "api_key": api_key,
+                "session_token": session_token,
                 "nodes_feed_url": nodes_feed_url,
                 "ssh_private_key": ssh_private_key,
                 "ssh_private_key_file": ssh_private_key_file,

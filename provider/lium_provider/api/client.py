@@ -19,6 +19,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
+from lium_provider.api.api_keys import ApiKeyRow, ApiKeySpec, MintedApiKey, WorkspaceRow
 from lium_provider.api.clusters import ClusterOffer, ClusterRemoval, ClusterRental, ClusterRentRequest
 from lium_provider.api.errors import InvalidArgument, LiumError, LiumNotFound, LiumProtocolError
 from lium_provider.api.models import (
@@ -75,6 +76,11 @@ def _credential_body(username: str, password: str) -> dict[str, str]:
     return {"docker_username": username, "docker_password": password}
 
 
+def _in_workspace(workspace_id: str | None) -> dict[str, str]:
+    """The header that picks the workspace a session's request acts in (none: the personal one)."""
+    return {"X-Lium-Workspace-Id": workspace_id} if workspace_id else {}
+
+
 def _segment(value: str) -> str:
     """One path segment for an id; refuses values that would address another route."""
     if not value or value in (".", ".."):
@@ -94,8 +100,9 @@ class LiumClient:
     def __init__(
         self,
         base_url: str,
-        api_key: str,
+        api_key: str | None,
         *,
+        session_token: str | None = None,
         timeout: float = DEFAULT_REQUEST_TIMEOUT_SECONDS,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
         user_agent: str | None = None,
@@ -106,13 +113,18 @@ class LiumClient:
         max_retry_after: float = 120.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        if not api_key or not all("\x21" <= ch <= "\x7e" for ch in api_key):
-            # The key itself must not appear in the message.
+        # One credential: the API key (``X-API-KEY``), else a browser session (``Authorization: Bearer``),
+        # which alone reaches ``/keys`` (docs/lium-api.md#api-keys).
+        argument, credential = ("api_key", api_key) if api_key else ("session_token", session_token)
+        if not credential or not all("\x21" <= ch <= "\x7e" for ch in credential):
+            # The credential itself must not appear in the message.
             raise InvalidArgument(
-                "api_key", "the Lium API key must be a non-empty string of printable ASCII without spaces"
+                argument,
+                f"the Lium {argument.replace('_', ' ')} must be a non-empty string of printable ASCII without spaces",
             )
         self.base_url = _check_http_url(base_url, "base_url", "the Lium API URL").rstrip("/")
-        self._api_key = api_key
+        self._api_key = credential
+        self._auth = {"X-API-KEY": credential} if api_key else {"Authorization": f"Bearer {credential}"}
         self._http = HttpTransport(
             timeout=timeout,
             connect_timeout=connect_timeout,
@@ -168,7 +180,7 @@ class LiumClient:
             method,
             self.base_url + path,
             path=path,
-            headers={"X-API-KEY": self._api_key, **(headers or {})},
+            headers={**self._auth, **(headers or {})},
             json_body=json_body,
             params=params,
             secrets=(self._api_key, *secrets),
@@ -435,6 +447,35 @@ class LiumClient:
 
     def delete_ssh_key(self, key_id: str) -> None:
         self._delete(f"/ssh-keys/{_segment(key_id)}")
+
+    # --- API keys (a browser session's routes, docs/lium-api.md#api-keys) ------------------------------
+
+    def list_api_keys(self, workspace_id: str | None = None) -> list[ApiKeyRow]:
+        return parse_list(
+            ApiKeyRow,
+            self._call("GET", "/keys", headers=_in_workspace(workspace_id)).data,
+            method="GET",
+            path="/keys",
+        )
+
+    def get_api_key(self, key_id: str) -> ApiKeyRow | None:
+        return self._get_optional(ApiKeyRow, f"/keys/{_segment(key_id)}")
+
+    def create_api_key(self, spec: ApiKeySpec, workspace_id: str | None = None) -> MintedApiKey:
+        """``POST /keys``: the new key, with its secret this once (kept out of every error and log)."""
+        path = "/keys"
+        data = self._call("POST", path, json_body=spec.to_body(), headers=_in_workspace(workspace_id)).data
+        return parse_object(MintedApiKey, data, method="POST", path=path)
+
+    def update_api_key(self, key_id: str, budgets: dict[str, float | None]) -> ApiKeyRow:
+        """``PATCH /keys/{id}``: set (a number) or clear (None) the budgets named in ``budgets``."""
+        return self._object(ApiKeyRow, "PATCH", f"/keys/{_segment(key_id)}", json_body=budgets)
+
+    def revoke_api_key(self, key_id: str) -> None:
+        self._delete(f"/keys/{_segment(key_id)}")
+
+    def list_workspaces(self) -> list[WorkspaceRow]:
+        return self._list(WorkspaceRow, "/workspaces")
 
     # --- public feed ----------------------------------------------------------------------------------
 

@@ -1,0 +1,204 @@
+"""``lium_api_key`` through real terraform and the emulator: a platform stack mints a budgeted key with a
+browser session, a pipeline's stack runs with it and meets its budget, the budget changes in place, the
+secret stays out of plan output and logs (or, with ``pgp_key``, out of the state), and destroy revokes it.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.emulator.testkit import wait_until
+from tests.provider.test_lium_api_keys import key_stack, session_token
+from tests.support import http
+from tests.support.faults import fault_counters
+from tests.support.lium import (
+    PROVIDER_BLOCK,
+    Account,
+    assert_nothing_left,
+    instances,
+    pod_block,
+    sleeping_template,
+)
+from tests.support.procs import kill_machine, wait_for
+from tests.support.terraform import Terraform, flat, reaped
+
+pytestmark = pytest.mark.terraform
+
+KEY = """
+variable "max_budget" {
+  type = number
+}
+variable "pgp_key" {
+  type    = string
+  default = null
+}
+resource "lium_api_key" "ci" {
+  name           = "pipeline-ci"
+  scopes         = ["read", "rent", "manage"]
+  pod_visibility = "own"
+  max_budget_usd = var.max_budget
+  pgp_key        = var.pgp_key
+}
+output "secret" {
+  value     = lium_api_key.ci.secret
+  sensitive = true
+}
+"""
+
+
+def platform_stack(make_terraform: Callable[..., Terraform], account: Account) -> Terraform:
+    """A stack with the account's session token: the platform team's, which mints keys."""
+    tf = make_terraform(PROVIDER_BLOCK + KEY, **account.env, LIUM_SESSION_TOKEN=session_token(account))
+    tf.init()
+    return tf
+
+
+def key_row(account: Account, tf: Terraform, key_id: str) -> httpx.Response:
+    return http.get(
+        f"{account.emulator.api_url}/keys/{key_id}",
+        headers={"Authorization": f"Bearer {tf.env['LIUM_SESSION_TOKEN']}"},
+        timeout=30,
+    )
+
+
+def test_a_platform_stack_mints_a_budgeted_key_a_pipeline_runs_with(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    platform = platform_stack(make_terraform, account)
+    platform.env["TF_VAR_max_budget"] = "1"
+    platform.env["TF_LOG_PROVIDER"] = "trace"
+    applied = platform.apply()
+    (key,) = instances(platform, "lium_api_key")
+    secret = key["secret"]
+    assert (
+        secret and key["encrypted_secret"] is None and key["lium_name"].startswith("pipeline-ci.lium-stacks-")
+    )
+    assert (key["scopes"], key["pod_visibility"], key["max_budget_usd"]) == (
+        ["read", "rent", "manage"],
+        "own",
+        1.0,
+    )
+    assert secret not in applied.stdout + applied.stderr, "the secret is in no plan output or log"
+    row = key_row(account, platform, key["id"]).json()
+    assert row["max_budget_usd"] == 1 and "key" not in row
+
+    # The pipeline's stack, run with the minted key, meets the key's budget at the rent.
+    pipeline = key_stack(
+        make_terraform,
+        dataclasses.replace(account, api_key=secret),
+        sleeping_template("pipeline") + pod_block("pipeline", 'gpu = "H100"\n  gpu_count = 8'),
+    )
+    failed = pipeline.apply(check=False)
+    assert failed.returncode != 0 and "API_KEY_BUDGET_EXCEEDED" in flat(failed.stderr)
+    assert not account.live()["pods"], "nothing was rented"
+    pipeline.destroy()
+
+    platform.env["TF_VAR_max_budget"] = "2"
+    code, plan = platform.plan_exitcode()
+    assert code == 2 and "updated in-place" in plan and "replace" not in plan and secret not in plan
+    platform.apply()
+    assert key_row(account, platform, key["id"]).json()["max_budget_usd"] == 2
+    assert instances(platform, "lium_api_key")[0]["secret"] == secret, "the secret survives an update"
+
+    platform.destroy()
+    assert key_row(account, platform, key["id"]).status_code == 404, "destroy revokes the key"
+    with http.client(base_url=account.emulator.api_url, headers={"X-API-KEY": secret}, timeout=30) as api:
+        assert api.get("/users/me").status_code == 401, "a revoked key works no more"
+    assert_nothing_left(account)
+
+
+def test_with_a_pgp_key_only_the_encrypted_secret_is_in_state(
+    make_terraform: Callable[..., Terraform], account: Account, tmp_path: Path
+) -> None:
+    home = tmp_path / "gnupg"
+    home.mkdir(mode=0o700)
+    gpg = [
+        "gpg",
+        "--homedir",
+        str(home),
+        "--batch",
+        "--quiet",
+        "--pinentry-mode",
+        "loopback",
+        "--passphrase",
+        "",
+    ]
+    subprocess.run([*gpg, "--quick-gen-key", "ops@example.test", "default", "default", "never"], check=True)
+    exported = subprocess.run([*gpg, "--export", "ops@example.test"], check=True, capture_output=True).stdout
+
+    platform = platform_stack(make_terraform, account)
+    platform.env.update({"TF_VAR_max_budget": "5", "TF_VAR_pgp_key": base64.b64encode(exported).decode()})
+    platform.apply()
+    (key,) = instances(platform, "lium_api_key")
+    assert key["secret"] is None and key["encrypted_secret"]
+    secret = subprocess.run(
+        [*gpg, "--decrypt"], input=base64.b64decode(key["encrypted_secret"]), check=True, capture_output=True
+    ).stdout.decode()
+    state_text = (platform.workdir / "terraform.tfstate").read_text()
+    assert secret not in state_text, "the state holds no readable secret"
+    with http.client(base_url=account.emulator.api_url, headers={"X-API-KEY": secret}, timeout=30) as api:
+        assert api.get("/users/me").json()["api_key_id"] == key["id"], "the decrypted secret is the key"
+
+    platform.destroy()
+    assert key_row(account, platform, key["id"]).status_code == 404
+
+
+def test_a_destroy_without_a_session_token_fails_and_keeps_the_key(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    platform = platform_stack(make_terraform, account)
+    platform.env["TF_VAR_max_budget"] = "3"
+    platform.apply()
+    (key,) = instances(platform, "lium_api_key")
+    token = platform.env.pop("LIUM_SESSION_TOKEN")
+    failed = platform.destroy(check=False)
+    assert failed.returncode != 0 and "LIUM_SESSION_TOKEN" in flat(failed.stderr)
+    assert [k["id"] for k in instances(platform, "lium_api_key")] == [key["id"]], "the state keeps the key"
+    platform.env["LIUM_SESSION_TOKEN"] = token
+    assert key_row(account, platform, key["id"]).status_code == 200, "the key still exists"
+    platform.destroy()
+    assert key_row(account, platform, key["id"]).status_code == 404
+
+
+def test_a_key_a_killed_create_minted_is_revoked_never_adopted(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    platform = platform_stack(make_terraform, account)
+    platform.env["TF_VAR_max_budget"] = "4"
+    held = {"name": "held", "method": "POST", "path": "/keys", "kind": "latency", "seconds": 2.0, "first": 1}
+    with (
+        account.faults({"rules": [held]}),
+        reaped(platform.start("apply", "-auto-approve", "-no-color")) as process,
+    ):
+        wait_for(
+            lambda: fault_counters(account.emulator)["held"]["matched"] == 1,
+            "the key's mint reaches Lium",
+            60.0,
+            process=process,
+        )
+        kill_machine(process, platform.workdir)  # Lium mints the key; nobody keeps its secret
+
+    def minted() -> list[dict[str, Any]]:
+        rows = http.get(
+            f"{account.emulator.api_url}/keys",
+            headers={"Authorization": f"Bearer {platform.env['LIUM_SESSION_TOKEN']}"},
+            timeout=30,
+        ).json()
+        return [r for r in rows if r["name"].startswith("pipeline-ci.")]
+
+    wait_until(minted, timeout=30, what="the held mint to commit")
+    (lost,) = minted()
+    applied = platform.apply()
+    assert f"Revoked API key {lost['id']}" in flat(applied.stdout), applied.stdout
+    (key,) = instances(platform, "lium_api_key")
+    assert key["id"] != lost["id"] and [r["id"] for r in minted()] == [key["id"]], "never adopted, revoked"
+    platform.destroy()
+    assert minted() == []
