@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from lium_provider import __version__
 from lium_provider.api.client import LiumClient, check_feed_url
-from lium_provider.api.endpoints import DEFAULT_ENDPOINT, feed_url_for
+from lium_provider.api.endpoints import DEFAULT_ENDPOINT, SESSION_TOKEN_ENV, feed_url_for
 from lium_provider.api.errors import InvalidArgument, LiumAuthError, LiumError, LiumProtocolError
 from lium_provider.api.models import TerminationHours
 from lium_provider.api.transport import DEFAULT_CONNECT_TIMEOUT_SECONDS, DEFAULT_REQUEST_TIMEOUT_SECONDS
@@ -44,7 +44,7 @@ from lium_provider.resources.runner import RunnerResource
 from lium_provider.resources.ssh_key import SshKeyResource
 from lium_provider.resources.template import TemplateResource
 from lium_provider.resources.volume import VolumeResource
-from lium_provider.session import SESSION_TOKEN_ENV, UNUSABLE_ANSWER, LiumSession, access_error, journal_dir
+from lium_provider.session import UNUSABLE_ANSWER, LiumSession, access_error, journal_dir
 from lium_provider.sshkeys import load_private_key
 from tfbridge import (
     Attribute,

@@ -16,8 +16,6 @@ from lium_provider.domain.placement import Placement
 from lium_provider.domain.stack import parse_lium_pod_name
 from tfbridge import Context, TFError
 
-SESSION_TOKEN_ENV = "LIUM_SESSION_TOKEN"
-"""The environment variable of the provider's ``session_token`` (Lium's own CLI reads it too)."""
 _CREATED = "a create"
 _HELD = "an object of the state"
 

@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from tests.emulator.testkit import wait_until
-from tests.provider.test_lium_api_keys import key_stack, session_token
 from tests.support import http
 from tests.support.faults import fault_counters
+from tests.support.keys import key_stack, session_token
 from tests.support.lium import (
     PROVIDER_BLOCK,
     Account,

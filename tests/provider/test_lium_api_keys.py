@@ -19,7 +19,6 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -28,9 +27,9 @@ from tests.emulator.testkit import wait_until
 from tests.support import http
 from tests.support.catalogs import PRICEY_NODE, packaged_catalog, with_pricey_node, write_catalog
 from tests.support.faults import fault_counters
+from tests.support.keys import RENTING_SCOPES, key_stack, mint_key, session_token
 from tests.support.lium import (
     FAST_TIMINGS,
-    PROVIDER_BLOCK,
     Account,
     assert_nothing_left,
     instances,
@@ -42,8 +41,6 @@ from tests.support.terraform import Terraform, flat, reaped
 
 pytestmark = pytest.mark.terraform
 
-RENTING_SCOPES = ["read", "rent", "manage"]
-
 
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmulator]:
@@ -52,40 +49,6 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmulat
     catalog = write_catalog(tmp_path_factory.mktemp("catalog"), with_pricey_node(packaged_catalog()))
     with launch([*FAST_TIMINGS, "--nodes", str(catalog), "--budget-tick-seconds", "0.2"]) as running:
         yield running
-
-
-def session_token(account: Account) -> str:
-    """A browser-session token of the account, from the emulator's admin route."""
-    response = http.post(
-        f"{account.emulator.root_url}/_emulator/accounts/{account.user_id}/session-token",
-        headers=account.emulator.admin_headers,
-        timeout=30,
-    )
-    assert response.status_code == 200, response.text
-    token: str = response.json()["token"]
-    return token
-
-
-def mint_key(account: Account, name: str, **fields: Any) -> tuple[Account, str]:
-    """A new API key of the account (``POST /keys`` with a session), as an account to run stacks with,
-    and its id."""
-    response = http.post(
-        f"{account.emulator.api_url}/keys",
-        json={"name": name, "scopes": RENTING_SCOPES, **fields},
-        headers={"Authorization": f"Bearer {session_token(account)}"},
-        timeout=30,
-    )
-    assert response.status_code == 200, response.text
-    row = response.json()
-    for field, value in fields.items():
-        assert row[field] == value, f"the key was minted without {field}: {row}"
-    return dataclasses.replace(account, api_key=row["key"]), row["id"]
-
-
-def key_stack(make_terraform: Callable[..., Terraform], account: Account, body: str) -> Terraform:
-    tf = make_terraform(PROVIDER_BLOCK + body, **account.env)
-    tf.init()
-    return tf
 
 
 def with_env(tf: Terraform, **env: str) -> Terraform:

@@ -115,16 +115,20 @@ class LiumClient:
     ) -> None:
         # One credential: the API key (``X-API-KEY``), else a browser session (``Authorization: Bearer``),
         # which alone reaches ``/keys`` (docs/lium-api.md#api-keys).
-        argument, credential = ("api_key", api_key) if api_key else ("session_token", session_token)
+        argument, credential = (
+            ("session_token", session_token) if session_token and not api_key else ("api_key", api_key)
+        )
         if not credential or not all("\x21" <= ch <= "\x7e" for ch in credential):
             # The credential itself must not appear in the message.
+            what = "API key" if argument == "api_key" else "session token"
             raise InvalidArgument(
-                argument,
-                f"the Lium {argument.replace('_', ' ')} must be a non-empty string of printable ASCII without spaces",
+                argument, f"the Lium {what} must be a non-empty string of printable ASCII without spaces"
             )
         self.base_url = _check_http_url(base_url, "base_url", "the Lium API URL").rstrip("/")
         self._api_key = credential
-        self._auth = {"X-API-KEY": credential} if api_key else {"Authorization": f"Bearer {credential}"}
+        self._auth = (
+            {"X-API-KEY": credential} if argument == "api_key" else {"Authorization": f"Bearer {credential}"}
+        )
         self._http = HttpTransport(
             timeout=timeout,
             connect_timeout=connect_timeout,

@@ -6,6 +6,9 @@ from urllib.parse import urlsplit
 
 DEFAULT_ENDPOINT = "https://lium.io/api"
 PUBLIC_FEED_URL = "https://lium.io/api/public/v1/nodes"
+SESSION_TOKEN_ENV = "LIUM_SESSION_TOKEN"
+"""The environment variable of a Lium browser-session token (Lium's own CLI reads it too): the provider's
+``session_token``, and what ``--within-key-budget`` reads a key's budgets with."""
 
 
 def feed_url_for(endpoint: str, configured: str | None = None) -> str:

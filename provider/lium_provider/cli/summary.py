@@ -49,6 +49,7 @@ def count_of_objects(text: str) -> int:
 def policies_from(args: argparse.Namespace) -> Policies:
     """The policies the ``--max-*``, ``--require-termination-hours`` and ``--forbid-destroy`` flags ask for."""
     from lium_provider.plan_summary import Policies
+    from lium_provider.plan_summary.key_budget import read_key_budgets
 
     return Policies(
         max_hourly_increase=args.max_hourly_increase,
@@ -58,6 +59,7 @@ def policies_from(args: argparse.Namespace) -> Policies:
         strict_prices=args.strict_prices,
         forbid_destroy=args.forbid_destroy,
         max_destroyed=args.max_destroyed,
+        within_key_budget=read_key_budgets() if args.within_key_budget else None,
     )
 
 
@@ -143,6 +145,13 @@ def add_summary_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="the plans may end no running pod or cluster (destroy or replace it); a `removed` block "
         "that keeps it running is not a destroy",
+    )
+    policies.add_argument(
+        "--within-key-budget",
+        action="store_true",
+        help="the key that will apply the plans (LIUM_API_KEY) can afford them in each of its budget windows: "
+        "what the pods can cost in the window against what is left, read with LIUM_SESSION_TOKEN (without "
+        "one, or a key it cannot read, the policy fails saying it cannot know)",
     )
     policies.add_argument(
         "--max-destroyed",

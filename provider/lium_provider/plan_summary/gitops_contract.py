@@ -7,7 +7,7 @@ pull-request job imports this before ``terraform init``, and its start is on the
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 FORMATS = ("markdown", "json")
 """``plan-summary --format`` values."""
@@ -44,3 +44,6 @@ class Policies(NamedTuple):
     strict_prices: bool = False
     forbid_destroy: bool = False
     max_destroyed: int | None = None
+    within_key_budget: dict[str, Any] | None = None
+    """The facts of the key that will apply (:func:`~lium_provider.plan_summary.key_budget.read_key_budgets`),
+    read once where the command runs; None leaves the policy out."""

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lium_provider.plan_summary.gitops_contract import Policies
+from lium_provider.plan_summary.key_budget import POLICY as KEY_BUDGET_POLICY
+from lium_provider.plan_summary.key_budget import within_key_budget
 from lium_provider.plan_summary.pricing import PodCost
 from lium_provider.plan_summary.report import Bound, Ended, PodSpend, Report, StackReport
 from lium_provider.plan_summary.values import code, duration, usd
@@ -206,4 +208,7 @@ def check(report: Report, policies: Policies) -> list[PolicyResult]:
     if policies.max_destroyed is not None:
         violations = _max_destroyed(report, policies.max_destroyed, name)
         results.append(PolicyResult("max-destroyed", policies.max_destroyed, tuple(violations)))
+    if policies.within_key_budget is not None:
+        violations = within_key_budget(report, policies.within_key_budget)
+        results.append(PolicyResult(KEY_BUDGET_POLICY, None, tuple(violations)))
     return results

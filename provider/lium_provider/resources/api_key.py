@@ -28,6 +28,7 @@ from lium_provider.api.api_keys import (
     ApiKeySpec,
 )
 from lium_provider.api.client import LiumClient
+from lium_provider.api.endpoints import SESSION_TOKEN_ENV
 from lium_provider.api.errors import LiumError, is_definitive
 from lium_provider.domain.stack import KEY_NAME_MARKER, TAG_LENGTH, parse_tagged_name, tagged_name
 from lium_provider.pgp import PgpError, encrypt_to
@@ -42,7 +43,7 @@ from lium_provider.resources.ownership import (
     plan_ownership,
     refreshed_ownership,
 )
-from lium_provider.session import SESSION_TOKEN_ENV, LiumSession, session
+from lium_provider.session import LiumSession, session
 from tfbridge import Attribute, Context, PlanChange, RequiresReplace, Resource, TFError, UseStateForUnknown
 
 _NAME = re.compile(r"^[A-Za-z0-9._@-]+$")
