@@ -97,7 +97,7 @@ def _mark_of_users(s: LiumSession, state: DockerCredentialModel) -> str | None:
     return others[0] if others else None
 
 
-@records_workspace
+@records_workspace(lambda s, object_id: s.client.get_docker_credential(object_id) is not None)
 class DockerCredentialResource(Resource[DockerCredentialModel]):
     type_name = "lium_docker_credential"
     model = DockerCredentialModel

@@ -97,7 +97,7 @@ def _tag_in_lium(s: LiumSession, key_id: str) -> str | None:
     return _mark(key.name) if key else None
 
 
-@records_workspace
+@records_workspace(lambda s, object_id: s.client.get_ssh_key(object_id) is not None)
 class SshKeyResource(Resource[SshKeyModel]):
     type_name = "lium_ssh_key"
     model = SshKeyModel

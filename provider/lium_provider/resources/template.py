@@ -251,7 +251,7 @@ def _equivalent(image: str) -> set[str]:
     return {image}
 
 
-@records_workspace
+@records_workspace(lambda s, object_id: s.client.get_template(object_id) is not None)
 class TemplateResource(Resource[TemplateModel]):
     type_name = "lium_template"
     model = TemplateModel

@@ -11,12 +11,14 @@ this key could have seen it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel
 
 from lium_provider.api.errors import LiumError
-from lium_provider.api.models import POD_VISIBILITY_OWN, User, key_label
+from lium_provider.api.models import POD_VISIBILITY_OWN, User, is_lium_id, key_label
+from lium_provider.resources.common import api_errors
 from lium_provider.session import LiumSession, session
 from tfbridge import Attribute, Context, Resource, TFError, UseStateForUnknown
 
@@ -140,27 +142,42 @@ def with_workspace(s: LiumSession, model: M, recorded: str | None) -> M:
 R = TypeVar("R", bound=type[Resource[Any]])
 
 
-def records_workspace(resource: R) -> R:
+def records_workspace(exists: Callable[[LiumSession, str], bool]) -> Callable[[R], R]:
     """A class decorator for a resource with no renting key (template, volume, credential, account SSH key):
-    its create and reads record ``workspace_id``, and a read or delete under a key of another workspace
-    fails (:func:`check_in_this_workspace`) instead of taking the object for gone."""
-    create, read, delete = resource.create, resource.read, resource.delete
+    its create records ``workspace_id`` (the workspace the key acts in, known from the plan's access
+    check), and a read or delete that finds no object (``exists``) under a key of another workspace fails
+    (:func:`check_in_this_workspace`) instead of taking it for gone. Only then is the key's workspace asked
+    for: a refresh or destroy that finds its objects costs no request more."""
 
-    def create_recorded(self: Any, ctx: Context, plan: Any, config: Any) -> Any:
-        return with_workspace(session(ctx), create(self, ctx, plan, config), None)
+    def decorate(resource: R) -> R:
+        create, read, delete = resource.create, resource.read, resource.delete
 
-    def read_recorded(self: Any, ctx: Context, state: Any) -> Any:
-        s = session(ctx)
-        check_in_this_workspace(s, f"{self.type_name} {state.id}", state.workspace_id)
-        refreshed = read(self, ctx, state)
-        return None if refreshed is None else with_workspace(s, refreshed, state.workspace_id)
+        def create_recorded(self: Any, ctx: Context, plan: Any, config: Any) -> Any:
+            return with_workspace(session(ctx), create(self, ctx, plan, config), None)
 
-    def delete_recorded(self: Any, ctx: Context, state: Any) -> None:
-        check_in_this_workspace(session(ctx), f"{self.type_name} {state.id}", state.workspace_id)
-        delete(self, ctx, state)
+        def read_recorded(self: Any, ctx: Context, state: Any) -> Any:
+            refreshed = read(self, ctx, state)
+            if refreshed is None:
+                check_in_this_workspace(session(ctx), f"{self.type_name} {state.id}", state.workspace_id)
+            return refreshed
 
-    for name, method in (("create", create_recorded), ("read", read_recorded), ("delete", delete_recorded)):
-        method.__name__ = method.__qualname__ = name
-        method.__doc__ = getattr(resource, name).__doc__
-        setattr(resource, name, method)
-    return resource
+        def delete_recorded(self: Any, ctx: Context, state: Any) -> None:
+            s = session(ctx)
+            if state.workspace_id and is_lium_id(state.id):
+                with api_errors(f"reading the {self.type_name}"):
+                    found = exists(s, state.id)
+                if not found:
+                    check_in_this_workspace(s, f"{self.type_name} {state.id}", state.workspace_id)
+            delete(self, ctx, state)
+
+        for name, method in (
+            ("create", create_recorded),
+            ("read", read_recorded),
+            ("delete", delete_recorded),
+        ):
+            method.__name__ = method.__qualname__ = name
+            method.__doc__ = getattr(resource, name).__doc__
+            setattr(resource, name, method)
+        return resource
+
+    return decorate

@@ -76,7 +76,7 @@ def _tag_in_lium(s: LiumSession, volume_id: str) -> str | None:
     return tag_in(volume.description) if volume else None
 
 
-@records_workspace
+@records_workspace(lambda s, object_id: s.client.get_volume(object_id) is not None)
 class VolumeResource(Resource[VolumeModel]):
     type_name = "lium_volume"
     model = VolumeModel
