@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:YeKLxNYrA+dxw+PPrWQt3VHM7olhlc97U4tlfXQensc=",
-    "zh:91f3570ca91b8adde1a2d82666f8ed5e84b2358fbc73e14fb526bbe1cf317306",
+    "h1:BowRDx64lwoEvNGlnxTl1r7zDuCUw/RffhVtrk9U6oQ=",
+    "zh:c67ae5cc09fe0e0ba6e82cb40b4dd97b7a1477b8afffb0681ce47f97e0387731",
   ]
 }
