@@ -21,22 +21,7 @@ import httpx
 import pytest
 from lium.sdk import Config, Lium, LiumAuthError
 
-from lium_emulator.api import (
-    account,
-    billing,
-    clusters,
-    credentials,
-    keys,
-    nodes,
-    pod_logs,
-    pods,
-    quotes,
-    rent,
-    sessions,
-    templates,
-    volumes,
-    workspaces,
-)
+from lium_emulator.api.app import API_MODULES
 from lium_emulator.api.scopes import FAMILIES, family_of
 from lium_emulator.catalogs.nodes import Catalog
 from lium_emulator.launcher import RunningEmulator, launch
@@ -59,22 +44,6 @@ from tests.support.catalogs import PRICEY_HOURLY, PRICEY_NODE, with_pricey_node,
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("lium-emulator")
 LIUM_CLI = str(Path(sys.executable).with_name("lium"))
-API_MODULES = (
-    account,
-    billing,
-    clusters,
-    credentials,
-    keys,
-    nodes,
-    pod_logs,
-    pods,
-    quotes,
-    rent,
-    sessions,
-    templates,
-    volumes,
-    workspaces,
-)
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,25 @@ from lium_emulator.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
+# The routers of Lium's API, in the order they match: clusters before rent, since
+# ``/executors/cluster/rent`` is not ``/executors/{executor_id}/rent``.
+API_MODULES = (
+    account,
+    billing,
+    nodes,
+    quotes,
+    clusters,
+    rent,
+    pods,
+    pod_logs,
+    templates,
+    credentials,
+    volumes,
+    keys,
+    sessions,
+    workspaces,
+)
+
 
 def create_app(runtime: Runtime) -> AsgiApp:
     """The complete ASGI app for ``runtime``; its lifespan resumes pods and tears them down at exit."""
@@ -65,24 +84,7 @@ def create_app(runtime: Runtime) -> AsgiApp:
         lifespan=lifespan,
     )
     app.state.runtime = runtime
-    # clusters before rent: ``/executors/cluster/rent`` is not ``/executors/{executor_id}/rent``
-    modules = (
-        account,
-        billing,
-        nodes,
-        quotes,
-        clusters,
-        rent,
-        pods,
-        pod_logs,
-        templates,
-        credentials,
-        volumes,
-        keys,
-        sessions,
-        workspaces,
-    )
-    for module in modules:
+    for module in API_MODULES:
         # every /api route resolves its caller and is scope-checked once (api/caller.py, api/scopes.py)
         app.include_router(module.router, prefix=API_PREFIX, dependencies=[AuthorizeDep])
     app.include_router(admin.router)

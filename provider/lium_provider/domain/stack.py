@@ -96,6 +96,20 @@ _LIUM_NAME = re.compile(
 )
 KEY_NAME_MARKER = ".lium-stacks-"
 """Between a key's name and its stack tag: no name a person gives a key has it by chance."""
+KEY_NAME_ALPHABET = re.compile(r"^[A-Za-z0-9._@-]+$")
+"""The alphabet of a key's name (an account SSH key's or an API key's) as Lium's SDK writes them
+(`cli-<user>@<host>`)."""
+KEY_NAME_MAX_LENGTH = 64 - len(KEY_NAME_MARKER) - TAG_LENGTH
+"""The longest name a key may be given: 64 characters on Lium, with the stack's tag added."""
+
+
+def check_key_name(value: str) -> str:
+    """``value`` if it can name a key (:data:`KEY_NAME_ALPHABET`), else ValueError saying why."""
+    if not KEY_NAME_ALPHABET.match(value):
+        raise ValueError(f'"{value}" is not a valid key name: use only letters, digits and ._@-')
+    return value
+
+
 _TAGGED_NAME = re.compile(
     rf"^(?P<base>.+){re.escape(KEY_NAME_MARKER)}(?P<tag>[{_TAG_ALPHABET}]{{{TAG_LENGTH}}})$"
 )

@@ -13,7 +13,6 @@ the next apply, or a destroy, revokes it by that name. It is never adopted.
 from __future__ import annotations
 
 import itertools
-import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -30,7 +29,7 @@ from lium_provider.api.api_keys import (
 from lium_provider.api.client import LiumClient
 from lium_provider.api.endpoints import SESSION_TOKEN_ENV
 from lium_provider.api.errors import LiumError, is_definitive
-from lium_provider.domain.stack import KEY_NAME_MARKER, TAG_LENGTH, parse_tagged_name, tagged_name
+from lium_provider.domain.stack import KEY_NAME_MAX_LENGTH, check_key_name, parse_tagged_name, tagged_name
 from lium_provider.pgp import PgpError, encrypt_to
 from lium_provider.resources.common import api_errors, import_by_lium_id
 from lium_provider.resources.ownership import (
@@ -46,8 +45,6 @@ from lium_provider.resources.ownership import (
 from lium_provider.session import LiumSession, session
 from tfbridge import Attribute, Context, PlanChange, RequiresReplace, Resource, TFError, UseStateForUnknown
 
-_NAME = re.compile(r"^[A-Za-z0-9._@-]+$")
-NAME_MAX_LENGTH = 64 - len(KEY_NAME_MARKER) - TAG_LENGTH
 _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
 
@@ -75,7 +72,7 @@ class ApiKeyModel(BaseModel):
             description="Key name: letters, digits and `._@-`. Lium shows it with the stack's tag added "
             "(`lium_name`).",
         ),
-    ] = Field(min_length=1, max_length=NAME_MAX_LENGTH)
+    ] = Field(min_length=1, max_length=KEY_NAME_MAX_LENGTH)
     scopes: Annotated[
         list[str] | None,
         Attribute(
@@ -151,9 +148,7 @@ class ApiKeyModel(BaseModel):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not _NAME.match(value):
-            raise ValueError(f'"{value}" is not a valid key name: use only letters, digits and ._@-')
-        return value
+        return check_key_name(value)
 
     @field_validator("scopes")
     @classmethod

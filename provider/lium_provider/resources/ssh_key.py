@@ -9,13 +9,12 @@ run registered by it, and a refresh reads whose the key is.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lium_provider.api.models import AccountSshKey, is_lium_id
-from lium_provider.domain.stack import KEY_NAME_MARKER, TAG_LENGTH, parse_tagged_name, tagged_name
+from lium_provider.domain.stack import KEY_NAME_MAX_LENGTH, check_key_name, parse_tagged_name, tagged_name
 from lium_provider.resources.common import (
     api_errors,
     check_access_on_create,
@@ -42,8 +41,6 @@ from lium_provider.sshkeys import fingerprint, same_public_key
 from tfbridge import Attribute, Context, PlanChange, Resource, UseStateForUnknown
 
 # The key-name alphabet Lium's SDK writes (`cli-<user>@<host>`), and its 64 characters with the tag.
-_NAME = re.compile(r"^[A-Za-z0-9._@-]+$")
-NAME_MAX_LENGTH = 64 - len(KEY_NAME_MARKER) - TAG_LENGTH
 
 
 class SshKeyModel(BaseModel):
@@ -61,7 +58,7 @@ class SshKeyModel(BaseModel):
             description="Key name: letters, digits and `._@-`. Lium shows it with the stack's tag added "
             "(`lium_name`).",
         ),
-    ] = Field(min_length=1, max_length=NAME_MAX_LENGTH)
+    ] = Field(min_length=1, max_length=KEY_NAME_MAX_LENGTH)
     public_key: Annotated[
         str, Attribute(required=True, description="The public key, one OpenSSH line."), OPENSSH_PUBLIC_KEY
     ]
@@ -80,9 +77,7 @@ class SshKeyModel(BaseModel):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not _NAME.match(value):
-            raise ValueError(f'"{value}" is not a valid key name: use only letters, digits and ._@-')
-        return value
+        return check_key_name(value)
 
 
 def _mark(lium_name: str) -> str | None:
