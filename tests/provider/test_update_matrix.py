@@ -31,6 +31,7 @@ from lium_provider.domain.offer_filter import OfferFilter
 from lium_provider.domain.offers import Offer, find_offers
 from tests.support.arguments import RESOURCES, arguments_of
 from tests.support.examples import adapt_example
+from tests.support.keys import session_token
 from tests.support.lium import PROVIDER_BLOCK, assert_nothing_left, new_account, ssh_keypair
 from tests.support.plans import saved_plan
 from tests.support.terraform import Terraform
@@ -54,11 +55,12 @@ POD = "lium_pod.p"
 RUNNER = "lium_runner.r"
 CLUSTER = "lium_cluster.c"
 SSH_KEY = "lium_ssh_key.k"
+API_KEY = "lium_api_key.a"
 # The object of each type that the import tests import (the spare template, of Lium's cluster image, is
 # the cluster's and gives the pod another id).
 IMPORTED = {
     address.split(".")[0]: address
-    for address in (CREDENTIAL, TEMPLATE, VOLUME, POD, RUNNER, CLUSTER, SSH_KEY)
+    for address in (CREDENTIAL, TEMPLATE, VOLUME, POD, RUNNER, CLUSTER, SSH_KEY, API_KEY)
 }
 # Arguments no read can return, so an imported object plans exactly these as changes when its config sets
 # them: how a pod was placed (its offer filter; Lium keeps only the result) and Terraform's own timeouts;
@@ -71,6 +73,8 @@ NOT_READ_BACK: dict[str, frozenset[str]] = {
     "lium_runner": frozenset({"timeouts"}),
     # where a cluster was placed: its fabric and filter (taken into the state in place at import)
     "lium_cluster": frozenset({*OfferFilter.fields(), "fabric_id", "timeouts"}),
+    # Lium keeps the workspace's id (`workspace_id`), not the name a config gives; a PGP key is never sent
+    "lium_api_key": frozenset({"workspace", "pgp_key"}),
 }
 FABRICS = ("roce-iad-a100-01", "ib-sjc-h100-01")  # the packaged catalog's
 PUBLIC_CLUSTER_TEMPLATE = next(
@@ -123,6 +127,7 @@ def stack_arguments(keys: Keys) -> dict[str, dict[str, Any]]:
             "termination_hours": 12,
         },
         SSH_KEY: {"name": "matrix-key", "public_key": keys.spare},
+        API_KEY: {"name": "matrix-ci", "pod_visibility": "own", "max_budget_usd": 100},
     }
 
 
@@ -180,6 +185,7 @@ def stack_live(
             **account.env,
             "TF_VAR_registry_password": REGISTRY_PASSWORD,
             "LIUM_STACK": "matrix",
+            "LIUM_SESSION_TOKEN": session_token(account),
         },
     )
     tf.write(PROVIDER_BLOCK, "providers.tf")
@@ -369,6 +375,14 @@ STEPS = (
     Step(CLUSTER, "spot", given(False)),
     Step(SSH_KEY, "name", given("matrix-key-2")),
     Step(SSH_KEY, "public_key", lambda live: live.keys.provider),
+    Step(API_KEY, "name", given("matrix-ci-2")),
+    Step(API_KEY, "scopes", given(["read"])),
+    Step(API_KEY, "pod_visibility", given("account")),
+    Step(API_KEY, "workspace", given("Personal")),
+    Step(API_KEY, "daily_budget_usd", given(10)),
+    Step(API_KEY, "monthly_budget_usd", given(50)),
+    Step(API_KEY, "max_budget_usd", given(200)),
+    Step(API_KEY, "pgp_key", given("bm90IGEga2V5")),
 )
 
 

@@ -47,6 +47,8 @@ from tfbridge import Attribute, Context, PlanChange, RequiresReplace, Resource, 
 
 _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
+# An optional argument Lium fills in when unset: the state's value while unset, a new key when changed.
+_KEEP_OR_REPLACE = (UseStateForUnknown(), RequiresReplace())
 
 
 def _budget(window: str) -> Any:
@@ -78,7 +80,7 @@ class ApiKeyModel(BaseModel):
         Attribute(
             optional=True,
             computed=True,
-            plan=_REPLACE,
+            plan=_KEEP_OR_REPLACE,
             description=f"What the key may do: any of {', '.join(f'`{s}`' for s in SCOPES)} (`billing` only "
             f"alone). Default: {', '.join(f'`{s}`' for s in DEFAULT_SCOPES)}.",
         ),
@@ -88,7 +90,7 @@ class ApiKeyModel(BaseModel):
         Attribute(
             optional=True,
             computed=True,
-            plan=_REPLACE,
+            plan=_KEEP_OR_REPLACE,
             description="`own`: the key sees only the pods it rents; `account`: every pod of its workspace. "
             "Default: Lium's.",
         ),
