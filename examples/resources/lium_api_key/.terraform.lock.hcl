@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:BowRDx64lwoEvNGlnxTl1r7zDuCUw/RffhVtrk9U6oQ=",
-    "zh:c67ae5cc09fe0e0ba6e82cb40b4dd97b7a1477b8afffb0681ce47f97e0387731",
+    "h1:/rptlUkEGV0sYs4FocFriqnJWMAY1lCz9/0So9NCqgw=",
+    "zh:57c1c2d26fd44c7ba1a10b0d08c93a0d96e1839e05156e249d0259f7c8d27930",
   ]
 }
