@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:/rptlUkEGV0sYs4FocFriqnJWMAY1lCz9/0So9NCqgw=",
-    "zh:57c1c2d26fd44c7ba1a10b0d08c93a0d96e1839e05156e249d0259f7c8d27930",
+    "h1:2TEWtmsHfLK5S0FvAqxlyzz41TOwA3Jw9bK0wQ1ArUo=",
+    "zh:4f613c7f186281d878e4f9d7ae0c0f36ffb4bf0d747b6b9a00739614311573d5",
   ]
 }

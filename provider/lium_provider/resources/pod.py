@@ -457,7 +457,9 @@ class PodResource(Resource[PodModel]):
         lium_name = state.lium_name or ""
         attempt = s.journal.find(lium_name)
         if attempt is not None:
-            if attempt.api_key_id:  # another key's rent is out of sight of a key that sees only its own
+            # Another key's rent (or, from an older journal, one whose key is unknown) is out of sight of a
+            # key that sees only its own: resending its Idempotency-Key as this key would rent again.
+            if attempt.api_key_id or s.verify_access().sees_only_own_pods:
                 check_not_hidden(
                     ctx,
                     s,
