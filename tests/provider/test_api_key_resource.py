@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -196,9 +198,98 @@ def test_a_key_a_killed_create_minted_is_revoked_never_adopted(
 
     wait_until(minted, timeout=30, what="the held mint to commit")
     (lost,) = minted()
+    # The state is empty, so a destroy would call no provider: the sweep lists the lost key by its tag.
+    tag = lost["name"].rsplit("lium-stacks-", 1)[1]
+    sweep = subprocess.run(
+        [sys.executable, "-m", "lium_provider.cli", "sweep", "--stack", tag],
+        env={**platform.env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert [k["id"] for k in json.loads(sweep.stdout)["api_keys"]] == [lost["id"]], sweep.stdout
     applied = platform.apply()
     assert f"Revoked API key {lost['id']}" in flat(applied.stdout), applied.stdout
     (key,) = instances(platform, "lium_api_key")
     assert key["id"] != lost["id"] and [r["id"] for r in minted()] == [key["id"]], "never adopted, revoked"
     platform.destroy()
     assert minted() == []
+
+
+NAMED_KEYS = """
+variable "names" {
+  type = list(string)
+}
+variable "scopes" {
+  type    = list(string)
+  default = ["rent", "read"]
+}
+variable "workspace" {
+  type    = string
+  default = null
+}
+resource "lium_api_key" "k" {
+  count     = length(var.names)
+  name      = var.names[count.index]
+  scopes    = var.scopes
+  workspace = var.workspace
+}
+"""
+
+
+def test_a_keys_name_scopes_and_workspace_are_checked_at_plan_and_a_kept_key_is_never_revoked(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    token = session_token(account)
+    platform = make_terraform(PROVIDER_BLOCK + NAMED_KEYS, **account.env, LIUM_SESSION_TOKEN=token)
+    platform.init()
+
+    def refused(variables: dict[str, str], said: str) -> None:
+        before = [k["id"] for k in keys()]
+        platform.env.update(variables)
+        result = platform.run("plan", "-input=false", "-no-color", check=False)
+        assert result.returncode == 1 and said in flat(result.stderr), result.stderr
+        assert [k["id"] for k in keys()] == before, "a refused plan mints or revokes nothing"
+
+    def keys() -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = http.get(
+            f"{account.emulator.api_url}/keys", headers={"Authorization": f"Bearer {token}"}, timeout=30
+        ).json()
+        return rows
+
+    refused(
+        {"TF_VAR_names": '["ci"]', "TF_VAR_scopes": '["read", "read"]'}, "scopes names read more than once"
+    )
+    refused(
+        {"TF_VAR_scopes": '["rent", "read"]', "TF_VAR_workspace": "nowhere"}, "No single workspace 'nowhere'"
+    )
+    platform.env.pop("TF_VAR_workspace")
+
+    platform.apply()
+    (kept,) = instances(platform, "lium_api_key")
+    assert kept["scopes"] == ["rent", "read"], "the configuration's order is kept"
+    assert platform.plan_exitcode()[0] == 0, "no change after apply"
+
+    # A second instance of the same name would find the first key by it and revoke it: refused at plan.
+    refused({"TF_VAR_names": '["ci", "ci"]'}, "would share")
+
+    # The same workspace by its id, in upper case: the key stays, nothing is minted.
+    (personal,) = [
+        w
+        for w in http.get(
+            f"{account.emulator.api_url}/workspaces", headers={"Authorization": f"Bearer {token}"}, timeout=30
+        ).json()
+        if w["is_personal"]
+    ]
+    platform.env.update({"TF_VAR_names": '["ci"]', "TF_VAR_workspace": personal["id"].upper()})
+    code, plan = platform.plan_exitcode()
+    assert code == 2 and "updated in-place" in plan and "replace" not in plan, plan
+
+    platform.env["LIUM_SESSION_TOKEN"] = "expired-session-token"
+    failed = platform.destroy(check=False)
+    assert failed.returncode != 0 and "LIUM_SESSION_TOKEN" in flat(failed.stderr), failed.stderr
+    assert "check the API key" not in flat(failed.stderr), "a session's refusal names the session"
+    platform.env["LIUM_SESSION_TOKEN"] = token
+    platform.destroy()
+    assert not [k for k in keys() if k["name"].startswith("ci.")], "destroy revokes the key"

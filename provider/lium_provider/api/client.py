@@ -21,7 +21,13 @@ from pydantic import BaseModel
 
 from lium_provider.api.api_keys import ApiKeyRow, ApiKeySpec, MintedApiKey, WorkspaceRow
 from lium_provider.api.clusters import ClusterOffer, ClusterRemoval, ClusterRental, ClusterRentRequest
-from lium_provider.api.errors import InvalidArgument, LiumError, LiumNotFound, LiumProtocolError
+from lium_provider.api.errors import (
+    InvalidArgument,
+    LiumAuthError,
+    LiumError,
+    LiumNotFound,
+    LiumProtocolError,
+)
 from lium_provider.api.models import (
     AccountSshKey,
     DockerCredential,
@@ -180,16 +186,20 @@ class LiumClient:
         secrets: tuple[str, ...] = (),
         text: bool = False,
     ) -> Answer:
-        return self._http.request(
-            method,
-            self.base_url + path,
-            path=path,
-            headers={**self._auth, **(headers or {})},
-            json_body=json_body,
-            params=params,
-            secrets=(self._api_key, *secrets),
-            text=text,
-        )
+        try:
+            return self._http.request(
+                method,
+                self.base_url + path,
+                path=path,
+                headers={**self._auth, **(headers or {})},
+                json_body=json_body,
+                params=params,
+                secrets=(self._api_key, *secrets),
+                text=text,
+            )
+        except LiumAuthError as exc:
+            exc.by_session = "Authorization" in self._auth
+            raise
 
     def _object(
         self,

@@ -106,8 +106,15 @@ class LiumAuthError(LiumError):
     """
 
     missing_scope: str | None = None
+    by_session: bool = False
+    """The request carried a browser-session token (``/keys``), not an API key: that is what to fix."""
 
     def _render(self) -> str:
+        if self.by_session:
+            return (
+                f"{super()._render()}; check the browser-session token (provider `session_token`, or "
+                "LIUM_SESSION_TOKEN): it may have expired; `lium workspaces login` prints a new one"
+            )
         if self.missing_scope:
             fix = f"the API key: it lacks the '{self.missing_scope}' scope, which this needs; use a key that has it"
         else:

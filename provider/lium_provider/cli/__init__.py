@@ -67,15 +67,22 @@ def _narrowing(why: str) -> Callable[[str], str]:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    import contextlib
     import json
     import os
 
     from lium_provider.api.client import LiumClient
-    from lium_provider.api.endpoints import DEFAULT_ENDPOINT
+    from lium_provider.api.endpoints import DEFAULT_ENDPOINT, SESSION_TOKEN_ENV
     from lium_provider.api.errors import LiumError
-    from lium_provider.cli.sweep import Leftovers, delete_leftovers, find_leftovers, find_stack_leftovers
+    from lium_provider.cli.sweep import (
+        Leftovers,
+        delete_leftovers,
+        find_leftovers,
+        find_stack_leftovers,
+        stack_api_keys,
+    )
     from lium_provider.domain.journal import RentJournal
-    from lium_provider.domain.stack import tags_of
+    from lium_provider.domain.stack import parse_tagged_name, tags_of
     from lium_provider.provider import WORKSPACE_ENV
     from lium_provider.session import journal_dir, workspace_mismatch
 
@@ -86,7 +93,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 2
     journal = RentJournal(journal_dir())
     try:
-        with LiumClient(endpoint, api_key) as client:
+        with LiumClient(endpoint, api_key) as client, contextlib.ExitStack() as closing:
             me = client.me()
             mismatch = workspace_mismatch(os.environ.get(WORKSPACE_ENV) or None, me)
             if mismatch is not None:
@@ -101,16 +108,35 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     "to see and delete everything",
                     file=sys.stderr,
                 )
+            tags = tags_of(args.stack) if args.stack else frozenset()
+
+            def matches(name: str) -> bool:
+                if args.stack:
+                    return (parse_tagged_name(name) or ("", ""))[1] in tags
+                return bool(name.startswith(args.name_prefix))
+
             if args.stack:
-                leftovers = find_stack_leftovers(client, tags_of(args.stack), journal)
+                leftovers = find_stack_leftovers(client, tags, journal)
             else:
                 leftovers = find_leftovers(client, args.name_prefix, journal)
+            token = os.environ.get(SESSION_TOKEN_ENV)
+            sessions = LiumClient(endpoint, None, session_token=token) if token else None
+            if sessions is not None:
+                closing.callback(sessions.close)
+            if sessions is None:
+                print(
+                    f"lium-tf sweep: API keys a stack minted (lium_api_key) are not listed: Lium shows keys "
+                    f"only to a browser session ({SESSION_TOKEN_ENV})",
+                    file=sys.stderr,
+                )
+            else:
+                leftovers.api_keys = stack_api_keys(sessions, matches)
             print(json.dumps(leftovers.as_dict(), indent=2))
             if args.delete and not leftovers.empty():
                 volumes = args.include_volumes or bool(args.stack)  # a stack's volumes are provably its
                 if me.sees_only_own_pods:  # what pods it cannot see may use is kept
                     leftovers = Leftovers(pods=leftovers.pods, journal=leftovers.journal)
-                delete_leftovers(client, leftovers, journal, include_volumes=volumes)
+                delete_leftovers(client, leftovers, journal, include_volumes=volumes, sessions=sessions)
                 print("deleted", file=sys.stderr)
                 if leftovers.volumes and not volumes:
                     print(
@@ -160,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument(
         "--stack",
         type=_narrowing("an empty value names no stack (an unset variable?)"),
-        help="exactly the pods, templates, volumes and SSH keys that carry this stack's tag in Lium, the "
+        help="exactly the pods, templates, volumes, SSH keys (and, with LIUM_SESSION_TOKEN, API keys) that carry this stack's tag in Lium, the "
         "credentials only those templates use, and its journalled rents (with --delete, volumes too): the provider's "
         "`stack` value (or LIUM_STACK) or its 8-character tag (a resource's `stack_tag`; a name shaped like "
         "a tag means both). What another stack took over from it (adopt_stacks) still carries its tag, and "

@@ -6,17 +6,21 @@ a stack's tag) whose names start with the prefix, and rent attempts still in the
 provider killed between a rent and the state write). With a stack tag instead (``--stack``), they are
 exactly that stack's: the pods and SSH keys whose Lium names carry the tag, the templates and volumes
 whose descriptions carry it, the credentials only those templates use (a credential has no field for a
-tag), and the journal's attempts for those pods. Deletion order follows dependencies: pods (waiting
-until they are gone), then templates, then credentials and SSH keys; volumes hold data, so with
-``--name-prefix`` only when asked, and with ``--stack`` always (they are provably that stack's).
+tag), and the journal's attempts for those pods. With a browser session (``LIUM_SESSION_TOKEN``), the
+API keys a stack minted (``lium_api_key``: their names carry the tag), in every workspace of the session,
+are listed too. Deletion order follows dependencies: pods (waiting until they are gone), then templates,
+then credentials and SSH keys, then API keys; volumes hold data, so with ``--name-prefix`` only when
+asked, and with ``--stack`` always (they are provably that stack's).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lium_provider.api.api_keys import ApiKeyRow
 from lium_provider.api.client import LiumClient
 from lium_provider.api.models import (
     DELETED,
@@ -43,10 +47,17 @@ class Leftovers:
     volumes: list[Volume] = field(default_factory=list)
     journal: list[RentAttempt] = field(default_factory=list)
     ssh_keys: list[AccountSshKey] = field(default_factory=list)
+    api_keys: list[ApiKeyRow] = field(default_factory=list)
 
     def empty(self) -> bool:
         return not (
-            self.pods or self.templates or self.credentials or self.volumes or self.journal or self.ssh_keys
+            self.pods
+            or self.templates
+            or self.credentials
+            or self.volumes
+            or self.journal
+            or self.ssh_keys
+            or self.api_keys
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -58,6 +69,7 @@ class Leftovers:
             "docker_credentials": [{"id": c.id, "username": c.username} for c in self.credentials],
             "volumes": [{"id": v.id, "name": v.name} for v in self.volumes],
             "ssh_keys": [{"id": k.id, "name": k.name} for k in self.ssh_keys],
+            "api_keys": [{"id": k.id, "name": k.name, "workspace_id": k.workspace_id} for k in self.api_keys],
             "journal": [
                 {"pod_name": a.pod_name, "executor_id": a.executor_id, "started_at": a.started_at.isoformat()}
                 for a in self.journal
@@ -87,6 +99,18 @@ def find_stack_leftovers(
         journal=[a for a in (journal.pending() if journal else []) if has_tag(a.pod_name, tags)],
         ssh_keys=[k for k in client.list_ssh_keys() if (parse_tagged_name(k.name) or ("", ""))[1] in tags],
     )
+
+
+def stack_api_keys(sessions: LiumClient, matches: Callable[[str], bool]) -> list[ApiKeyRow]:
+    """The API keys of every workspace of the browser session ``sessions`` whose names a stack gave them
+    (``<name>.lium-stacks-<tag>``) and ``matches`` accepts; keys people named themselves are never listed."""
+    found: dict[str, ApiKeyRow] = {}
+    workspace_ids: list[str | None] = [w.id for w in sessions.list_workspaces()] or [None]
+    for workspace_id in workspace_ids:
+        for key in sessions.list_api_keys(workspace_id):
+            if parse_tagged_name(key.name) and matches(key.name):
+                found.setdefault(key.id, key)
+    return list(found.values())
 
 
 def _used_only_by(client: LiumClient, swept: list[Template], own: list[Template]) -> list[DockerCredential]:
@@ -121,7 +145,10 @@ def delete_leftovers(
     journal: RentJournal | None = None,
     *,
     include_volumes: bool = False,
+    sessions: LiumClient | None = None,
 ) -> None:
+    """Delete ``leftovers`` in dependency order; API keys are revoked through the browser session
+    ``sessions``."""
     pod_ids = {p.id for p in leftovers.pods}
     for attempt in leftovers.journal:
         found = find_rented_pod(client, attempt)
@@ -148,6 +175,9 @@ def delete_leftovers(
         client.delete_docker_credential(credential.id)
     for key in leftovers.ssh_keys:
         client.delete_ssh_key(key.id)
+    if leftovers.api_keys and sessions is not None:  # last: the key this sweep runs with may be one
+        for api_key in leftovers.api_keys:
+            sessions.revoke_api_key(api_key.id)
     if include_volumes:
         for volume in leftovers.volumes:
             client.delete_volume(volume.id)

@@ -160,9 +160,12 @@ class ApiKeyModel(BaseModel):
         unknown = [s for s in value if s not in SCOPES]
         if unknown or not value:
             raise ValueError(f"scopes must be some of {', '.join(SCOPES)}, not {unknown or 'none'}")
-        if "billing" in value and len(set(value)) > 1:
+        twice = sorted({s for s in value if value.count(s) > 1})
+        if twice:
+            raise ValueError(f"scopes names {', '.join(twice)} more than once")
+        if "billing" in value and len(value) > 1:
             raise ValueError("the `billing` scope stands alone: a key that moves money holds no other scope")
-        return sorted(set(value), key=SCOPES.index)
+        return value
 
     @field_validator("pod_visibility")
     @classmethod
@@ -215,19 +218,42 @@ class ApiKeyResource(Resource[ApiKeyModel]):
     def modify_plan(self, ctx: Context, change: PlanChange[ApiKeyModel]) -> None:
         plan_ownership(ctx, change, self.type_name, rewrites_mark=False)
         claim_create_name(ctx, change, self.type_name)
-        planned = change.planned
+        planned, prior = change.planned, change.prior
         if all(not change.is_unknown(name) for name in BUDGET_FIELDS):
             _check_budget_order({name: getattr(planned, name) for name in BUDGET_FIELDS})
-        if change.prior is None and change.config.scopes is None and not change.config_is_unknown("scopes"):
+        if prior is not None:
+            # The key keeps its Lium name: a create of this plan with that name would take it for an
+            # interrupted create's key and revoke it.
+            if prior.lium_name:
+                claim_lium_name(
+                    ctx, change, (self.type_name, prior.lium_name), f"the API key name {prior.lium_name!r}"
+                )
+            self._plan_workspace(ctx, change, prior)
+            return
+        if change.config.scopes is None and not change.config_is_unknown("scopes"):
             change.set_planned("scopes", list(DEFAULT_SCOPES))
+        if not change.is_unknown("workspace"):  # a workspace that is not there fails the plan, not the apply
+            self._workspace_id(keys_session(session(ctx), "Planning a lium_api_key"), planned.workspace)
         tag = planned.stack_tag
-        if change.prior is None:
-            if change.is_unknown("name") or tag is None:
-                change.set_unknown("lium_name")
-                return
-            lium_name = tagged_name(planned.name, tag)
-            change.set_planned("lium_name", lium_name)
-            claim_lium_name(ctx, change, (self.type_name, lium_name), f"the API key name {lium_name!r}")
+        if change.is_unknown("name") or tag is None:
+            change.set_unknown("lium_name")
+            return
+        lium_name = tagged_name(planned.name, tag)
+        change.set_planned("lium_name", lium_name)
+        claim_lium_name(ctx, change, (self.type_name, lium_name), f"the API key name {lium_name!r}")
+
+    def _plan_workspace(self, ctx: Context, change: PlanChange[ApiKeyModel], prior: ApiKeyModel) -> None:
+        """A key stays when its workspace is only spelled another way (a name in another case, its id):
+        the replacement is planned only when the workspace named is another one."""
+        wanted = change.planned.workspace
+        if change.is_unknown("workspace") or wanted == prior.workspace or prior.workspace_id is None:
+            return
+        keys = session(ctx).session_client
+        if keys is None:  # the apply fails naming the session token; the plan shows the replacement
+            return
+        named = self._workspace_id(keys, wanted, personal_as_id=True)
+        if named is not None and named.casefold() == prior.workspace_id.casefold():
+            change.keep_in_place("workspace")
 
     def plan_delete(self, ctx: Context, prior: ApiKeyModel) -> None:
         if prior.lium_name:
@@ -276,7 +302,7 @@ class ApiKeyResource(Resource[ApiKeyModel]):
                 ) from None
         return plan.model_copy(
             update={
-                **_row_fields(minted),
+                **_row_fields(minted, plan.scopes),
                 "lium_name": lium_name,
                 "secret": secret,
                 "encrypted_secret": encrypted,
@@ -292,7 +318,11 @@ class ApiKeyResource(Resource[ApiKeyModel]):
             return None  # revoked outside Terraform
         parsed = parse_tagged_name(row.name)
         refreshed = state.model_copy(
-            update={**_row_fields(row), "name": parsed[0] if parsed else row.name, "lium_name": row.name}
+            update={
+                **_row_fields(row, state.scopes),
+                "name": parsed[0] if parsed else row.name,
+                "lium_name": row.name,
+            }
         )
         return refreshed.model_copy(update=refreshed_ownership(ctx, self.type_name, state, _mark(row.name)))
 
@@ -305,7 +335,7 @@ class ApiKeyResource(Resource[ApiKeyModel]):
             return plan.model_copy(update={"id": prior.id})
         with api_errors("changing the API key's budgets"):
             row = keys.update_api_key(prior.id or "", changed)
-        return plan.model_copy(update=_row_fields(row))
+        return plan.model_copy(update=_row_fields(row, plan.scopes))
 
     def delete(self, ctx: Context, state: ApiKeyModel) -> None:
         s = session(ctx)
@@ -335,12 +365,19 @@ class ApiKeyResource(Resource[ApiKeyModel]):
     def import_state(self, ctx: Context, import_id: str) -> dict[str, Any]:
         return import_by_lium_id(self.type_name, import_id)
 
-    def _workspace_id(self, keys: LiumClient, workspace: str | None) -> str | None:
-        """The id of the workspace named ``workspace`` (its name, any case, or its id), None for the personal one."""
-        if workspace is None:
+    def _workspace_id(
+        self, keys: LiumClient, workspace: str | None, *, personal_as_id: bool = False
+    ) -> str | None:
+        """The id of the workspace named ``workspace`` (its name, any case, or its id); for
+        none, the personal one: its id with ``personal_as_id``, else None (a key minted with no workspace
+        acts in it)."""
+        if workspace is None and not personal_as_id:
             return None
         with api_errors("reading the workspaces"):
             rows = keys.list_workspaces()
+        if workspace is None:
+            personal = [w.id for w in rows if w.is_personal]
+            return personal[0] if len(personal) == 1 else None
         wanted = workspace.casefold()
         found = [w for w in rows if wanted in (w.id.casefold(), w.name.casefold())]
         if len(found) != 1:
@@ -357,10 +394,19 @@ class ApiKeyResource(Resource[ApiKeyModel]):
         self, ctx: Context, keys: LiumClient, lium_name: str, workspace_id: str | None
     ) -> None:
         """Revoke the keys named ``lium_name`` (this stack's tag, this instance's name) that an interrupted
-        create minted: their secrets were never kept, so they are never adopted."""
+        create minted: their secrets were never kept, so they are never adopted. A key of that name that
+        has been used is not one: somebody holds its secret (a state this run does not plan, under
+        ``-target``), so it is left alone, with a warning."""
         with api_errors("looking for an API key an interrupted create minted"):
             found = [k for k in keys.list_api_keys(workspace_id) if k.name == lium_name]
             for key in found:
+                if key.last_used is not None:
+                    ctx.warn(
+                        f"Left API key {key.id} ({lium_name}) alone",
+                        "It has this instance's name but has been used, so an interrupted create did not "
+                        "mint it: another state holds it. Give each lium_api_key its own `name`.",
+                    )
+                    continue
                 ctx.warn(
                     f"Revoked API key {key.id} ({lium_name}), which no state records",
                     "An interrupted create of this lium_api_key minted it, and its secret was never kept.",
@@ -373,11 +419,13 @@ def _asked(row: ApiKeySpec | ApiKeyRow, name: str) -> Any:
     return float(value) if isinstance(value, int | float) else value
 
 
-def _row_fields(row: ApiKeyRow) -> dict[str, Any]:
-    """What the state takes from a key's Lium row."""
+def _row_fields(row: ApiKeyRow, scopes: list[str] | None) -> dict[str, Any]:
+    """What the state takes from a key's Lium row; its scopes in the order ``scopes`` (the configuration's
+    or the state's) lists them when they are the same ones."""
+    same = scopes is not None and sorted(scopes) == sorted(row.scopes)
     return {
         "id": row.id,
-        "scopes": list(row.scopes),
+        "scopes": list(scopes) if same and scopes is not None else list(row.scopes),
         "pod_visibility": row.pod_visibility,
         "workspace_id": row.workspace_id,
         **row.budgets(),
