@@ -29,6 +29,8 @@ from lium_provider.domain.stack import (
 )
 from lium_provider.resources.api_key import ApiKeyResource
 from lium_provider.resources.api_key_data import ApiKeyDataSource
+from lium_provider.resources.backup_config import BackupConfigResource
+from lium_provider.resources.backups_data import BackupsDataSource
 from lium_provider.resources.cluster import ClusterResource
 from lium_provider.resources.cluster_offers import ClusterOffersDataSource
 from lium_provider.resources.data_sources import (
@@ -259,6 +261,7 @@ class LiumProvider(Provider[LiumProviderConfig]):
         RunnerResource,
         SshKeyResource,
         ApiKeyResource,
+        BackupConfigResource,
     )
     data_sources = (
         OffersDataSource,
@@ -267,6 +270,7 @@ class LiumProvider(Provider[LiumProviderConfig]):
         TemplatesDataSource,
         SshKeysDataSource,
         ApiKeyDataSource,
+        BackupsDataSource,
     )
 
     def configure(self, ctx: Context, config: LiumProviderConfig) -> LiumSession:

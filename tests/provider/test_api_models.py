@@ -151,6 +151,7 @@ def test_rent_request_body_omits_unset_fields() -> None:
         "gpu_count": 2,
         "enable_volume_encryption": False,
         "enable_jupyter": False,
+        "enable_backups": False,  # always sent: Lium's own default backs every new pod up
     }
     with pytest.raises(ValidationError):
         RentRequest(pod_name="p", template_id="t", user_public_key="k", gpu_cnt=1)  # type: ignore[call-arg]

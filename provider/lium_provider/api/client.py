@@ -20,6 +20,7 @@ import httpx
 from pydantic import BaseModel
 
 from lium_provider.api.api_keys import ApiKeyRow, ApiKeySpec, MintedApiKey, WorkspaceRow
+from lium_provider.api.backups import BackupConfigRow, BackupLogRow, BackupSchedule
 from lium_provider.api.clusters import ClusterOffer, ClusterRemoval, ClusterRental, ClusterRentRequest
 from lium_provider.api.errors import (
     InvalidArgument,
@@ -317,6 +318,12 @@ class LiumClient:
         ``termination_hours`` included)."""
         self._call("DELETE", f"/pods/{_segment(pod_id)}/schedule-removal")
 
+    def install_jupyter(self, pod_id: str, internal_port: int) -> None:
+        """``POST /pods/{id}/install-jupyter``: Lium starts a notebook server on the pod's internal port
+        ``internal_port``; the pod row then says how it went (``jupyter_installation_status``, docs/lium-api.md#notebooks)."""
+        body = {"jupyter_internal_port": internal_port}
+        self._call("POST", f"/pods/{_segment(pod_id)}/install-jupyter", json_body=body)
+
     def rent(self, executor_id: str, body: RentRequest, *, idempotency_key: str) -> str:
         """One rent request (429s resent with the same key and body); returns the new pod's id.
 
@@ -490,6 +497,42 @@ class LiumClient:
 
     def list_workspaces(self) -> list[WorkspaceRow]:
         return self._list(WorkspaceRow, "/workspaces")
+
+    # --- backups (docs/lium-api.md#backups) --------------------------------------------------------------
+
+    def create_backup_config(self, pod_id: str, schedule: BackupSchedule) -> BackupConfigRow:
+        return self._object(BackupConfigRow, "POST", "/backup-configs", json_body=schedule.to_body(pod_id))
+
+    def update_backup_config(self, config_id: str, schedule: BackupSchedule) -> BackupConfigRow:
+        path = f"/backup-configs/{_segment(config_id)}"
+        return self._object(BackupConfigRow, "PUT", path, json_body=schedule.to_body())
+
+    def list_backup_configs(self) -> list[BackupConfigRow]:
+        return self._list(BackupConfigRow, "/backup-configs")
+
+    def pod_backup_config(self, pod_id: str) -> BackupConfigRow | None:
+        return self._get_optional(BackupConfigRow, f"/backup-configs/pod/{_segment(pod_id)}")
+
+    def delete_backup_config(self, config_id: str) -> None:
+        self._delete(f"/backup-configs/{_segment(config_id)}")
+
+    def pod_backups(self, pod_id: str) -> list[BackupLogRow]:
+        """Every backup of the pod, newest first, page by page (a pod without any: empty)."""
+        path = f"/backup-logs/pod/{_segment(pod_id)}"
+        rows: list[BackupLogRow] = []
+        page = 1
+        while True:
+            try:
+                data = self._call("GET", path, params={"page": page, "limit": 100}).data
+            except LiumNotFound:
+                return rows
+            if isinstance(data, list):  # an unpaged answer
+                return parse_list(BackupLogRow, data, method="GET", path=path)
+            items = data.get("items") if isinstance(data, dict) else None
+            rows += parse_list(BackupLogRow, items if items is not None else [], method="GET", path=path)
+            if not (isinstance(data, dict) and data.get("has_next") is True and items):
+                return rows
+            page += 1
 
     # --- public feed ----------------------------------------------------------------------------------
 

@@ -170,6 +170,11 @@ class Pod(ResponseModel):
     api_key_id: str | None = None
     api_key_name: str | None = None
     workspace_id: str | None = None
+    # The pod's notebook server (docs/lium-api.md#notebooks): None until one was asked for; the URL carries
+    # the notebook's token.
+    jupyter_installation_status: str | None = None
+    jupyter_url: str | None = Field(default=None, repr=False)
+    jupyter_error: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -378,6 +383,10 @@ class RentRequest(RequestModel):
     volume_id: str | None = None
     enable_volume_encryption: bool = False
     enable_jupyter: bool = False
+    # Always sent: Lium's default is to back up every new pod's volume, which the pod must ask for.
+    enable_backups: bool = False
+    backup_log_id: str | None = None
+    restore_path: str | None = None
     termination_hours: TerminationHours | None = None
 
     def to_body(self) -> dict[str, Any]:

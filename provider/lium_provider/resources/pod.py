@@ -74,6 +74,12 @@ from lium_provider.resources.pod_model import (
     pod_rent_digest,
     refilter_replacements,
 )
+from lium_provider.resources.pod_notebook import (
+    check_template_publishes,
+    install_notebook,
+    plan_notebook,
+    refreshed_notebook,
+)
 from lium_provider.resources.pod_private import PodPrivate
 from lium_provider.resources.pod_switch import plan_switch, switch_container, switching
 from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
@@ -212,6 +218,15 @@ class PodResource(Resource[PodModel]):
     # -- plan ------------------------------------------------------------------------------------
 
     def validate_config(self, config: ConfigView[PodModel]) -> list[Diagnostic]:
+        restore = [config.is_null(n) for n in ("restore_backup_id", "restore_path")]
+        if restore[0] != restore[1]:
+            return [
+                Diagnostic.error(
+                    "restore_backup_id and restore_path go together",
+                    "A restore needs the backup and the directory it is restored into: set both, or neither.",
+                    ("restore_path",) if restore[1] else ("restore_backup_id",),
+                )
+            ]
         if config.is_null("executor_id"):
             return []
         # `gpu` may name the executor's GPU (as `-generate-config-out` writes it): checked at plan.
@@ -236,10 +251,17 @@ class PodResource(Resource[PodModel]):
         if prior is None:
             self._plan_lium_name(ctx, change)
             self._check_offers_exist(ctx, change)
+            plan_notebook(ctx, change, None, switched=False)
+            if change.config_is_null("enable_backups"):
+                change.set_planned("enable_backups", False)
             return
         # A new template (or a failed switch) switches the container in place; any other dead pod is
         # re-rented.
-        if not plan_switch(change, prior) and prior.status in DEAD_POD_STATES:
+        switched = plan_switch(change, prior)
+        plan_notebook(ctx, change, prior, switched)
+        if prior.enable_backups is None:  # imported: Lium does not say, so what is configured is recorded
+            change.keep_in_place("enable_backups")
+        if not switched and prior.status in DEAD_POD_STATES:
             change.set_unknown("status")
             change.require_replace("status")
         self._check_executor_gpu(ctx, change)
@@ -384,6 +406,8 @@ class PodResource(Resource[PodModel]):
                 )
                 for o in s.placement.spread(self._matching_offers(ctx, plan))
             )
+        if plan.jupyter_port is not None:  # before anything is rented for a notebook that cannot work
+            check_template_publishes(s, plan.template_id, plan.jupyter_port)
         adopted = self._adopt_unrecorded(ctx, s, state)
         if adopted is not None:
             pod_id, state = adopted
@@ -419,7 +443,11 @@ class PodResource(Resource[PodModel]):
         state = _pinned(state.model_copy(update={"ssh_host_key": self._wait_for_ssh(ctx, state)}))
         ctx.record(state)
         self._wait_for_ports(ctx, s, state, plan.wait_for_ports)
-        return self._replace_provisional_deadline(s, state)
+        state = self._replace_provisional_deadline(s, state)
+        if plan.jupyter_port is not None:
+            ctx.record(state.model_copy(update={"jupyter_port": None}))  # a failed install is tried again
+            state = install_notebook(ctx, s, state, plan.jupyter_port)
+        return state
 
     def _replace_provisional_deadline(self, s: LiumSession, state: PodModel) -> PodModel:
         """The create has finished: the rent's provisional removal gives way to ``termination_hours``.
@@ -518,6 +546,9 @@ class PodResource(Resource[PodModel]):
                 gpu_count=state.gpu_count,
                 initial_port_count=2,
                 volume_id=state.volume_id,
+                enable_backups=bool(state.enable_backups),
+                backup_log_id=state.restore_backup_id,
+                restore_path=state.restore_path,
                 termination_hours=rent_hours(
                     state.termination_hours, create_seconds_left(ctx, self.default_timeouts["create"])
                 ),
@@ -593,10 +624,14 @@ class PodResource(Resource[PodModel]):
                 "wait_for_ports": plan.wait_for_ports,
                 "stack_tag": plan.stack_tag,
                 "adopted_from": plan.adopted_from,
+                "enable_backups": plan.enable_backups,  # differs only after an import
+                "jupyter_port": plan.jupyter_port,
+                "jupyter_url": plan.jupyter_url if plan.jupyter_port is not None else None,
             }
         )
         s = session(ctx)
-        if switching(prior, plan.template_id):
+        switched = switching(prior, plan.template_id)
+        if switched:
             check_before_change(ctx, self.type_name, prior, lambda: self._mark_now(ctx, prior), "switched")
             state = switch_container(ctx, s, state, plan.template_id)
             # Until its ports answer, the new container is recorded as waiting for none: a failed wait
@@ -613,7 +648,13 @@ class PodResource(Resource[PodModel]):
         # Only once the update went through: a failed one leaves the import's plan rules in force, or
         # its retry would re-rent the pod for the name the import could not know.
         ctx.private = PodPrivate.from_private(ctx.private).model_copy(update={"imported": None}).to_private()
-        return state.model_copy(update={"removal_scheduled_at": plan.removal_scheduled_at})
+        state = state.model_copy(update={"removal_scheduled_at": plan.removal_scheduled_at})
+        if plan.jupyter_port is not None and (switched or plan.jupyter_port != prior.jupyter_port):
+            ctx.record(
+                state.model_copy(update={"jupyter_port": prior.jupyter_port if not switched else None})
+            )
+            state = install_notebook(ctx, s, state, plan.jupyter_port)
+        return state
 
     def read(self, ctx: Context, state: PodModel) -> PodModel | None:
         s = session(ctx)
@@ -630,6 +671,7 @@ class PodResource(Resource[PodModel]):
             warn_if_stopped_by_budget(ctx, s, state.id or "")
             return None
         refreshed = _with_schedule(_apply_pod(state, pod), pod)
+        refreshed = refreshed.model_copy(update=refreshed_notebook(refreshed, pod))
         if not refreshed.name:  # just imported
             refuse_cluster_member(ctx, pod)
             refreshed = refreshed.model_copy(update=imported_fields(pod, lium_stacks_name(s, pod)))

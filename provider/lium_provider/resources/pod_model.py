@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from lium_provider.api.models import TerminationHours
 from lium_provider.domain.offer_filter import OfferFilter, PodFacts
@@ -19,10 +19,15 @@ from lium_provider.resources.ownership import AdoptedFrom, StackTag
 from lium_provider.resources.pod_private import PodPrivate
 from lium_provider.resources.served_ports import WaitForPorts
 from lium_provider.resources.visibility import RentedByKey, WorkspaceId
+from lium_provider.runner.scripts import SSH_PORT as RUNNER_SSH_PORT
 from tfbridge import TIMEOUTS_BLOCK, Attribute, RequiresReplace, Timeouts, UseStateForUnknown
 
 _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
+_KEEP_OR_REPLACE = (UseStateForUnknown(), RequiresReplace())
+
+NOTEBOOK_RESERVED_PORTS = (22, RUNNER_SSH_PORT)
+"""The pod's sshd and a ``lium_runner``'s: a notebook there would take the port from them."""
 
 
 class PodModel(OfferFilter):
@@ -161,11 +166,76 @@ class PodModel(OfferFilter):
             "predecessor's name. It recognises this stack's pod of this instance from any machine.",
         ),
     ] = None
+    jupyter_port: Annotated[
+        int | None,
+        Attribute(
+            optional=True,
+            description="Run a Jupyter notebook server on this internal port of the pod's template (one of "
+            f"its `internal_ports`, never {' or '.join(map(str, NOTEBOOK_RESERVED_PORTS))}); its address is "
+            "`jupyter_url`. Changed in place; a new container (a template switch) gets it again. Unset: none "
+            "is installed (one installed before runs until the pod's container changes).",
+        ),
+    ] = Field(default=None, ge=1, le=65535)
+    jupyter_url: Annotated[
+        str | None,
+        Attribute(
+            computed=True,
+            sensitive=True,
+            description="The notebook's URL, with its access token (sensitive); null without `jupyter_port`.",
+        ),
+    ] = None
+    enable_backups: Annotated[
+        bool | None,
+        Attribute(
+            optional=True,
+            computed=True,
+            plan=_KEEP_OR_REPLACE,
+            description="Whether Lium backs up the pod's volume on its own schedule (billed per GB-hour of "
+            "backup storage; docs/guides/backups.md). Lium's own default is true; the provider's is false: "
+            "declare backups with `lium_backup_config` instead. Set at rent: a change re-rents.",
+        ),
+    ] = None
+    restore_backup_id: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            plan=_REPLACE,
+            description="Restore this backup (a `data.lium_backups` id) into the new pod, at `restore_path`. "
+            "Set at rent: a change re-rents.",
+        ),
+        LIUM_ID,
+    ] = None
+    restore_path: Annotated[
+        str | None,
+        Attribute(
+            optional=True,
+            plan=_REPLACE,
+            description="With `restore_backup_id`: the new or empty directory in the pod the backup is "
+            "restored into (absolute).",
+        ),
+    ] = None
     stack_tag: StackTag = None
     adopted_from: AdoptedFrom = None
     api_key_id: RentedByKey = None
     workspace_id: WorkspaceId = None
     timeouts: Annotated[Timeouts | None, TIMEOUTS_BLOCK] = None
+
+    @field_validator("jupyter_port")
+    @classmethod
+    def _notebook_port(cls, port: int | None) -> int | None:
+        if port in NOTEBOOK_RESERVED_PORTS:
+            raise ValueError(
+                f"jupyter_port {port} is the pod's sshd or its runner's: choose another of the template's "
+                "internal_ports"
+            )
+        return port
+
+    @field_validator("restore_path")
+    @classmethod
+    def _restore_path(cls, path: str | None) -> str | None:
+        if path is not None and (not path.startswith("/") or ".." in path.split("/")):
+            raise ValueError("restore_path must be an absolute path without `..`")
+        return path
 
 
 def pod_rent_digest(pod: PodModel, configured: PodModel) -> str:

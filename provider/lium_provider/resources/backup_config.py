@@ -1,0 +1,189 @@
+"""``lium_backup_config``: Lium's backup schedule of one pod (``/backup-configs``, docs/lium-api.md#backups).
+
+Lium copies ``path`` of the pod every ``frequency_hours`` and keeps each copy ``retention_days``; a new pod
+can be rented restoring one (``lium_pod.restore_backup_id``). A pod has at most one configuration, and
+``POST /backup-configs`` creates or replaces it, so a create that was interrupted is simply sent again.
+The configuration has no name or description: whose it is, is read from its pod's Lium name (the stack's
+tag), as a ``lium_runner``'s is. Path and schedule change in place (``PUT``); another pod is another
+configuration. Deleting it deletes its backups (Lium's rule): keep a stack's backups by keeping its
+configuration.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from lium_provider.api.backups import (
+    BackupConfigRow,
+    BackupFrequencyHours,
+    BackupRetentionDays,
+    BackupSchedule,
+)
+from lium_provider.api.models import is_lium_id
+from lium_provider.domain.stack import tag_in_pod_name
+from lium_provider.resources.common import api_errors, delete_reconciled, import_by_lium_id
+from lium_provider.resources.inputs import LIUM_ID
+from lium_provider.resources.ownership import (
+    AdoptedFrom,
+    StackTag,
+    check_before_change,
+    claim_lium_name,
+    left_alone_at_delete,
+    plan_ownership,
+    refreshed_ownership,
+    refuse_another_stacks_pod,
+)
+from lium_provider.session import LiumSession, session
+from tfbridge import Attribute, Context, PlanChange, RequiresReplace, Resource, UseStateForUnknown
+
+DEFAULT_FREQUENCY_HOURS, DEFAULT_RETENTION_DAYS = 6, 7
+"""Lium's own defaults (its SDK's ``backup_create``)."""
+
+
+class BackupConfigModel(BaseModel):
+    """A pod's backup schedule: Lium copies `path` every `frequency_hours` and keeps each copy
+    `retention_days`. Restore one into a new pod with `lium_pod.restore_backup_id`; list them with
+    `data.lium_backups`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: Annotated[
+        str | None,
+        Attribute(computed=True, plan=(UseStateForUnknown(),), description="Configuration id (UUID)."),
+    ] = None
+    pod_id: Annotated[
+        str,
+        Attribute(required=True, plan=(RequiresReplace(),), description="The `lium_pod` to back up."),
+        LIUM_ID,
+    ]
+    path: Annotated[
+        str,
+        Attribute(
+            required=True,
+            description="The absolute directory in the pod to back up (a stable subdirectory of its volume "
+            "is the safest: files changing while copied are copied as they were then).",
+        ),
+    ] = Field(min_length=1)
+    frequency_hours: Annotated[
+        BackupFrequencyHours,
+        Attribute(
+            optional=True,
+            computed=True,
+            description=f"Hours between backups. Default: {DEFAULT_FREQUENCY_HOURS}.",
+        ),
+    ] = DEFAULT_FREQUENCY_HOURS
+    retention_days: Annotated[
+        BackupRetentionDays,
+        Attribute(
+            optional=True,
+            computed=True,
+            description=f"Days each backup is kept. Default: {DEFAULT_RETENTION_DAYS}.",
+        ),
+    ] = DEFAULT_RETENTION_DAYS
+    stack_tag: StackTag = None
+    adopted_from: AdoptedFrom = None
+
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, path: str) -> str:
+        if not path.startswith("/") or ".." in path.split("/"):
+            raise ValueError("path must be an absolute path without `..`")
+        return path
+
+    def schedule(self) -> BackupSchedule:
+        return BackupSchedule(
+            backup_path=self.path,
+            backup_frequency_hours=self.frequency_hours,
+            retention_days=self.retention_days,
+        )
+
+
+def _pod_mark(s: LiumSession, pod_id: str) -> str | None:
+    """The stack tag the pod's Lium name carries (None: no pod, or a pod no stack rented)."""
+    with api_errors("reading the backed-up pod", path=("pod_id",)):
+        pod = s.client.get_pod(pod_id)
+    return tag_in_pod_name(pod.pod_name) if pod is not None else None
+
+
+def _fields(row: BackupConfigRow) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "pod_id": row.pod_id,
+        "path": row.backup_path,
+        "frequency_hours": row.backup_frequency_hours,
+        "retention_days": row.retention_days,
+    }
+
+
+class BackupConfigResource(Resource[BackupConfigModel]):
+    type_name = "lium_backup_config"
+    model = BackupConfigModel
+    description = BackupConfigModel.__doc__ or ""
+
+    def modify_plan(self, ctx: Context, change: PlanChange[BackupConfigModel]) -> None:
+        plan_ownership(ctx, change, self.type_name)
+        for name, default in (
+            ("frequency_hours", DEFAULT_FREQUENCY_HOURS),
+            ("retention_days", DEFAULT_RETENTION_DAYS),
+        ):
+            if change.config_is_null(name):
+                change.set_planned(name, default)
+        if change.is_unknown("pod_id"):
+            return
+        pod_id = change.planned.pod_id
+        # One configuration per pod: a second resource on the pod would replace this one's schedule.
+        claim_lium_name(
+            ctx, change, (self.type_name, pod_id.casefold()), f"the backup configuration of pod {pod_id}"
+        )
+        if change.prior is None or change.prior.pod_id != pod_id:
+            refuse_another_stacks_pod(ctx, self.type_name, pod_id, _pod_mark(session(ctx), pod_id))
+
+    def create(self, ctx: Context, plan: BackupConfigModel, config: BackupConfigModel) -> BackupConfigModel:
+        s = session(ctx)
+        refuse_another_stacks_pod(ctx, self.type_name, plan.pod_id, _pod_mark(s, plan.pod_id))
+        # Create or replace: sent again after an interrupted create, it replaces what that one made.
+        with api_errors("configuring the pod's backups", path=("pod_id",)):
+            row = s.client.create_backup_config(plan.pod_id, plan.schedule())
+        return plan.model_copy(update=_fields(row) | {"pod_id": plan.pod_id})
+
+    def read(self, ctx: Context, state: BackupConfigModel) -> BackupConfigModel | None:
+        s = session(ctx)
+        if not is_lium_id(state.id):
+            return state  # names no configuration: the plan refuses it, a destroy forgets it
+        with api_errors("reading the backup configuration"):
+            if state.pod_id:
+                row = s.client.pod_backup_config(state.pod_id)
+            else:  # just imported: found by its own id
+                row = next((c for c in s.client.list_backup_configs() if c.id == state.id), None)
+        if row is None or row.id != state.id or not row.pod_id:
+            return None  # deleted, or replaced outside Terraform
+        refreshed = state.model_copy(update=_fields(row))
+        mark = _pod_mark(s, row.pod_id)
+        return refreshed.model_copy(update=refreshed_ownership(ctx, self.type_name, state, mark))
+
+    def update(
+        self, ctx: Context, prior: BackupConfigModel, plan: BackupConfigModel, config: BackupConfigModel
+    ) -> BackupConfigModel:
+        s = session(ctx)
+        check_before_change(ctx, self.type_name, prior, lambda: _pod_mark(s, prior.pod_id), "changed")
+        with api_errors("changing the pod's backup schedule"):
+            row = s.client.update_backup_config(prior.id or "", plan.schedule())
+        return plan.model_copy(update=_fields(row) | {"pod_id": prior.pod_id})
+
+    def delete(self, ctx: Context, state: BackupConfigModel) -> None:
+        s = session(ctx)
+        if left_alone_at_delete(ctx, self.type_name, state, lambda: _pod_mark(s, state.pod_id)):
+            return
+        config_id = state.id or ""
+
+        def exists() -> bool:
+            return any(c.id == config_id for c in s.client.list_backup_configs())
+
+        delete_reconciled(
+            ctx, "deleting the backup configuration", lambda: s.client.delete_backup_config(config_id), exists
+        )
+
+    def import_state(self, ctx: Context, import_id: str) -> dict[str, Any]:
+        return import_by_lium_id(self.type_name, import_id)
