@@ -243,10 +243,12 @@ def test_plan_summary_prices_a_new_cluster_as_whole_nodes(
         {"kind": "drop_after_commit", "first": 1},  # rented, answer lost: found by its members' name
         {"kind": "status", "status": 503, "first": 1},  # not executed: the same key rents it once
         {"kind": "status", "status": 502, "after_commit": True, "first": 1},  # rented, then an error
+        # another renter took a chosen node: the offers are read again and other free nodes rented
+        {"kind": "node_unavailable", "first": 1},
     ],
-    ids=["dropped-answer", "refused-503", "error-after-commit"],
+    ids=["dropped-answer", "refused-503", "error-after-commit", "node-taken"],
 )
-def test_an_uncertain_rental_answer_ends_with_exactly_one_cluster(
+def test_an_uncertain_or_refused_rental_ends_with_exactly_one_cluster(
     stack: Callable[[str], Terraform], account: Account, rule: dict[str, Any]
 ) -> None:
     tf = stack(CLUSTER % ("uncertain", ""))

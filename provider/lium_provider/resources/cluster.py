@@ -21,7 +21,7 @@ from typing import Any
 
 from lium_provider.api.client import RENT_IDEMPOTENCY
 from lium_provider.api.clusters import ClusterRental, ClusterRentRequest
-from lium_provider.api.errors import LiumError, is_definitive
+from lium_provider.api.errors import NO_CAPACITY_CODES, LiumError, is_definitive
 from lium_provider.api.models import (
     DEAD_POD_STATES,
     DELETED,
@@ -103,6 +103,9 @@ _REPLACE = (RequiresReplace(),)
 _KEEP = (UseStateForUnknown(),)
 LISTING_WAIT_SECONDS = 60.0  # how long the pod listing may lag a cluster rental
 LISTING_POLL_SECONDS = 2.0  # within Lium's ~60 listings a minute per account
+# Rentals of one cluster create while other renters take its chosen nodes: each refused one frees nothing,
+# and the offers are read again before the next.
+CLUSTER_RENT_ATTEMPTS = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,12 +256,17 @@ class ClusterResource(Resource[ClusterModel]):
             offers, feed = s.client.cluster_offers(), s.placement.offers()
         return fits_once_freed(offers, feed, cluster_filter(plan), plan.node_count, plan.fabric_id, freed)
 
-    def _choose(self, ctx: Context, plan: ClusterModel) -> ClusterChoice:
-        """The fabric and nodes the cluster would get now; the error says what is on offer."""
+    def _choose(self, ctx: Context, plan: ClusterModel, taken: frozenset[str] = frozenset()) -> ClusterChoice:
+        """The fabric and nodes the cluster would get now, without the nodes ``taken`` (a refused rental
+        named them); the error says what is on offer."""
         s = session(ctx)
         with api_errors("searching Lium's cluster offers"):
-            offers = s.client.cluster_offers()
+            listed = s.client.cluster_offers()
             feed = s.placement.offers()
+        offers = [
+            o.model_copy(update={"nodes": [n for n in o.nodes if n.id not in taken]}) if taken else o
+            for o in listed
+        ]
         choice = choose_cluster(offers, feed, cluster_filter(plan), plan.node_count, plan.fabric_id)
         if choice is None:
             free = ", ".join(f"{o.fabric_id}: {len(o.nodes)} free" for o in offers) or "none"
@@ -327,9 +335,31 @@ class ClusterResource(Resource[ClusterModel]):
 
     def _rent(self, ctx: Context, s: LiumSession, state: ClusterModel, config: ClusterModel) -> _Rented:
         """Rent the cheapest fitting nodes: what Lium's answer names (the members are listed by the
-        caller, once it tracks them), or the members found by their Lium name when the answer got lost."""
-        ctx.check()
-        choice = self._choose(ctx, state.model_copy(update={"fabric_id": config.fabric_id}))
+        caller, once it tracks them), or the members found by their Lium name when the answer got lost.
+
+        A node another renter took meanwhile refuses the whole rental (a capacity code such as
+        ``node_unavailable``): nothing was rented, so the offers are read again and the fabric's other free
+        nodes (or another fabric that fits) are rented instead, as a pod's rent falls back to its next
+        offer, up to :data:`CLUSTER_RENT_ATTEMPTS` rentals."""
+        taken: frozenset[str] = frozenset()
+        attempt = 1
+        while True:
+            ctx.check()
+            choice = self._choose(ctx, state.model_copy(update={"fabric_id": config.fabric_id}), taken)
+            try:
+                return self._rent_nodes(ctx, s, state, choice)
+            except LiumError as exc:  # a definitive refusal: nothing was rented
+                if exc.code not in NO_CAPACITY_CODES or attempt == CLUSTER_RENT_ATTEMPTS:
+                    raise TFError("Lium refused the cluster rental", str(exc)) from None
+                # The node the refusal names (when it names one) is left out even if the listing lags.
+                taken |= {n.executor_id for n in choice.nodes if n.executor_id in exc.message}
+                ctx.log.info("a node of the cluster was taken meanwhile: choosing again", error=str(exc))
+                attempt += 1
+
+    def _rent_nodes(
+        self, ctx: Context, s: LiumSession, state: ClusterModel, choice: ClusterChoice
+    ) -> _Rented:
+        """One rental of ``choice``'s nodes; a definitive refusal is raised as the :class:`LiumError`."""
         body = ClusterRentRequest(
             pod_name=state.lium_name or state.name,
             template_id=state.template_id or "",
@@ -345,7 +375,7 @@ class ClusterResource(Resource[ClusterModel]):
                 rental = s.client.rent_cluster(body, idempotency_key=key)
         except LiumError as exc:
             if is_definitive(exc):
-                raise TFError("Lium refused the cluster rental", str(exc)) from None
+                raise
             # Looked for by name first; where the server keeps keys, the same order is then sent again
             # (a rental that did happen is answered 409 for good, one that did not is taken once), and
             # the members it names are returned unlisted, so the caller records them and sets their
