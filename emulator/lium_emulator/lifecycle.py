@@ -21,6 +21,7 @@ import anyio
 from lium_emulator.catalogs.images import ImageConfig, resolve_image
 from lium_emulator.config import EmulatorConfig
 from lium_emulator.faults import FaultEngine
+from lium_emulator.notebooks import clear_notebook
 from lium_emulator.records.entities import Pod, Template
 from lium_emulator.records.state import EmulatorState, sha256_hex
 from lium_emulator.records.timeutil import utcnow
@@ -110,6 +111,7 @@ class PodLifecycle:
         pod.status = "REBOOT_PENDING"
         pod.ssh_ready = False
         pod.ports_mapping = None
+        clear_notebook(pod)  # the new container has none
         pod.reboot_requested_at = pod.updated_at = utcnow()
         self._state.save(pod)
         # Lium's names for the request (its audit reads them as "reboot requested", "template switched")
@@ -517,6 +519,7 @@ class PodLifecycle:
             # Published again on the same host ports where they are free (keys are strings once stored).
             previous = {int(k): int(v) for k, v in (pod.ports_mapping or {}).items()}
             pod.ports_mapping, pod.ssh_ready = None, False
+            clear_notebook(pod)  # the new container has none
             self._state.save(pod)
             image, failure = self._resolve(pod)
             detail = failure[1]

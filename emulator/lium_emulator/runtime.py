@@ -18,11 +18,13 @@ from lium_emulator.catalogs.templates import public_templates
 from lium_emulator.config import EmulatorConfig
 from lium_emulator.faults import FaultEngine, FaultPlan
 from lium_emulator.lifecycle import PodLifecycle
+from lium_emulator.notebooks import Notebooks
 from lium_emulator.records.idempotency import IdempotencyLedger
 from lium_emulator.records.state import EmulatorState
 from lium_emulator.records.store import Store
 from lium_emulator.sandbox.manager import SandboxManager
 from lium_emulator.sandbox.watchdog import Watchdog, hold_work_dir, reap_dead_instances
+from lium_emulator.views import POD_HOST
 
 STATE_FILE = "state.sqlite3"
 
@@ -38,6 +40,7 @@ class Runtime:
     ledger: IdempotencyLedger
     lifecycle: PodLifecycle
     sandboxes: SandboxManager
+    notebooks: Notebooks
     work_dir: Path
     started_at: datetime
     stale_pods: list[str]
@@ -119,6 +122,7 @@ def build_runtime(config: EmulatorConfig, port: int, host: str = "127.0.0.1") ->
         ledger=IdempotencyLedger(state),
         lifecycle=PodLifecycle(state, config, faults, sandboxes, work_dir),
         sandboxes=sandboxes,
+        notebooks=Notebooks(state, sandboxes, POD_HOST),
         work_dir=work_dir,
         started_at=datetime.now(UTC),
         stale_pods=stale_pods,

@@ -90,9 +90,13 @@ FAMILIES: tuple[RouteFamily, ...] = (
         other_key_scope="manage",
     ),
     RouteFamily(
-        "pods: reboot, switch template",
+        "pods: reboot, switch template, install Jupyter",
         "manage",
-        ("POST /pods/{pod_id}/reboot", "PUT /pods/{pod_id}/switch-template"),
+        (
+            "POST /pods/{pod_id}/reboot",
+            "PUT /pods/{pod_id}/switch-template",
+            "POST /pods/{pod_id}/install-jupyter",
+        ),
     ),
     RouteFamily(
         "templates, credentials, volumes, SSH keys: write",

@@ -170,6 +170,11 @@ class Pod(Record):
     cluster_overlay_ip: str | None = None
     # Whose balance pays: the workspace's billing owner at rent time (None: ``user_id``, as before).
     billed_user_id: str | None = None
+    # Its notebook server (docs/lium-api.md#notebooks): none until install-jupyter; cleared with the container.
+    jupyter_port: int | None = None
+    jupyter_installation_status: str | None = None
+    jupyter_url: str | None = None
+    jupyter_error: str | None = None
 
 
 class Event(Record):

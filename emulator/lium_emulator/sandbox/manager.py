@@ -157,6 +157,9 @@ class _Pod:
     ids: idmap.IdRange
     sshd_timer: threading.Timer | None = None
     sshd: subprocess.Popen[bytes] | None = None
+    # Processes the emulator started in the pod besides sshd (a notebook server, a backup's copy):
+    # their waiting nsenter parents are reaped at teardown.
+    inside: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
 
 def _tool(name: str) -> str:
@@ -784,19 +787,31 @@ class SandboxManager:
                 return
             log = self._logs.pipe_to(pod.pod_dir / "sshd.log")
             try:
-                # In the pod's PID namespace (nsenter forks into it and waits), then entered and
-                # confined like PID 1. A child (-D), not a daemon: a daemonizing sshd exits 0 even
-                # when it cannot bind.
+                # A child (-D), not a daemon: a daemonizing sshd exits 0 even when it cannot bind.
                 pod.sshd = subprocess.Popen(
-                    [
-                        nsenter, "--target", str(pod.pid1), "--pid", "--",
-                        sys.executable, "-I", "-S", str(_INIT_SCRIPT), "--enter", str(pod.pid1),
-                        str(pod.pod_dir / PLAN_FILE), "--", SSHD, "-D", "-e",
-                    ],
+                    _entering(nsenter, pod, [SSHD, "-D", "-e"]),
                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=_CLEAN_ENV, start_new_session=True,
                 )  # fmt: skip
             finally:
                 os.close(log)
+
+    def start_inside(self, pod_id: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        """Run ``argv`` in the running pod ``pod_id``, entered and confined as its PID 1 is (as the pod's
+        root, with the pod's filesystem, network and limits): whatever it does, it can do no more than
+        pod code. Its stdin and stdout are pipes to the caller, its stderr goes nowhere; it dies with
+        the pod. SandboxError when the pod does not run."""
+        _, nsenter = _require_host_support()
+        with self._lock:
+            pod = self._pods.get(pod_id)
+            if pod is None or not process_is_running(pod.pid1, pod.pid1_start):
+                raise SandboxError(f"pod {pod_id} is not running")
+            process = subprocess.Popen(
+                _entering(nsenter, pod, argv),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env=_CLEAN_ENV, start_new_session=True,
+            )  # fmt: skip
+            pod.inside = [p for p in pod.inside if p.poll() is None] + [process]
+        return process
 
     def _teardown(self, pods: list[_Pod]) -> None:
         # Kill every pod first, then wait: tearing down many pods costs one wait, not one each.
@@ -807,12 +822,23 @@ class SandboxManager:
             _kill_if_same(pod.pid1, pod.pid1_start)
         self._overlays.leave(pod.spec.pod_id for pod in pods)
         for pod in pods:
-            for process in (pod.unshare, pod.sshd):
+            for process in (pod.unshare, pod.sshd, *pod.inside):
                 if process is not None:
                     _reap(process)
             _remove_pod_dir(pod.pod_dir)
             _remove_cgroups(self._cgroups, pod.spec.pod_id)
             pod.ids.release()
+
+
+def _entering(nsenter: str, pod: _Pod, argv: list[str]) -> list[str]:
+    """The command that runs ``argv`` in ``pod``: in its PID namespace (``nsenter`` forks into it and
+    waits, on the host, outside the pod's reach), then entered and confined like PID 1 (``pod_init.py
+    --enter``)."""
+    return [
+        nsenter, "--target", str(pod.pid1), "--pid", "--",
+        sys.executable, "-I", "-S", str(_INIT_SCRIPT), "--enter", str(pod.pid1), str(pod.pod_dir / PLAN_FILE),
+        "--", *argv,
+    ]  # fmt: skip
 
 
 def _remove_cgroups(cgroups: CgroupLimits, pod_id: str) -> None:
