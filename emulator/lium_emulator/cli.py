@@ -107,6 +107,20 @@ def _parser() -> argparse.ArgumentParser:
         help="how often running pods are checked against their API keys' budgets (default: %(default)s)",
     )
     serve.add_argument(
+        "--backup-hour-seconds",
+        type=_positive_tick,
+        default=3600.0,
+        help="how long one hour of a backup schedule lasts, a time scale for schedules and retention "
+        "(default: %(default)s; POST /_emulator/backups/run-due runs what is due at once)",
+    )
+    serve.add_argument(
+        "--backup-max-mib",
+        type=_positive_whole_number,
+        default=256,
+        help="the largest backup the emulator's store takes, in MiB; a workspace's backups hold 4 times "
+        "that together (default: %(default)s)",
+    )
+    serve.add_argument(
         "--failed-seconds",
         type=_non_negative,
         default=180.0,
@@ -170,6 +184,8 @@ def _serve(args: argparse.Namespace) -> int:
         deleting_seconds=args.deleting_seconds,
         failed_row_seconds=args.failed_seconds,
         budget_tick_seconds=args.budget_tick_seconds,
+        backup_hour_seconds=args.backup_hour_seconds,
+        backup_max_mib=args.backup_max_mib,
         pod_open_files_limit=args.pod_open_files_limit,
     )
     return serve(config)

@@ -39,6 +39,8 @@ class EmulatorConfig:
     deleting_seconds: float = 1.0  # DELETING → DELETED; the sandbox is stopped meanwhile
     failed_row_seconds: float = 180.0  # how long a CREATION_FAILED row stays listed
     budget_tick_seconds: float = 1.0  # how often running pods are checked against their keys' budgets
+    backup_hour_seconds: float = 3600.0  # how long one hour of a backup schedule lasts (a time scale)
+    backup_max_mib: int = 256  # the largest backup the store takes; a workspace's backups hold 4 times that
     pod_open_files_limit: int | None = None  # None: a share of the host's file table (sandbox/file_guard.py)
 
     @property

@@ -67,6 +67,9 @@ class PodLifecycle:
         self._wake: dict[str, asyncio.Event] = {}
         self._removals: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        # What else follows a pod's first RUNNING and its deletion (a rent's restore, its backups' schedule).
+        self.on_running: list[Callable[[Pod], None]] = []
+        self.on_deleted: list[Callable[[Pod], None]] = []
 
     # --- directories ---------------------------------------------------------------------------
 
@@ -367,6 +370,8 @@ class PodLifecycle:
             # termination_hours counts from the start; a schedule set while pending takes precedence
             self.schedule_removal(pod, now + timedelta(hours=pod.termination_hours))
         self._after_running(pod)
+        for follow in self.on_running:
+            follow(pod)
 
     def _mark_rebooted(self, pod: Pod, ports: dict[int, int]) -> None:
         pod.status = "RUNNING"
@@ -507,6 +512,8 @@ class PodLifecycle:
         self._state.save(pod)
         self._status_event(pod, previous, "DELETED", reason)
         self._wake.pop(pod.id, None)
+        for follow in self.on_deleted:
+            follow(pod)
         await asyncio.to_thread(shutil.rmtree, self.local_volume_dir(pod.id).parent, True)
         template = self._state.templates.get(pod.template.id)
         if template is not None and template.one_time_template:

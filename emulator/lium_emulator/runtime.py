@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lium_emulator.backups import Backups
 from lium_emulator.catalogs.images import image_catalog
 from lium_emulator.catalogs.nodes import Catalog
 from lium_emulator.catalogs.templates import public_templates
@@ -41,6 +42,7 @@ class Runtime:
     lifecycle: PodLifecycle
     sandboxes: SandboxManager
     notebooks: Notebooks
+    backups: Backups
     work_dir: Path
     started_at: datetime
     stale_pods: list[str]
@@ -114,15 +116,26 @@ def build_runtime(config: EmulatorConfig, port: int, host: str = "127.0.0.1") ->
         pod_open_files_limit=config.pod_open_files_limit,
     )
     faults = FaultEngine(plan)
+    lifecycle = PodLifecycle(state, config, faults, sandboxes, work_dir)
+    backups = Backups(
+        state,
+        sandboxes,
+        work_dir / "backups",
+        config.backup_hour_seconds,
+        config.backup_max_mib * 1024 * 1024,
+    )
+    lifecycle.on_running.append(backups.restore_at_rent)
+    lifecycle.on_deleted.append(backups.pod_gone)
     return Runtime(
         config=config,
         port=port,
         state=state,
         faults=faults,
         ledger=IdempotencyLedger(state),
-        lifecycle=PodLifecycle(state, config, faults, sandboxes, work_dir),
+        lifecycle=lifecycle,
         sandboxes=sandboxes,
         notebooks=Notebooks(state, sandboxes, POD_HOST),
+        backups=backups,
         work_dir=work_dir,
         started_at=datetime.now(UTC),
         stale_pods=stale_pods,

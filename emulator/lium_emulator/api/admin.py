@@ -4,7 +4,7 @@ runner stand-in download that pods use. Everything but health and the download n
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from lium_emulator.api.deps import AdminDep, RuntimeDep
@@ -41,6 +41,17 @@ async def put_faults(plan: FaultPlan, runtime: RuntimeDep) -> dict[str, Any]:
     """Replace the fault plan (counters and RNG restart from the plan's seed)."""
     runtime.faults.replace(plan)
     return runtime.faults.snapshot()
+
+
+@router.post("/backups/run-due", dependencies=[AdminDep])
+async def run_due_backups(
+    runtime: RuntimeDep, after_hours: float = Query(0, ge=0, le=24 * 366)
+) -> dict[str, Any]:
+    """Run every backup schedule that is due, and expire old copies, as the tick would ``after_hours`` of
+    a schedule's hours from now (``--backup-hour-seconds``); answers once the backups it started have
+    finished. Tests use it instead of waiting."""
+    started = await runtime.backups.run_due(utcnow() + runtime.backups.hours(after_hours))
+    return {"started": [b.id for b in started], "statuses": {b.id: b.status for b in started}}
 
 
 @router.get("/resources", dependencies=[AdminDep])

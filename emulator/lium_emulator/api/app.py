@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from lium_emulator.api import (
     account,
     admin,
+    backups,
     billing,
     clusters,
     credentials,
@@ -44,6 +45,7 @@ logger = logging.getLogger(__name__)
 API_MODULES = (
     account,
     billing,
+    backups,
     nodes,
     quotes,
     clusters,
@@ -66,14 +68,17 @@ def create_app(runtime: Runtime) -> AsgiApp:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         runtime.lifecycle.recover()
-        watch = asyncio.get_running_loop().create_task(
-            BudgetWatch(runtime, runtime.config.budget_tick_seconds).run()
-        )
+        loop = asyncio.get_running_loop()
+        ticks = [
+            loop.create_task(BudgetWatch(runtime, runtime.config.budget_tick_seconds).run()),
+            loop.create_task(runtime.backups.run()),
+        ]
         try:
             yield
         finally:
-            watch.cancel()
-            await asyncio.gather(watch, return_exceptions=True)
+            for tick in ticks:
+                tick.cancel()
+            await asyncio.gather(*ticks, return_exceptions=True)
             await runtime.lifecycle.shutdown()
             runtime.close()
 

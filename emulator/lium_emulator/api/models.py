@@ -57,6 +57,9 @@ class RentRequest(Body):
     enable_jupyter: bool = False
     enable_backups: bool = True
     termination_hours: int | None = None
+    # A backup restored into the new pod once it runs (docs/lium-api.md#backups): both or neither.
+    backup_log_id: UUID | None = None
+    restore_path: str | None = None
 
     def authorized_keys(self) -> list[str]:
         """The public keys to authorise for root."""

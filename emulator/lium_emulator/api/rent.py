@@ -21,10 +21,11 @@ from lium_emulator.api.edge import API_PREFIX
 from lium_emulator.api.models import RentRequest
 from lium_emulator.api.owned import owned
 from lium_emulator.api.templates import visible_template
+from lium_emulator.backups import DEFAULT_FREQUENCY_HOURS, DEFAULT_RETENTION_DAYS, BackupRefused
 from lium_emulator.catalogs.nodes import Node, pod_share
 from lium_emulator.errors import ApiError
 from lium_emulator.faults import FaultDecision
-from lium_emulator.lifecycle import pod_internal_ports
+from lium_emulator.lifecycle import local_volume_path, pod_internal_ports
 from lium_emulator.records.entities import Pod, PodFaults, Template
 from lium_emulator.records.idempotency import request_fingerprint
 from lium_emulator.records.timeutil import utcnow
@@ -220,6 +221,7 @@ def _rent(
     template = rentable_template(runtime, caller, body.template_id)
     check_ports(runtime, node, template)
     volume_id = attachable_volume_id(runtime, caller, body.volume_id)
+    restore = restore_order(runtime, caller, body.backup_log_id, body.restore_path)
     pod = new_pod(
         caller,
         node,
@@ -235,9 +237,29 @@ def _rent(
         termination_hours=body.termination_hours,
         idempotency_key=idempotency_key,
         faults=decision.pod_faults.model_copy() if decision is not None else PodFaults(),
+        restore_backup_id=restore[0] if restore else None,
+        restore_path=restore[1] if restore else None,
     )
     commit_pod(runtime, caller, pod, f"executor {executor_id}")
     return pod.id
+
+
+def restore_order(
+    runtime: Runtime, caller: Caller, backup_id: UUID | None, restore_path: str | None
+) -> tuple[str, str] | None:
+    """A rent's backup to restore and where (both or neither): the workspace's completed backup, into an
+    absolute path without ``..``."""
+    if backup_id is None and restore_path is None:
+        return None
+    if backup_id is None or not restore_path:
+        raise ApiError(400, "restore_invalid", "backup_log_id and restore_path must be given together.")
+    if not restore_path.startswith("/") or ".." in restore_path.split("/"):
+        raise ApiError(400, "restore_invalid", "restore_path must be an absolute path without '..'.")
+    try:
+        backup = runtime.backups.restorable(caller.workspace_id, str(backup_id))
+    except BackupRefused as refusal:
+        raise ApiError(404, "backup_not_found", str(refusal)) from None
+    return backup.id, restore_path
 
 
 def new_pod(caller: Caller, node: Node, gpu_count: int, template: Template, **order: Any) -> Pod:
@@ -272,6 +294,10 @@ def commit_pod(runtime: Runtime, caller: Caller, pod: Pod, detail: str) -> None:
     state = runtime.state
     state.pods[pod.id] = pod
     state.save(pod)
+    if pod.enable_backups:  # as on Lium, a new pod's local volume is backed up unless the rent said not
+        runtime.backups.configure(
+            pod, local_volume_path(pod.template.volumes), DEFAULT_FREQUENCY_HOURS, DEFAULT_RETENTION_DAYS
+        )
     state.record_event(caller.workspace_id, "pod-rent.requested", pod=pod, actor=caller.actor, detail=detail)
     state.record_event(
         caller.workspace_id, "pod-lifecycle.status", pod=pod, to_status="PENDING", reason="user_initiated"

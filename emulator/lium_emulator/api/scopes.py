@@ -51,6 +51,18 @@ FAMILIES: tuple[RouteFamily, ...] = (
     ),
     RouteFamily("billing statement: read", "read", ("GET /billing/statement",)),
     RouteFamily(
+        "backups: read",
+        "read",
+        (
+            "GET /backup-configs",
+            "GET /backup-configs/pod/{pod_id}",
+            "GET /backup-logs/pod/{pod_id}",
+            "GET /backup-logs/",
+            "GET /backup-logs/{backup_id}",
+            "GET /pods/{pod_id}/restore-logs",
+        ),
+    ),
+    RouteFamily(
         "templates, credentials, volumes, SSH keys: read",
         "read",
         (
@@ -114,6 +126,20 @@ FAMILIES: tuple[RouteFamily, ...] = (
             "POST /ssh-keys",
             "PUT /ssh-keys/{key_id}",
             "DELETE /ssh-keys/{key_id}",
+        ),
+    ),
+    RouteFamily(
+        "backups: configure, back up, restore, cancel, delete",
+        "manage",
+        (
+            "POST /backup-configs",
+            "PUT /backup-configs/{config_id}",
+            "DELETE /backup-configs/{config_id}",
+            "POST /pods/{pod_id}/backup",
+            "POST /backup-logs/{backup_id}/cancel",
+            "DELETE /backup-logs/{backup_id}",
+            "POST /pods/{pod_id}/restore",
+            "POST /restore-logs/{restore_id}/cancel",
         ),
     ),
     RouteFamily(

@@ -175,6 +175,9 @@ class Pod(Record):
     jupyter_installation_status: str | None = None
     jupyter_url: str | None = None
     jupyter_error: str | None = None
+    # The backup its rent restores once it runs, and where (docs/lium-api.md#backups).
+    restore_backup_id: str | None = None
+    restore_path: str | None = None
 
 
 class Event(Record):

@@ -20,6 +20,7 @@ from lium_emulator.records.access import (
     Session,
     Workspace,
 )
+from lium_emulator.records.backups import BackupConfig, BackupLog, RestoreLog
 from lium_emulator.records.entities import (
     ACTIVE_STATUSES,
     Account,
@@ -50,6 +51,9 @@ _KINDS: dict[type[Record], str] = {
     Membership: "membership",
     Invitation: "invitation",
     BudgetRefusal: "budget_refusal",
+    BackupConfig: "backup_config",
+    BackupLog: "backup_log",
+    RestoreLog: "restore_log",
 }
 
 
@@ -89,6 +93,9 @@ class EmulatorState:
         self.workspaces: dict[str, Workspace] = {}
         self.memberships: dict[str, Membership] = {}
         self.invitations: dict[str, Invitation] = {}
+        self.backup_configs: dict[str, BackupConfig] = {}
+        self.backups: dict[str, BackupLog] = {}
+        self.restores: dict[str, RestoreLog] = {}
         self.refusals: list[BudgetRefusal] = []
         self._keys_by_hash: dict[str, ApiKey] = {}
         self._load()
@@ -127,6 +134,12 @@ class EmulatorState:
             (BudgetRefusal.model_validate(doc) for doc in self.store.load("budget_refusal")),
             key=lambda r: r.created_at,
         )
+        for config in (BackupConfig.model_validate(doc) for doc in self.store.load("backup_config")):
+            self.backup_configs[config.id] = config
+        for backup in (BackupLog.model_validate(doc) for doc in self.store.load("backup_log")):
+            self.backups[backup.id] = backup
+        for restore in (RestoreLog.model_validate(doc) for doc in self.store.load("restore_log")):
+            self.restores[restore.id] = restore
         for account in list(self.accounts.values()):
             self._ensure_personal(account)  # state written before keys and workspaces existed
 
