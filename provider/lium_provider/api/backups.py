@@ -11,7 +11,9 @@ from pydantic import Field, model_validator
 from lium_provider.api.models import NonEmptyStr, RequestModel, ResponseModel, UtcDatetime
 
 BACKUP_DONE = "COMPLETED"
-"""A backup's status once its copy is whole, and so restorable."""
+"""A backup's status once its copy is whole, and so restorable; a restore's once it is written."""
+FINISHED = frozenset({BACKUP_DONE, "FAILED", "CANCELLED"})
+"""The statuses a backup or restore ends in."""
 MIN_BACKUP_FREQUENCY_HOURS, MAX_BACKUP_FREQUENCY_HOURS = 1, 168
 MIN_BACKUP_RETENTION_DAYS, MAX_BACKUP_RETENTION_DAYS = 1, 365
 BackupFrequencyHours = Annotated[int, Field(ge=MIN_BACKUP_FREQUENCY_HOURS, le=MAX_BACKUP_FREQUENCY_HOURS)]
@@ -44,6 +46,24 @@ class BackupConfigRow(ResponseModel):
     def _pod(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("pod_id") is None and data.get("pod_executor_id"):
             return {**data, "pod_id": data["pod_executor_id"]}
+        return data
+
+
+class RestoreLogRow(ResponseModel):
+    """One restore into a pod (a row of ``/pods/{id}/restore-logs``)."""
+
+    id: NonEmptyStr
+    backup_id: str | None = None
+    status: str = ""
+    restore_path: str | None = None
+    error_message: str | None = None
+    created_at: UtcDatetime | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _status(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("status"), str):
+            return {**data, "status": data["status"].strip().upper()}
         return data
 
 

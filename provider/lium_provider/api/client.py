@@ -20,7 +20,7 @@ import httpx
 from pydantic import BaseModel
 
 from lium_provider.api.api_keys import ApiKeyRow, ApiKeySpec, MintedApiKey, WorkspaceRow
-from lium_provider.api.backups import BackupConfigRow, BackupLogRow, BackupSchedule
+from lium_provider.api.backups import BackupConfigRow, BackupLogRow, BackupSchedule, RestoreLogRow
 from lium_provider.api.clusters import ClusterOffer, ClusterRemoval, ClusterRental, ClusterRentRequest
 from lium_provider.api.errors import (
     InvalidArgument,
@@ -515,6 +515,13 @@ class LiumClient:
 
     def delete_backup_config(self, config_id: str) -> None:
         self._delete(f"/backup-configs/{_segment(config_id)}")
+
+    def pod_restores(self, pod_id: str) -> list[RestoreLogRow]:
+        """The restores into the pod (the first page: the newest)."""
+        path = f"/pods/{_segment(pod_id)}/restore-logs"
+        data = self._call("GET", path, params={"page": 1, "limit": 100}).data
+        items = data.get("items") if isinstance(data, dict) else data
+        return parse_list(RestoreLogRow, items if items is not None else [], method="GET", path=path)
 
     def pod_backups(self, pod_id: str) -> list[BackupLogRow]:
         """Every backup of the pod, newest first, page by page (a pod without any: empty)."""

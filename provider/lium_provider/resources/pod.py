@@ -81,6 +81,7 @@ from lium_provider.resources.pod_notebook import (
     refreshed_notebook,
 )
 from lium_provider.resources.pod_private import PodPrivate
+from lium_provider.resources.pod_restore import wait_for_restore
 from lium_provider.resources.pod_switch import plan_switch, switch_container, switching
 from lium_provider.resources.removal_plan import create_seconds_left, plan_default_hours, plan_removal
 from lium_provider.resources.served_ports import wait_for_ports
@@ -444,6 +445,8 @@ class PodResource(Resource[PodModel]):
         ctx.record(state)
         self._wait_for_ports(ctx, s, state, plan.wait_for_ports)
         state = self._replace_provisional_deadline(s, state)
+        if plan.restore_backup_id:
+            wait_for_restore(ctx, s, state)
         if plan.jupyter_port is not None:
             ctx.record(state.model_copy(update={"jupyter_port": None}))  # a failed install is tried again
             state = install_notebook(ctx, s, state, plan.jupyter_port)
