@@ -29,6 +29,7 @@ from lium_emulator.launcher import RunningEmulator
 from lium_provider.api.endpoints import feed_url_for
 from lium_provider.domain.offer_filter import OfferFilter
 from lium_provider.domain.offers import Offer, find_offers
+from tests.support import http
 from tests.support.arguments import RESOURCES, arguments_of
 from tests.support.examples import adapt_example
 from tests.support.keys import session_token
@@ -56,11 +57,12 @@ RUNNER = "lium_runner.r"
 CLUSTER = "lium_cluster.c"
 SSH_KEY = "lium_ssh_key.k"
 API_KEY = "lium_api_key.a"
+BACKUP = "lium_backup_config.b"
 # The object of each type that the import tests import (the spare template, of Lium's cluster image, is
 # the cluster's and gives the pod another id).
 IMPORTED = {
     address.split(".")[0]: address
-    for address in (CREDENTIAL, TEMPLATE, VOLUME, POD, RUNNER, CLUSTER, SSH_KEY, API_KEY)
+    for address in (CREDENTIAL, TEMPLATE, VOLUME, POD, RUNNER, CLUSTER, SSH_KEY, API_KEY, BACKUP)
 }
 # Arguments no read can return, so an imported object plans exactly these as changes when its config sets
 # them: how a pod was placed (its offer filter; Lium keeps only the result) and Terraform's own timeouts;
@@ -108,7 +110,7 @@ def stack_arguments(keys: Keys) -> dict[str, dict[str, Any]]:
             "entrypoint": "/bin/sh",
             "startup_commands": "-c 'exec sleep infinity'",
             "environment": {"HF_HOME": "/root/.cache/huggingface"},
-            "internal_ports": [22, 10022],
+            "internal_ports": [22, 10022, 8888],
         },
         SPARE_TEMPLATE: {"name": "matrix-spare", "image": CLUSTER_IMAGE},
         VOLUME: {"name": "matrix-data", "description": "shared training data"},
@@ -128,6 +130,7 @@ def stack_arguments(keys: Keys) -> dict[str, dict[str, Any]]:
         },
         SSH_KEY: {"name": "matrix-key", "public_key": keys.spare},
         API_KEY: {"name": "matrix-ci", "pod_visibility": "own", "max_budget_usd": 100},
+        BACKUP: {"pod_id": "${lium_pod.p.id}", "path": "/root"},
     }
 
 
@@ -191,6 +194,13 @@ def stack_live(
     tf.write(PROVIDER_BLOCK, "providers.tf")
     write_stack(tf, arguments)
     tf.init()
+    created = http.post(
+        f"{emulator.api_url}/workspaces",
+        json={"name": OTHER_WORKSPACE},
+        headers={"Authorization": f"Bearer {tf.env['LIUM_SESSION_TOKEN']}"},
+        timeout=30,
+    )
+    assert created.status_code == 200, created.text
     try:
         tf.apply()
         state = {f"{r['type']}.{r['name']}": r["instances"][0]["attributes"] for r in tf.resources()}
@@ -225,6 +235,8 @@ class Step:
     case: str = ""
     collateral: tuple[tuple[str, str], ...] = ()
     """What else an in-place change must plan, by address (a pod's new container replaces its runner)."""
+    companions: tuple[tuple[str, object], ...] = ()
+    """Arguments set with this one, which it needs (a restore's backup and directory go together)."""
 
     @property
     def type_name(self) -> str:
@@ -302,6 +314,8 @@ def host_key_of(key_line: str) -> str:
 
 
 TIMEOUTS = {"create": "20m"}
+SOME_BACKUP = "5d2c6b1a-0f9e-4d8c-b7a6-958473625140"
+OTHER_WORKSPACE = "matrix-team"  # a team workspace the fixture creates beside the personal one
 STEPS = (
     Step(CREDENTIAL, "username", given("matrix-bot-2")),
     Step(CREDENTIAL, "password_wo", given("another-registry-secret")),
@@ -311,7 +325,7 @@ STEPS = (
     Step(TEMPLATE, "entrypoint", given("/bin/bash")),
     Step(TEMPLATE, "startup_commands", given("-c 'exec sleep 86400'")),
     Step(TEMPLATE, "environment", given({"HF_HOME": "/mnt/hf"})),
-    Step(TEMPLATE, "internal_ports", given([22, 10022, 8888])),
+    Step(TEMPLATE, "internal_ports", given([22, 10022, 8888, 9000])),
     Step(TEMPLATE, "local_volume_path", given("/workspace")),
     Step(TEMPLATE, "is_private", given(False)),
     Step(TEMPLATE, "docker_credential_id", given("${lium_docker_credential.c.id}")),
@@ -330,6 +344,10 @@ STEPS = (
     Step(POD, "wait_for_ports", given([22])),
     Step(POD, "timeouts", given(TIMEOUTS)),
     Step(POD, "termination_hours", given(24)),  # moves the removal in place
+    Step(POD, "jupyter_port", given(8888)),  # installed in place
+    Step(POD, "enable_backups", given(True)),
+    Step(POD, "restore_backup_id", given(SOME_BACKUP), companions=(("restore_path", "/restored"),)),
+    Step(POD, "restore_path", given("/restored"), companions=(("restore_backup_id", SOME_BACKUP),)),
     # The offer filter: the pod runs an RTX 3090 (state: "NVIDIA GeForce RTX 3090") at the
     # cheapest price there is, in us-ca, secure (not spot).
     Step(POD, "gpu", the_short_spelling, "keep", "the same GPU, spelt short"),
@@ -378,11 +396,16 @@ STEPS = (
     Step(API_KEY, "name", given("matrix-ci-2")),
     Step(API_KEY, "scopes", given(["read"])),
     Step(API_KEY, "pod_visibility", given("account")),
-    Step(API_KEY, "workspace", given("Personal")),
+    Step(API_KEY, "workspace", given("personal"), "update", "its own workspace, in another case"),
+    Step(API_KEY, "workspace", given(OTHER_WORKSPACE), "replace", "another workspace"),
     Step(API_KEY, "daily_budget_usd", given(10)),
     Step(API_KEY, "monthly_budget_usd", given(50)),
     Step(API_KEY, "max_budget_usd", given(200)),
     Step(API_KEY, "pgp_key", given("bm90IGEga2V5")),
+    Step(BACKUP, "pod_id", given("0b6f6f7e-1d2c-4b8a-9a53-5c2f0d7e8a42")),
+    Step(BACKUP, "path", given("/root/checkpoints")),
+    Step(BACKUP, "frequency_hours", given(2)),
+    Step(BACKUP, "retention_days", given(30)),
 )
 
 
@@ -393,6 +416,8 @@ def is_conditional(type_name: str, attribute: str) -> bool:
     if type_name in ("lium_pod", "lium_cluster") and attribute == "authorized_keys":
         # the same keys in another order, or with the pod's own, are kept (plan_same_keys)
         return True
+    if type_name == "lium_api_key" and attribute == "workspace":
+        return True  # the same workspace written another way keeps the key
     attr = RESOURCES[type_name].schema().block.attributes.get(attribute)
     return attr is not None and any(isinstance(rule, RequiresReplaceIf) for rule in attr.spec.plan)
 
@@ -443,9 +468,8 @@ def test_the_applied_stack_plans_no_change(stack_live: LiveStack) -> None:
 def test_one_change_plans_what_the_schema_declares(stack_live: LiveStack, step: Step) -> None:
     value = step.value(stack_live.live)
     arguments = stack_live.arguments
-    write_stack(
-        stack_live.tf, {**arguments, step.address: {**arguments[step.address], step.attribute: value}}
-    )
+    changed = {**arguments[step.address], **dict(step.companions), step.attribute: value}
+    write_stack(stack_live.tf, {**arguments, step.address: changed})
     plan = saved_plan(stack_live.tf, "-refresh=false")  # nothing drifted: the steps test the plan rules
     expected = expected_outcome(step)
     case = f" ({step.case})" if step.case else ""

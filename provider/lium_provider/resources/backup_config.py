@@ -67,21 +67,21 @@ class BackupConfigModel(BaseModel):
         ),
     ] = Field(min_length=1)
     frequency_hours: Annotated[
-        BackupFrequencyHours,
+        BackupFrequencyHours | None,
         Attribute(
             optional=True,
             computed=True,
             description=f"Hours between backups. Default: {DEFAULT_FREQUENCY_HOURS}.",
         ),
-    ] = DEFAULT_FREQUENCY_HOURS
+    ] = None
     retention_days: Annotated[
-        BackupRetentionDays,
+        BackupRetentionDays | None,
         Attribute(
             optional=True,
             computed=True,
             description=f"Days each backup is kept. Default: {DEFAULT_RETENTION_DAYS}.",
         ),
-    ] = DEFAULT_RETENTION_DAYS
+    ] = None
     stack_tag: StackTag = None
     adopted_from: AdoptedFrom = None
 
@@ -95,8 +95,8 @@ class BackupConfigModel(BaseModel):
     def schedule(self) -> BackupSchedule:
         return BackupSchedule(
             backup_path=self.path,
-            backup_frequency_hours=self.frequency_hours,
-            retention_days=self.retention_days,
+            backup_frequency_hours=self.frequency_hours or DEFAULT_FREQUENCY_HOURS,
+            retention_days=self.retention_days or DEFAULT_RETENTION_DAYS,
         )
 
 
