@@ -110,8 +110,8 @@ def _parser() -> argparse.ArgumentParser:
         "--backup-hour-seconds",
         type=_positive_tick,
         default=3600.0,
-        help="how long one hour of a backup schedule lasts, a time scale for schedules and retention "
-        "(default: %(default)s; POST /_emulator/backups/run-due runs what is due at once)",
+        help="how long one hour of a backup schedule lasts, a time scale for schedules and retention; "
+        "POST /_emulator/backups/run-due runs what is due at once (default: %(default)s)",
     )
     serve.add_argument(
         "--backup-max-mib",

@@ -77,6 +77,10 @@ class Pod(LiumResourceBase):
         Argument("volume_id", STRING),
         Argument("wait_for_ports", NUMBER_LIST),
         Argument("termination_hours", NUMBER),
+        Argument("jupyter_port", NUMBER),
+        Argument("enable_backups", BOOL),
+        Argument("restore_backup_id", STRING),
+        Argument("restore_path", STRING),
         Argument("timeouts", block=(PodTimeouts, "single")),
     )
 
@@ -100,6 +104,10 @@ class Pod(LiumResourceBase):
         volume_id: str | None = None,
         wait_for_ports: Sequence[float] | None = None,
         termination_hours: int | None = None,
+        jupyter_port: int | None = None,
+        enable_backups: bool | cdk.IResolvable | None = None,
+        restore_backup_id: str | None = None,
+        restore_path: str | None = None,
         timeouts: PodTimeouts | None = None,
         count: float | cdk.TerraformCount | None = None,
         depends_on: Sequence[cdk.ITerraformDependable] | None = None,
@@ -125,6 +133,10 @@ class Pod(LiumResourceBase):
             volume_id: `lium_volume` to mount at /mnt (one).
             wait_for_ports: Internal ports (what a process in the container listens on) the create and every update wait for, until each accepts a connection inside the pod (tried through the provider's SSH session, so only the pod's own service can answer), within the operation's `timeouts`. A port that never answers fails the apply naming it, with the last lines the container printed; a create's pod is then kept as tainted. A port need not be published (in the template's `internal_ports`) to be waited for; it must be to be reached from outside (`ports`). Must have at most 64 items. Each item must be 1 to 65535.
             termination_hours: Lium removes the pod this many hours after it started. Default: the provider's `default_termination_hours`, else none (the pod runs until deleted). Changing it moves the removal in place; removing it cancels the removal. Must be 1 to 720.
+            jupyter_port: Run a Jupyter notebook server on this internal port of the pod's template (one of its `internal_ports`, never 22 or 10022); its address is `jupyter_url`. Changed in place; a new container (a template switch) gets it again. Unset: none is installed (one installed before runs until the pod's container changes). Must be 1 to 65535.
+            enable_backups: Whether Lium backs up the pod's volume on its own schedule (billed per GB-hour of backup storage; docs/guides/backups.md). Lium's own default is true; the provider's is false: declare backups with `lium_backup_config` instead. Set at rent: a change re-rents.
+            restore_backup_id: Restore this backup (a `data.lium_backups` id) into the new pod, at `restore_path`. Set at rent: a change re-rents.
+            restore_path: With `restore_backup_id`: the new or empty directory in the pod the backup is restored into (absolute).
             timeouts: Per-operation time budgets (Go duration syntax).
 
         ``count``, ``depends_on``, ``for_each``, ``lifecycle`` and ``provider`` are Terraform's
@@ -149,6 +161,10 @@ class Pod(LiumResourceBase):
                 "volume_id": volume_id,
                 "wait_for_ports": wait_for_ports,
                 "termination_hours": termination_hours,
+                "jupyter_port": jupyter_port,
+                "enable_backups": enable_backups,
+                "restore_backup_id": restore_backup_id,
+                "restore_path": restore_path,
                 "timeouts": timeouts,
             },
             count=count,
@@ -292,6 +308,31 @@ class Pod(LiumResourceBase):
     def lium_name(self) -> str:
         """The name sent to Lium: `name`, `-`, the stack tag (see the provider's `stack`) and 3 characters of what the rent asks for and cannot change in place (`gpu_count`, `volume_id`, a configured `executor_id`, `ssh_public_key` and `authorized_keys`), so a replacement never has its predecessor's name. It recognises this stack's pod of this instance from any machine."""
         return self.get_string_attribute("lium_name")
+
+    @property
+    def jupyter_port(self) -> float:
+        """Run a Jupyter notebook server on this internal port of the pod's template (one of its `internal_ports`, never 22 or 10022); its address is `jupyter_url`. Changed in place; a new container (a template switch) gets it again. Unset: none is installed (one installed before runs until the pod's container changes)."""
+        return self.get_number_attribute("jupyter_port")
+
+    @property
+    def jupyter_url(self) -> str:
+        """The notebook's URL, with its access token (sensitive); null without `jupyter_port`."""
+        return self.get_string_attribute("jupyter_url")
+
+    @property
+    def enable_backups(self) -> cdk.IResolvable:
+        """Whether Lium backs up the pod's volume on its own schedule (billed per GB-hour of backup storage; docs/guides/backups.md). Lium's own default is true; the provider's is false: declare backups with `lium_backup_config` instead. Set at rent: a change re-rents."""
+        return self.get_boolean_attribute("enable_backups")
+
+    @property
+    def restore_backup_id(self) -> str:
+        """Restore this backup (a `data.lium_backups` id) into the new pod, at `restore_path`. Set at rent: a change re-rents."""
+        return self.get_string_attribute("restore_backup_id")
+
+    @property
+    def restore_path(self) -> str:
+        """With `restore_backup_id`: the new or empty directory in the pod the backup is restored into (absolute)."""
+        return self.get_string_attribute("restore_path")
 
     @property
     def stack_tag(self) -> str:
