@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import subprocess
+import threading
 import uuid
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -37,6 +39,9 @@ WORKSPACE_BACKUPS = 4
 DEFAULT_FREQUENCY_HOURS, DEFAULT_RETENTION_DAYS = 24, 7
 """The schedule a pod rented with ``enable_backups`` gets (of its local volume): [I], docs/lium-api.md#backups."""
 _CHUNK = 1024 * 1024
+COPY_SECONDS = 600.0
+"""The longest a backup's or restore's copy may take: a pod whose copy never ends (its ``tar`` replaced,
+a FIFO in the path) is stopped there, and the copy fails."""
 _COPY_OUT = 'cd -- "$1" && exec tar -cf - .'
 # A restore writes into a new or empty directory only; --no-same-owner: files belong to the pod's root.
 _COPY_IN = 'mkdir -p -- "$1" && cd -- "$1" && [ -z "$(ls -A)" ] && exec tar -xf - --no-same-owner'
@@ -44,6 +49,26 @@ _COPY_IN = 'mkdir -p -- "$1" && cd -- "$1" && [ -z "$(ls -A)" ] && exec tar -xf 
 
 def _cancelled(record: BackupLog | RestoreLog) -> bool:
     return record.status == "CANCELLED"
+
+
+class _Deadline:
+    """Kills a copy's process after ``seconds``: a copy blocked on a pod that never answers ends."""
+
+    def __init__(self, process: subprocess.Popen[bytes], seconds: float) -> None:
+        self._process = process
+        self._passed = threading.Event()
+        self._timer = threading.Timer(seconds, self._kill)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _kill(self) -> None:
+        self._passed.set()
+        self._process.kill()
+
+    def stop(self) -> bool:
+        """Stop the timer; whether the deadline had passed (and the process was killed for it)."""
+        self._timer.cancel()
+        return self._passed.is_set()
 
 
 class BackupRefused(Exception):
@@ -182,6 +207,7 @@ class Backups:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.close()
         self._store.mkdir(mode=0o700, parents=True, exist_ok=True)
+        deadline = _Deadline(process, COPY_SECONDS)
         size = 0
         with open(os.open(archive, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
             while chunk := process.stdout.read(_CHUNK):
@@ -192,6 +218,9 @@ class Backups:
                 out.write(chunk)
         process.stdout.close()
         code = process.wait()
+        if deadline.stop():
+            archive.unlink(missing_ok=True)
+            return 0, f"copying {path} took longer than {COPY_SECONDS:.0f} s"
         if size > limit:
             archive.unlink(missing_ok=True)
             which = "one backup" if limit == self._max_bytes else "the workspace's backups"
@@ -305,6 +334,7 @@ class Backups:
             return f"the pod cannot be restored into now: {exc}"
         assert process.stdin is not None and process.stdout is not None
         process.stdout.close()
+        deadline = _Deadline(process, COPY_SECONDS)
         try:
             with archive.open("rb") as source:
                 while chunk := source.read(_CHUNK):
@@ -316,6 +346,8 @@ class Backups:
         except BrokenPipeError:
             pass  # tar stopped reading: its exit code says why
         code = process.wait()
+        if deadline.stop():
+            return f"restoring into {path} took longer than {COPY_SECONDS:.0f} s"
         return (
             None if code == 0 else f"{path} is not a new or empty directory the pod can write (exit {code})"
         )
