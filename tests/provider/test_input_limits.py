@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from lium_provider.resources.backup_config import BackupConfigModel
 from lium_provider.resources.inputs import COMMAND_LINE_BYTES, ENVIRONMENT_BYTES, EXEC_STRING_BYTES
 from lium_provider.resources.pod import PodModel
 from lium_provider.resources.runner import RunnerModel
@@ -88,6 +89,36 @@ def test_an_id_that_is_not_a_lium_id_is_refused(
     problems = refused(model, config)
     assert [path[0] for path, _ in problems if path] == [attribute], problems
     assert "not a Lium id" in problems[0][1]
+
+
+@pytest.mark.parametrize(
+    ("model", "config", "attribute", "words"),
+    [
+        (PodModel, {**POD, "restore_path": "restored"}, "restore_path", "absolute path"),
+        (PodModel, {**POD, "restore_path": "/root/../etc"}, "restore_path", "without `..`"),
+        (PodModel, {**POD, "jupyter_port": 22}, "jupyter_port", "sshd"),
+        (PodModel, {**POD, "jupyter_port": 10022}, "jupyter_port", "runner's"),
+        (BackupConfigModel, {"pod_id": POD["template_id"], "path": "ckpt"}, "path", "absolute path"),
+        (
+            BackupConfigModel,
+            {"pod_id": POD["template_id"], "path": "/", "frequency_hours": 0},
+            "frequency_hours",
+            "",
+        ),
+        (
+            BackupConfigModel,
+            {"pod_id": POD["template_id"], "path": "/", "retention_days": 366},
+            "retention_days",
+            "",
+        ),
+    ],
+)
+def test_a_pod_path_port_or_schedule_lium_would_refuse_is_refused_at_plan(
+    model: type[BaseModel], config: dict[str, Any], attribute: str, words: str
+) -> None:
+    problems = refused(model, config)
+    assert [path[0] for path, _ in problems if path] == [attribute], problems
+    assert words in problems[0][1], problems
 
 
 @pytest.mark.terraform

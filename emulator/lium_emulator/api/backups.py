@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lium_emulator.api.caller import Caller, CallerDep
 from lium_emulator.api.deps import RuntimeDep
+from lium_emulator.api.models import pod_path
 from lium_emulator.api.pods import seen_pod
 from lium_emulator.backups import BackupRefused
 from lium_emulator.errors import ApiError
@@ -47,12 +48,6 @@ class RestoreOrder(BaseModel):
 
     backup_id: UUID
     restore_path: str = Field(min_length=1, max_length=4096)
-
-
-def _path(path: str, what: str) -> str:
-    if not path.startswith("/") or ".." in path.split("/"):
-        raise ApiError(400, "invalid_path", f"{what} must be an absolute path without '..'.")
-    return path
 
 
 def _config_row(config: BackupConfig) -> dict[str, Any]:
@@ -156,7 +151,7 @@ async def create_backup_config(
 ) -> dict[str, Any]:
     """The pod's schedule, created, or replaced in place when it has one (one per pod)."""
     pod = _running(runtime, caller, body.pod_id)
-    path = _path(body.backup_path, "backup_path")
+    path = pod_path(body.backup_path, "backup_path")
     return _config_row(runtime.backups.configure(pod, path, body.backup_frequency_hours, body.retention_days))
 
 
@@ -182,7 +177,7 @@ async def update_backup_config(
 ) -> dict[str, Any]:
     config = _config(runtime, caller, config_id)
     pod = seen_pod(runtime, caller, config.pod_id)
-    path = _path(body.backup_path, "backup_path")
+    path = pod_path(body.backup_path, "backup_path")
     return _config_row(
         runtime.backups.configure(pod, path, body.backup_frequency_hours, body.retention_days, config)
     )
@@ -263,7 +258,7 @@ async def delete_backup(backup_id: UUID, runtime: RuntimeDep, caller: CallerDep)
 async def restore(pod_id: UUID, body: RestoreOrder, runtime: RuntimeDep, caller: CallerDep) -> dict[str, Any]:
     """A backup of the workspace written into the running pod, at a new or empty directory."""
     pod = _running(runtime, caller, pod_id)
-    path = _path(body.restore_path, "restore_path")
+    path = pod_path(body.restore_path, "restore_path")
     try:
         backup = runtime.backups.restorable(caller.workspace_id, str(body.backup_id))
     except BackupRefused as refusal:

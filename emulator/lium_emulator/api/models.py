@@ -10,8 +10,17 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from lium_emulator.errors import ApiError
+
 Port = Annotated[int, Field(ge=1, le=65535)]
 _VOLUME_NAME = re.compile(r"^[A-Za-z0-9\-_. ,()!?/]{1,100}$")
+
+
+def pod_path(path: str, what: str) -> str:
+    """A directory inside a pod a client names: absolute and without ``..``, else 400 naming ``what``."""
+    if not path.startswith("/") or ".." in path.split("/"):
+        raise ApiError(400, "invalid_path", f"{what} must be an absolute path without '..'.")
+    return path
 
 
 def _absolute_paths(paths: list[str]) -> list[str]:

@@ -18,7 +18,7 @@ from lium_emulator import budgets
 from lium_emulator.api.caller import Caller, CallerDep
 from lium_emulator.api.deps import RuntimeDep, fault_decision, request_id
 from lium_emulator.api.edge import API_PREFIX
-from lium_emulator.api.models import RentRequest
+from lium_emulator.api.models import RentRequest, pod_path
 from lium_emulator.api.owned import owned
 from lium_emulator.api.templates import visible_template
 from lium_emulator.backups import DEFAULT_FREQUENCY_HOURS, DEFAULT_RETENTION_DAYS, BackupRefused
@@ -253,8 +253,7 @@ def restore_order(
         return None
     if backup_id is None or not restore_path:
         raise ApiError(400, "restore_invalid", "backup_log_id and restore_path must be given together.")
-    if not restore_path.startswith("/") or ".." in restore_path.split("/"):
-        raise ApiError(400, "restore_invalid", "restore_path must be an absolute path without '..'.")
+    pod_path(restore_path, "restore_path")
     try:
         backup = runtime.backups.restorable(caller.workspace_id, str(backup_id))
     except BackupRefused as refusal:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from lium_provider.api.models import NonEmptyStr, RequestModel, ResponseModel, UtcDatetime
 
@@ -49,38 +49,31 @@ class BackupConfigRow(ResponseModel):
         return data
 
 
-class RestoreLogRow(ResponseModel):
+class _Run(ResponseModel):
+    """A backup's or a restore's row: its status, upper case whatever the server's spelling."""
+
+    id: NonEmptyStr
+    status: str = ""
+    error_message: str | None = None
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+
+class RestoreLogRow(_Run):
     """One restore into a pod (a row of ``/pods/{id}/restore-logs``)."""
 
-    id: NonEmptyStr
     backup_id: str | None = None
-    status: str = ""
     restore_path: str | None = None
-    error_message: str | None = None
     created_at: UtcDatetime | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _status(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("status"), str):
-            return {**data, "status": data["status"].strip().upper()}
-        return data
 
-
-class BackupLogRow(ResponseModel):
+class BackupLogRow(_Run):
     """One backup of a pod (a row of ``/backup-logs``): its status, and when it ran."""
 
-    id: NonEmptyStr
     backup_config_id: str | None = None
-    status: str = ""
     started_at: UtcDatetime | None = None
     completed_at: UtcDatetime | None = None
-    error_message: str | None = None
     total_bytes: int | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _status(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("status"), str):
-            return {**data, "status": data["status"].strip().upper()}
-        return data

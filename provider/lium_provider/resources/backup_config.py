@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from lium_provider.api.backups import (
     BackupConfigRow,
@@ -24,7 +24,7 @@ from lium_provider.api.backups import (
 from lium_provider.api.models import is_lium_id
 from lium_provider.domain.stack import tag_in_pod_name
 from lium_provider.resources.common import api_errors, delete_reconciled, import_by_lium_id
-from lium_provider.resources.inputs import LIUM_ID
+from lium_provider.resources.inputs import LIUM_ID, POD_PATH
 from lium_provider.resources.ownership import (
     AdoptedFrom,
     StackTag,
@@ -65,6 +65,7 @@ class BackupConfigModel(BaseModel):
             description="The absolute directory in the pod to back up (a stable subdirectory of its volume "
             "is the safest: files changing while copied are copied as they were then).",
         ),
+        POD_PATH,
     ] = Field(min_length=1)
     frequency_hours: Annotated[
         BackupFrequencyHours | None,
@@ -84,13 +85,6 @@ class BackupConfigModel(BaseModel):
     ] = None
     stack_tag: StackTag = None
     adopted_from: AdoptedFrom = None
-
-    @field_validator("path")
-    @classmethod
-    def _absolute(cls, path: str) -> str:
-        if not path.startswith("/") or ".." in path.split("/"):
-            raise ValueError("path must be an absolute path without `..`")
-        return path
 
     def schedule(self) -> BackupSchedule:
         return BackupSchedule(

@@ -115,6 +115,13 @@ def check_lium_id(value: str | None) -> str | None:
     return value
 
 
+def check_pod_path(value: str | None) -> str | None:
+    """A directory inside a pod: absolute, and never climbing out of where it points (``..``)."""
+    if value is not None and (not value.startswith("/") or ".." in value.split("/")):
+        raise ValueError(f'"{value}" must be an absolute path without `..`')
+    return value
+
+
 def check_openssh_public_key(value: str | None) -> str | None:
     """``value`` unchanged if it is one OpenSSH public key line (``<type> <base64> [comment]``), else
     ValueError. ssh-ed25519, ecdsa-sha2-nistp256/384/521 and ssh-rsa keys are accepted (and the
@@ -152,4 +159,5 @@ ENVIRONMENT = AfterValidator(check_environment)
 """For the variables of a container's environment."""
 
 LIUM_ID = AfterValidator(check_lium_id)
+POD_PATH = AfterValidator(check_pod_path)
 """For attributes that reference a Lium object by id (``template_id``, ``executor_id``…)."""

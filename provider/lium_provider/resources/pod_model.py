@@ -14,7 +14,7 @@ from lium_provider.api.models import TerminationHours
 from lium_provider.domain.offer_filter import OfferFilter, PodFacts
 from lium_provider.domain.stack import rent_digest
 from lium_provider.resources.authorized_keys import AuthorizedKeys, authorized_beside, keys_digested
-from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, PRINTABLE_NAME
+from lium_provider.resources.inputs import LIUM_ID, OPENSSH_PUBLIC_KEY, POD_PATH, PRINTABLE_NAME
 from lium_provider.resources.ownership import AdoptedFrom, StackTag
 from lium_provider.resources.pod_private import PodPrivate
 from lium_provider.resources.served_ports import WaitForPorts
@@ -213,6 +213,7 @@ class PodModel(OfferFilter):
             description="With `restore_backup_id`: the new or empty directory in the pod the backup is "
             "restored into (absolute).",
         ),
+        POD_PATH,
     ] = None
     stack_tag: StackTag = None
     adopted_from: AdoptedFrom = None
@@ -229,13 +230,6 @@ class PodModel(OfferFilter):
                 "internal_ports"
             )
         return port
-
-    @field_validator("restore_path")
-    @classmethod
-    def _restore_path(cls, path: str | None) -> str | None:
-        if path is not None and (not path.startswith("/") or ".." in path.split("/")):
-            raise ValueError("restore_path must be an absolute path without `..`")
-        return path
 
 
 def pod_rent_digest(pod: PodModel, configured: PodModel) -> str:
