@@ -93,6 +93,20 @@ class Backups:
         self._hour_seconds = hour_seconds
         self._running: dict[str, asyncio.Task[None]] = {}
 
+    def recover(self) -> None:
+        """Copies a previous run of the emulator left unfinished (it stopped meanwhile) failed: their
+        partial archives are removed, and nothing waits for them."""
+        now = utcnow()
+        runs: list[BackupLog | RestoreLog] = [*self._state.backups.values(), *self._state.restores.values()]
+        for run in runs:
+            if run.status in FINISHED:
+                continue
+            run.status, run.completed_at = "FAILED", now
+            run.error_message = "the emulator stopped during the copy"
+            if isinstance(run, BackupLog):
+                self.archive(run.id).unlink(missing_ok=True)
+            self._state.save(run)
+
     def hours(self, count: float) -> timedelta:
         """``count`` of a schedule's hours on the emulator's clock."""
         return timedelta(seconds=count * self._hour_seconds)

@@ -124,6 +124,7 @@ def build_runtime(config: EmulatorConfig, port: int, host: str = "127.0.0.1") ->
         config.backup_hour_seconds,
         config.backup_max_mib * 1024 * 1024,
     )
+    backups.recover()
     lifecycle.on_running.append(backups.restore_at_rent)
     lifecycle.on_deleted.append(backups.pod_gone)
     return Runtime(
