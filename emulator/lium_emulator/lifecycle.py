@@ -21,13 +21,13 @@ import anyio
 from lium_emulator.catalogs.images import ImageConfig, resolve_image
 from lium_emulator.config import EmulatorConfig
 from lium_emulator.faults import FaultEngine
-from lium_emulator.notebooks import clear_notebook
 from lium_emulator.records.entities import Pod, Template
 from lium_emulator.records.state import EmulatorState, sha256_hex
 from lium_emulator.records.timeutil import utcnow
 from lium_emulator.sandbox.file_guard import OPEN_FILES_EXHAUSTED
 from lium_emulator.sandbox.manager import PodSpec, SandboxError, SandboxManager
 from lium_emulator.sandbox.overlay import OverlayMember
+from lium_emulator.services.notebooks import clear_notebook
 
 logger = logging.getLogger(__name__)
 

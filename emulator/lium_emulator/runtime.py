@@ -12,19 +12,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lium_emulator.backups import Backups
 from lium_emulator.catalogs.images import image_catalog
 from lium_emulator.catalogs.nodes import Catalog
 from lium_emulator.catalogs.templates import public_templates
 from lium_emulator.config import EmulatorConfig
 from lium_emulator.faults import FaultEngine, FaultPlan
 from lium_emulator.lifecycle import PodLifecycle
-from lium_emulator.notebooks import Notebooks
 from lium_emulator.records.idempotency import IdempotencyLedger
 from lium_emulator.records.state import EmulatorState
 from lium_emulator.records.store import Store
 from lium_emulator.sandbox.manager import SandboxManager
 from lium_emulator.sandbox.watchdog import Watchdog, hold_work_dir, reap_dead_instances
+from lium_emulator.services.backups import Backups
+from lium_emulator.services.notebooks import Notebooks
 from lium_emulator.views import POD_HOST
 
 STATE_FILE = "state.sqlite3"

@@ -4,13 +4,13 @@ waits for it, and its partial copy is removed from the store."""
 from pathlib import Path
 from typing import cast
 
-from lium_emulator.backups import Backups
 from lium_emulator.catalogs.nodes import Catalog
 from lium_emulator.records.backups import BackupLog, RestoreLog
 from lium_emulator.records.state import EmulatorState
 from lium_emulator.records.store import Store
 from lium_emulator.records.timeutil import utcnow
 from lium_emulator.sandbox.manager import SandboxManager
+from lium_emulator.services.backups import Backups
 
 
 def test_copies_cut_short_by_a_stop_are_failed_at_the_next_start(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from lium_emulator.notebooks import NOTEBOOK_VERSION
+from lium_emulator.services.notebooks import NOTEBOOK_VERSION
 from tests.emulator.sdk_user import SdkUser
 from tests.emulator.testkit import splittable_node, wait_until
 

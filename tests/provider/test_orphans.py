@@ -101,4 +101,4 @@ def test_sweep_lists_and_deletes_leftovers(crashed: Terraform, account: Account)
     subprocess.run([*command, "--delete"], env=env, capture_output=True, text=True, check=True)
     assert account.live() == NOTHING_LIVE
     after = json.loads(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
-    assert after == {**NOTHING_LIVE, "journal": []}
+    assert after == {**NOTHING_LIVE, "journal": [], "api_keys": []}

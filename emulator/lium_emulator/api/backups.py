@@ -1,6 +1,6 @@
 """Backup routes (docs/lium-api.md#backups), as Lium's SDK calls them: a pod's schedule
 (``/backup-configs``), its backups (``/backup-logs``, paged), backing up now, restoring into a running pod
-and the restores' logs, cancels and deletions. The work itself is ``backups.py``'s."""
+and the restores' logs, cancels and deletions. The work itself is ``services/backups.py``'s."""
 
 from datetime import datetime
 from typing import Any
@@ -13,12 +13,12 @@ from lium_emulator.api.caller import Caller, CallerDep
 from lium_emulator.api.deps import RuntimeDep
 from lium_emulator.api.models import pod_path
 from lium_emulator.api.pods import seen_pod
-from lium_emulator.backups import BackupRefused
 from lium_emulator.errors import ApiError
 from lium_emulator.records.backups import BackupConfig, BackupLog, RestoreLog
 from lium_emulator.records.entities import Pod
 from lium_emulator.records.timeutil import iso
 from lium_emulator.runtime import Runtime
+from lium_emulator.services.backups import BackupRefused
 
 router = APIRouter()
 MAX_FREQUENCY_HOURS, MAX_RETENTION_DAYS = 168, 365

@@ -21,7 +21,6 @@ from lium_emulator.api.edge import API_PREFIX
 from lium_emulator.api.models import RentRequest, pod_path
 from lium_emulator.api.owned import owned
 from lium_emulator.api.templates import visible_template
-from lium_emulator.backups import DEFAULT_FREQUENCY_HOURS, DEFAULT_RETENTION_DAYS, BackupRefused
 from lium_emulator.catalogs.nodes import Node, pod_share
 from lium_emulator.errors import ApiError
 from lium_emulator.faults import FaultDecision
@@ -30,6 +29,7 @@ from lium_emulator.records.entities import Pod, PodFaults, Template
 from lium_emulator.records.idempotency import request_fingerprint
 from lium_emulator.records.timeutil import utcnow
 from lium_emulator.runtime import Runtime
+from lium_emulator.services.backups import DEFAULT_FREQUENCY_HOURS, DEFAULT_RETENTION_DAYS, BackupRefused
 from lium_emulator.views import available_ports
 
 router = APIRouter()

@@ -1,5 +1,5 @@
 """The records of Lium's pod backups (docs/lium-api.md#backups): one schedule per pod, its backups and the
-restores made from them. The copies themselves are files of the emulator's own store (``backups.py``)."""
+restores made from them. The copies themselves are files of the emulator's own store (``services/backups.py``)."""
 
 from datetime import datetime
 from typing import Literal

@@ -1,0 +1,1 @@
+"""What Lium runs for a pod besides the pod itself: notebook servers and backups (docs/emulator.md#backups-and-notebooks)."""
