@@ -510,9 +510,6 @@ class LiumClient:
     def list_backup_configs(self) -> list[BackupConfigRow]:
         return self._list(BackupConfigRow, "/backup-configs")
 
-    def pod_backup_config(self, pod_id: str) -> BackupConfigRow | None:
-        return self._get_optional(BackupConfigRow, f"/backup-configs/pod/{_segment(pod_id)}")
-
     def delete_backup_config(self, config_id: str) -> None:
         self._delete(f"/backup-configs/{_segment(config_id)}")
 

@@ -101,6 +101,14 @@ def _pod_mark(s: LiumSession, pod_id: str) -> str | None:
     return tag_in_pod_name(pod.pod_name) if pod is not None else None
 
 
+def _config_mark(s: LiumSession, config_id: str) -> str | None:
+    """The stack tag of the pod the configuration ``config_id`` really backs up, read from Lium (never from
+    the state's ``pod_id``: a state edited to another stack's configuration is judged by that one's pod)."""
+    with api_errors("reading the backup configuration"):
+        row = next((c for c in s.client.list_backup_configs() if c.id == config_id), None)
+    return _pod_mark(s, row.pod_id) if row is not None and row.pod_id else None
+
+
 def _fields(row: BackupConfigRow) -> dict[str, Any]:
     return {
         "id": row.id,
@@ -146,13 +154,10 @@ class BackupConfigResource(Resource[BackupConfigModel]):
         s = session(ctx)
         if not is_lium_id(state.id):
             return state  # names no configuration: the plan refuses it, a destroy forgets it
-        with api_errors("reading the backup configuration"):
-            if state.pod_id:
-                row = s.client.pod_backup_config(state.pod_id)
-            else:  # just imported: found by its own id
-                row = next((c for c in s.client.list_backup_configs() if c.id == state.id), None)
-        if row is None or row.id != state.id or not row.pod_id:
-            return None  # deleted, or replaced outside Terraform
+        with api_errors("reading the backup configuration"):  # by its id: whose it is, is its pod's
+            row = next((c for c in s.client.list_backup_configs() if c.id == state.id), None)
+        if row is None or not row.pod_id:
+            return None  # deleted outside Terraform
         refreshed = state.model_copy(update=_fields(row))
         mark = _pod_mark(s, row.pod_id)
         return refreshed.model_copy(update=refreshed_ownership(ctx, self.type_name, state, mark))
@@ -161,14 +166,14 @@ class BackupConfigResource(Resource[BackupConfigModel]):
         self, ctx: Context, prior: BackupConfigModel, plan: BackupConfigModel, config: BackupConfigModel
     ) -> BackupConfigModel:
         s = session(ctx)
-        check_before_change(ctx, self.type_name, prior, lambda: _pod_mark(s, prior.pod_id), "changed")
+        check_before_change(ctx, self.type_name, prior, lambda: _config_mark(s, prior.id or ""), "changed")
         with api_errors("changing the pod's backup schedule"):
             row = s.client.update_backup_config(prior.id or "", plan.schedule())
         return plan.model_copy(update=_fields(row) | {"pod_id": prior.pod_id})
 
     def delete(self, ctx: Context, state: BackupConfigModel) -> None:
         s = session(ctx)
-        if left_alone_at_delete(ctx, self.type_name, state, lambda: _pod_mark(s, state.pod_id)):
+        if left_alone_at_delete(ctx, self.type_name, state, lambda: _config_mark(s, state.id or "")):
             return
         config_id = state.id or ""
 
