@@ -5,6 +5,7 @@ from ``data.lium_backups`` has the file when its apply ends, and a pod with ``ju
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Callable
 
@@ -13,7 +14,7 @@ import pytest
 
 from tests.support import http
 from tests.support.lium import PROVIDER_BLOCK, Account, assert_nothing_left, instances, ssh_run
-from tests.support.terraform import Terraform
+from tests.support.terraform import Terraform, flat
 
 pytestmark = pytest.mark.terraform
 
@@ -100,4 +101,51 @@ def test_a_scheduled_backup_restores_into_a_new_pod_and_the_notebook_answers(
     with account.api() as api:
         assert api.get("/backup-configs").json() == [], "destroy leaves no schedule"
         assert api.get(f"/backup-logs/{scheduled}").json()["deletion_state"] == "deleted", "nor a copy"
+    assert_nothing_left(account)
+
+
+BACKED_UP = """
+resource "lium_template" "t" {
+  name             = "kept"
+  image            = "python:3.11-slim"
+  entrypoint       = "/bin/sh"
+  startup_commands = "-c 'exec sleep infinity'"
+}
+resource "lium_pod" "p" {
+  name        = "kept"
+  template_id = lium_template.t.id
+}
+resource "lium_backup_config" "b" {
+  pod_id = lium_pod.p.id
+  path   = "/root"
+}
+"""
+
+
+def test_a_state_edited_to_another_stacks_backup_schedule_never_deletes_it(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    alpha, beta = (
+        make_terraform(PROVIDER_BLOCK + BACKED_UP, **account.env, LIUM_STACK=name)
+        for name in ("alpha", "beta")
+    )
+    for tf in (alpha, beta):
+        tf.init()
+        tf.apply()
+    (theirs,) = instances(alpha, "lium_backup_config")
+    state = beta.state_file()
+    (config,) = [r for r in state["resources"] if r["type"] == "lium_backup_config"]
+    ours = config["instances"][0]["attributes"]["id"]
+    config["instances"][0]["attributes"]["id"] = theirs["id"]
+    (beta.workdir / "terraform.tfstate").write_text(json.dumps(state))
+
+    refused = beta.destroy("-refresh=false", check=False)
+    assert refused.returncode != 0 and "another stack" in flat(refused.stderr), refused.stderr
+    with account.api() as api:
+        assert {c["id"] for c in api.get("/backup-configs").json()} == {theirs["id"], ours}, "both kept"
+
+    config["instances"][0]["attributes"]["id"] = ours
+    (beta.workdir / "terraform.tfstate").write_text(json.dumps(state))
+    for tf in (beta, alpha):
+        tf.destroy()
     assert_nothing_left(account)
