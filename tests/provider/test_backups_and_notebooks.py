@@ -97,6 +97,16 @@ def test_a_scheduled_backup_restores_into_a_new_pod_and_the_notebook_answers(
         )
     assert tf.plan_exitcode()[0] == 0
 
+    # A template switch gives the pod a new container, which gets its notebook again.
+    second = TRAINING.split('resource "lium_pod"')[0].replace('"t"', '"t2"').replace('"train"', '"train-2"')
+    moved = TRAINING.replace("template_id  = lium_template.t.id", "template_id  = lium_template.t2.id")
+    tf.write(PROVIDER_BLOCK + moved + second + RESUMED)
+    tf.apply()
+    (again,) = [p for p in instances(tf, "lium_pod") if p["name"] == "train"]
+    assert again["id"] == pod["id"] and again["jupyter_url"] not in (None, url)
+    base, token = again["jupyter_url"].split("/?token=")
+    assert httpx.get(f"{base}/api", params={"token": token}, timeout=10).status_code == 200
+
     tf.destroy()
     with account.api() as api:
         assert api.get("/backup-configs").json() == [], "destroy leaves no schedule"
