@@ -26,6 +26,14 @@ def test_round_trip_keeps_key_body_and_time() -> None:
     assert loaded.started_at == START and loaded.idempotency_key == attempt.idempotency_key
 
 
+def test_round_trip_keeps_the_key_and_workspace_that_rented() -> None:
+    attempt = RentAttempt.new("exec-1", BODY, now=START, api_key_id="k-1", workspace_id="w-1")
+    loaded = RentAttempt.from_json(attempt.to_json())
+    assert (loaded.api_key_id, loaded.workspace_id) == ("k-1", "w-1")
+    older = attempt.to_json().replace(', "workspace_id": "w-1"', "")
+    assert RentAttempt.from_json(older).workspace_id is None, "a journal from before reads as unknown"
+
+
 def test_new_attempts_get_distinct_uuid_keys() -> None:
     keys = {RentAttempt.new("exec-1", BODY).idempotency_key for _ in range(20)}
     assert len(keys) == 20 and all(len(k) == 36 for k in keys)

@@ -60,6 +60,8 @@ class RentAttempt:
     api_key_id: str | None = None
     """The API key that sent it, when known: a key that sees only its own pods cannot see what another
     key's attempt rented (docs/guides/api-keys.md)."""
+    workspace_id: str | None = None
+    """The workspace it rented in, when known: a key of another workspace sees nothing of it."""
 
     def __post_init__(self) -> None:
         if self.body.pod_name != self.pod_name:
@@ -77,8 +79,10 @@ class RentAttempt:
         *,
         now: datetime | None = None,
         api_key_id: str | None = None,
+        workspace_id: str | None = None,
     ) -> RentAttempt:
-        """A fresh attempt with a random UUID4 idempotency key, started now (by the key ``api_key_id``)."""
+        """A fresh attempt with a random UUID4 idempotency key, started now (by the key ``api_key_id``, in
+        the workspace ``workspace_id``)."""
         return cls(
             executor_id=executor_id,
             pod_name=body.pod_name,
@@ -86,6 +90,7 @@ class RentAttempt:
             body=body,
             started_at=now or _utcnow(),
             api_key_id=api_key_id,
+            workspace_id=workspace_id,
         )
 
     def to_json(self) -> str:
@@ -98,6 +103,7 @@ class RentAttempt:
                 "body": self.body.to_body(),
                 "started_at": self.started_at.isoformat(),
                 "api_key_id": self.api_key_id,
+                "workspace_id": self.workspace_id,
             },
             sort_keys=True,
         )
@@ -129,6 +135,7 @@ class RentAttempt:
             body=body,
             started_at=started_at,
             api_key_id=data["api_key_id"] if isinstance(data.get("api_key_id"), str) else None,
+            workspace_id=data["workspace_id"] if isinstance(data.get("workspace_id"), str) else None,
         )
 
 

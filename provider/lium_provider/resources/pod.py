@@ -489,15 +489,16 @@ class PodResource(Resource[PodModel]):
         attempt = s.journal.find(lium_name)
         if attempt is not None:
             # Another key's rent (or, from an older journal, one whose key is unknown) is out of sight of a
-            # key that sees only its own: resending its Idempotency-Key as this key would rent again.
-            if attempt.api_key_id or s.verify_access().sees_only_own_pods:
+            # key that sees only its own, and another workspace's of any key: resending its Idempotency-Key
+            # as this key would rent again.
+            if attempt.api_key_id or attempt.workspace_id or s.verify_access().sees_only_own_pods:
                 check_not_hidden(
                     ctx,
                     s,
                     f"The pod {lium_name} an interrupted create rented",
                     "",
                     attempt.api_key_id,
-                    None,
+                    attempt.workspace_id,
                     NOT_RENTED_AGAIN,
                 )
             try:
@@ -510,7 +511,13 @@ class PodResource(Resource[PodModel]):
             pod = s.client.get_pod(result.pod_id) if result.outcome == "rented" and result.pod_id else None
             if pod is None and result.pod_id:
                 check_not_hidden(
-                    ctx, s, f"Pod {result.pod_id}", result.pod_id, attempt.api_key_id, None, NOT_RENTED_AGAIN
+                    ctx,
+                    s,
+                    f"Pod {result.pod_id}",
+                    result.pod_id,
+                    attempt.api_key_id,
+                    attempt.workspace_id,
+                    NOT_RENTED_AGAIN,
                 )
             s.journal.forget(lium_name)
         else:
@@ -556,7 +563,13 @@ class PodResource(Resource[PodModel]):
                     state.termination_hours, create_seconds_left(ctx, self.default_timeouts["create"])
                 ),
             )
-            attempt = RentAttempt.new(executor_id, body, api_key_id=s.verify_access().api_key_id)
+            me = s.verify_access()
+            attempt = RentAttempt.new(
+                executor_id,
+                body,
+                api_key_id=me.api_key_id,
+                workspace_id=me.workspace.id if me.workspace else None,
+            )
             s.journal.write(attempt)
             try:
                 # Killed meanwhile, the create still learns whether Lium rented, and ends what it did.
