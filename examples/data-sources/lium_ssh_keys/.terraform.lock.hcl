@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:2TEWtmsHfLK5S0FvAqxlyzz41TOwA3Jw9bK0wQ1ArUo=",
-    "zh:4f613c7f186281d878e4f9d7ae0c0f36ffb4bf0d747b6b9a00739614311573d5",
+    "h1:2mE7a2V+IJVAAOLw7RlBms4vrqwhqj7mP60COQHU0XQ=",
+    "zh:82b49f54ebd83147de97aed678c739632ed1ad40c1e46dc8a508d0963551100f",
   ]
 }
