@@ -185,7 +185,10 @@ def access_error(exc: LiumError, endpoint: str | None = None) -> TFError:
     attribute path: the argument to fix is the provider block's.
     """
     if isinstance(exc, LiumAuthError):
-        title = "Lium rejected the API key" if exc.status != 403 else "The API key may not do this"
+        credential = "browser session" if exc.by_session else "API key"
+        title = (
+            f"Lium rejected the {credential}" if exc.status != 403 else f"The {credential} may not do this"
+        )
         return TFError(title, str(exc))
     where = f" ({endpoint})" if endpoint else ""
     if isinstance(exc, LiumProtocolError):  # it was reached: what came back is the problem

@@ -290,6 +290,51 @@ def test_a_keys_name_scopes_and_workspace_are_checked_at_plan_and_a_kept_key_is_
     failed = platform.destroy(check=False)
     assert failed.returncode != 0 and "LIUM_SESSION_TOKEN" in flat(failed.stderr), failed.stderr
     assert "check the API key" not in flat(failed.stderr), "a session's refusal names the session"
+    assert "Lium rejected the browser session" in flat(failed.stderr), failed.stderr
     platform.env["LIUM_SESSION_TOKEN"] = token
     platform.destroy()
     assert not [k for k in keys() if k["name"].startswith("ci.")], "destroy revokes the key"
+
+
+TEAM_KEY = """
+variable "workspace" {
+  type = string
+}
+variable "budget" {
+  type = number
+}
+resource "lium_api_key" "k" {
+  name           = "research"
+  workspace      = var.workspace
+  max_budget_usd = var.budget
+}
+"""
+
+
+def test_a_key_of_a_team_workspace_is_read_changed_and_revoked_in_it(
+    make_terraform: Callable[..., Terraform], account: Account
+) -> None:
+    token = session_token(account)
+    session = {"Authorization": f"Bearer {token}"}
+    team = http.post(
+        f"{account.emulator.api_url}/workspaces", json={"name": "Research"}, headers=session, timeout=30
+    )
+    assert team.status_code == 200, team.text
+    in_team = {**session, "X-Lium-Workspace-Id": team.json()["id"]}
+    platform = make_terraform(PROVIDER_BLOCK + TEAM_KEY, **account.env, LIUM_SESSION_TOKEN=token)
+    platform.env.update({"TF_VAR_workspace": "research", "TF_VAR_budget": "5"})
+    platform.init()
+    platform.apply()
+    (key,) = instances(platform, "lium_api_key")
+    assert key["workspace_id"] == team.json()["id"]
+    assert platform.plan_exitcode()[0] == 0, "the key is read in its workspace, not taken for revoked"
+
+    platform.env["TF_VAR_budget"] = "7"
+    platform.apply()
+    row = http.get(f"{account.emulator.api_url}/keys/{key['id']}", headers=in_team, timeout=30)
+    assert row.status_code == 200 and row.json()["max_budget_usd"] == 7, row.text
+    assert [k["id"] for k in instances(platform, "lium_api_key")] == [key["id"]], "changed in place"
+
+    platform.destroy()
+    gone = http.get(f"{account.emulator.api_url}/keys/{key['id']}", headers=in_team, timeout=30)
+    assert gone.status_code == 404, "destroy revoked it in its workspace"

@@ -210,25 +210,28 @@ class LiumClient:
         *,
         json_body: object = None,
         secrets: tuple[str, ...] = (),
+        headers: Mapping[str, str] | None = None,
     ) -> _M:
         """One call whose answer is one ``model`` object; a bad body is an error naming this request."""
-        data = self._call(method, path, json_body=json_body, secrets=secrets).data
+        data = self._call(method, path, json_body=json_body, secrets=secrets, headers=headers).data
         return parse_object(model, data, method=method, path=path)
 
     def _list(self, model: type[_M], path: str, params: Mapping[str, str | int] | None = None) -> list[_M]:
         """``GET path`` whose answer is an array of ``model`` objects."""
         return parse_list(model, self._call("GET", path, params=params).data, method="GET", path=path)
 
-    def _get_optional(self, model: type[_M], path: str) -> _M | None:
+    def _get_optional(
+        self, model: type[_M], path: str, headers: Mapping[str, str] | None = None
+    ) -> _M | None:
         """``GET path`` as one ``model`` object, or None when it is not found."""
         try:
-            return self._object(model, "GET", path)
+            return self._object(model, "GET", path, headers=headers)
         except LiumNotFound:
             return None
 
-    def _delete(self, path: str) -> None:
+    def _delete(self, path: str, headers: Mapping[str, str] | None = None) -> None:
         with contextlib.suppress(LiumNotFound):
-            self._call("DELETE", path)
+            self._call("DELETE", path, headers=headers)
 
     # --- account ---------------------------------------------------------------------------------------
 
@@ -479,8 +482,21 @@ class LiumClient:
             path="/keys",
         )
 
-    def get_api_key(self, key_id: str) -> ApiKeyRow | None:
-        return self._get_optional(ApiKeyRow, f"/keys/{_segment(key_id)}")
+    def get_api_key(self, key_id: str, workspace_id: str | None = None) -> ApiKeyRow | None:
+        """The key of the workspace ``workspace_id`` (None: the personal one); None when it has no such key."""
+        return self._get_optional(ApiKeyRow, f"/keys/{_segment(key_id)}", _in_workspace(workspace_id))
+
+    def find_api_key(self, key_id: str) -> ApiKeyRow | None:
+        """The key ``key_id`` in whichever of the session's workspaces holds it (a session's ``/keys``
+        act in one workspace at a time), or None."""
+        found = self.get_api_key(key_id)
+        if found is not None:
+            return found
+        for workspace in self.list_workspaces():
+            found = self.get_api_key(key_id, workspace.id)
+            if found is not None:
+                return found
+        return None
 
     def create_api_key(self, spec: ApiKeySpec, workspace_id: str | None = None) -> MintedApiKey:
         """``POST /keys``: the new key, with its secret this once (kept out of every error and log)."""
@@ -488,12 +504,16 @@ class LiumClient:
         data = self._call("POST", path, json_body=spec.to_body(), headers=_in_workspace(workspace_id)).data
         return parse_object(MintedApiKey, data, method="POST", path=path)
 
-    def update_api_key(self, key_id: str, budgets: dict[str, float | None]) -> ApiKeyRow:
-        """``PATCH /keys/{id}``: set (a number) or clear (None) the budgets named in ``budgets``."""
-        return self._object(ApiKeyRow, "PATCH", f"/keys/{_segment(key_id)}", json_body=budgets)
+    def update_api_key(
+        self, key_id: str, budgets: dict[str, float | None], workspace_id: str | None = None
+    ) -> ApiKeyRow:
+        """``PATCH /keys/{id}`` in the key's workspace: set (a number) or clear (None) the budgets named."""
+        path = f"/keys/{_segment(key_id)}"
+        return self._object(ApiKeyRow, "PATCH", path, json_body=budgets, headers=_in_workspace(workspace_id))
 
-    def revoke_api_key(self, key_id: str) -> None:
-        self._delete(f"/keys/{_segment(key_id)}")
+    def revoke_api_key(self, key_id: str, workspace_id: str | None = None) -> None:
+        """``DELETE /keys/{id}`` in the key's workspace (a key elsewhere reads as not found, so is kept)."""
+        self._delete(f"/keys/{_segment(key_id)}", _in_workspace(workspace_id))
 
     def list_workspaces(self) -> list[WorkspaceRow]:
         return self._list(WorkspaceRow, "/workspaces")

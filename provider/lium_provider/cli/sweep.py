@@ -177,7 +177,7 @@ def delete_leftovers(
         client.delete_ssh_key(key.id)
     if leftovers.api_keys and sessions is not None:  # last: the key this sweep runs with may be one
         for api_key in leftovers.api_keys:
-            sessions.revoke_api_key(api_key.id)
+            sessions.revoke_api_key(api_key.id, api_key.workspace_id)
     if include_volumes:
         for volume in leftovers.volumes:
             client.delete_volume(volume.id)

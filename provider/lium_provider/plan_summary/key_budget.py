@@ -50,7 +50,7 @@ def read_key_budgets(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
             me = as_key.me()
             if not me.api_key_id:
                 return {"unknown": "Lium names no id for LIUM_API_KEY (a server without per-key budgets?)"}
-            row = as_session.get_api_key(me.api_key_id)
+            row = as_session.find_api_key(me.api_key_id)
             pods = [p for p in as_key.list_pods() if p.api_key_id == me.api_key_id and p.status != DELETED]
     except (LiumError, InvalidArgument) as exc:
         return {"unknown": f"reading the key failed: {exc}"}

@@ -285,7 +285,7 @@ class ApiKeyResource(Resource[ApiKeyModel]):
         secret: str | None = minted.key
         if unrecorded:
             with api_errors("revoking the API key Lium minted without what was asked"):
-                keys.revoke_api_key(minted.id)
+                keys.revoke_api_key(minted.id, workspace_id)
             raise TFError(
                 "Lium did not record the key as asked",
                 f"It minted the key without {', '.join(unrecorded)}, so it was revoked at once.",
@@ -296,7 +296,7 @@ class ApiKeyResource(Resource[ApiKeyModel]):
                 encrypted, secret = encrypt_to(plan.pgp_key, minted.key), None
             except PgpError as exc:
                 with api_errors("revoking the API key whose secret could not be encrypted"):
-                    keys.revoke_api_key(minted.id)
+                    keys.revoke_api_key(minted.id, workspace_id)
                 raise TFError(
                     "Encrypting the API key failed", f"{exc}. The key was revoked.", path=("pgp_key",)
                 ) from None
@@ -313,7 +313,7 @@ class ApiKeyResource(Resource[ApiKeyModel]):
         s = session(ctx)
         keys = keys_session(s, "Reading a lium_api_key")
         with api_errors("reading the API key"):
-            row = keys.get_api_key(state.id or "")
+            row = _key_row(keys, state)
         if row is None:
             return None  # revoked outside Terraform
         parsed = parse_tagged_name(row.name)
@@ -334,7 +334,7 @@ class ApiKeyResource(Resource[ApiKeyModel]):
         if not changed:
             return plan.model_copy(update={"id": prior.id})
         with api_errors("changing the API key's budgets"):
-            row = keys.update_api_key(prior.id or "", changed)
+            row = keys.update_api_key(prior.id or "", changed, prior.workspace_id)
         return plan.model_copy(update=_row_fields(row, plan.scopes))
 
     def delete(self, ctx: Context, state: ApiKeyModel) -> None:
@@ -343,13 +343,13 @@ class ApiKeyResource(Resource[ApiKeyModel]):
 
         def mark() -> str | None:
             with api_errors("reading the API key"):
-                row = keys.get_api_key(state.id or "")
+                row = _key_row(keys, state)
             return _mark(row.name) if row else None
 
         if left_alone_at_delete(ctx, self.type_name, state, mark):
             return
         with api_errors("revoking the API key"):
-            keys.revoke_api_key(state.id or "")
+            keys.revoke_api_key(state.id or "", state.workspace_id)
 
     def end_unrecorded(self, ctx: Context, config: ApiKeyModel) -> None:
         """During a destroy, a key an interrupted create of this instance minted and no state records is
@@ -411,7 +411,15 @@ class ApiKeyResource(Resource[ApiKeyModel]):
                     f"Revoked API key {key.id} ({lium_name}), which no state records",
                     "An interrupted create of this lium_api_key minted it, and its secret was never kept.",
                 )
-                keys.revoke_api_key(key.id)
+                keys.revoke_api_key(key.id, key.workspace_id or workspace_id)
+
+
+def _key_row(keys: LiumClient, state: ApiKeyModel) -> ApiKeyRow | None:
+    """The key's row, read in its workspace (a session's ``/keys`` act in one workspace: elsewhere the key
+    reads as not found); looked for in every workspace of the session when the state has none (an import)."""
+    if state.workspace_id is None:
+        return keys.find_api_key(state.id or "")
+    return keys.get_api_key(state.id or "", state.workspace_id)
 
 
 def _asked(row: ApiKeySpec | ApiKeyRow, name: str) -> Any:

@@ -46,7 +46,7 @@ class ApiKeyDataSource(DataSource[ApiKeyDataModel]):
     def read(self, ctx: Context, config: ApiKeyDataModel) -> ApiKeyDataModel:
         keys = keys_session(session(ctx), "Reading data.lium_api_key")
         with api_errors("reading the API key"):
-            row = keys.get_api_key(config.id)
+            row = keys.find_api_key(config.id)
         if row is None:
             raise TFError(
                 f"No API key {config.id}", "Lium knows no such key in the session's workspaces.", path=("id",)
