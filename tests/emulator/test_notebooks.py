@@ -70,7 +70,7 @@ def test_up_and_update_install_a_notebook_whose_url_answers_behind_its_token(use
     assert row(user, pod["id"])["jupyter_installation_status"] is None
 
 
-def test_a_port_the_pod_does_not_publish_for_a_notebook_is_refused(user: SdkUser) -> None:
+def test_a_wrong_port_is_refused_and_a_pod_row_change_meanwhile_keeps_the_install(user: SdkUser) -> None:
     template = user.template({**NOTEBOOK_TEMPLATE, "name": "nb-refused"})
     pod = user.up(splittable_node(user.http, "L40S")["id"], template["id"])
     for port in (22, 7777):  # the pod's sshd, a port it does not publish
@@ -79,3 +79,16 @@ def test_a_port_the_pod_does_not_publish_for_a_notebook_is_refused(user: SdkUser
         error = refused.json()["error"]
         assert error["code"] == "invalid_jupyter_port" and "8888" in error["message"], json.dumps(error)
     assert row(user, pod.id)["jupyter_installation_status"] is None
+
+    # The row changes for another reason while the server starts: the install still ends, and says so.
+    assert user.lium.install_jupyter(pod, jupyter_internal_port=8888)["success"] is True
+    removal = user.http.post(
+        f"/pods/{pod.id}/schedule-removal", json={"removal_scheduled_at": "2099-01-01T00:00:00Z"}
+    )
+    assert removal.status_code == 200, removal.text
+    done = wait_until(
+        lambda: (r := row(user, pod.id))["jupyter_installation_status"] != "IN_PROGRESS" and r,
+        timeout=30,
+        what="the install to end",
+    )
+    assert done["jupyter_installation_status"] == "SUCCESS", done

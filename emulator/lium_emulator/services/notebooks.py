@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import select
-import time
+from typing import IO
 
 from lium_emulator.records.entities import Pod
 from lium_emulator.records.state import EmulatorState
@@ -81,6 +80,8 @@ class Notebooks:
         self._state = state
         self._sandboxes = sandboxes
         self._host = host
+        # The token of each pod's latest install: an earlier one still starting must not write its answer.
+        self._latest: dict[str, str] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     def install(self, pod: Pod, port: int) -> None:
@@ -89,17 +90,27 @@ class Notebooks:
         pod.jupyter_port, pod.jupyter_installation_status = port, INSTALLING
         pod.updated_at = utcnow()
         self._state.save(pod)
-        task = asyncio.get_running_loop().create_task(self._install(pod, port, pod.updated_at))
+        token = secrets.token_hex(24)
+        self._latest[pod.id] = token
+        task = asyncio.get_running_loop().create_task(self._install(pod.id, port, token))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _install(self, pod: Pod, port: int, asked_at: object) -> None:
-        token = secrets.token_hex(24)
-        loop = asyncio.get_running_loop()
-        error = await loop.run_in_executor(None, self._start, pod.id, port, token)
-        current = self._state.pods.get(pod.id)
-        if current is None or current.updated_at != asked_at or current.status != "RUNNING":
-            return  # the pod moved on meanwhile (deleted, rebooted, asked again): this answer is stale
+    async def _install(self, pod_id: str, port: int, token: str) -> None:
+        try:
+            error = await self._start(pod_id, port, token)
+        finally:
+            latest = self._latest.get(pod_id) == token
+            if latest:
+                del self._latest[pod_id]
+        current = self._state.pods.get(pod_id)
+        if (
+            not latest
+            or current is None
+            or current.status != "RUNNING"
+            or current.jupyter_installation_status != INSTALLING
+        ):
+            return  # asked again, or the container was replaced or removed meanwhile: this answer is stale
         if error is None and current.ports_mapping and port in current.ports_mapping:
             current.jupyter_installation_status = INSTALLED
             current.jupyter_url = f"http://{self._host}:{current.ports_mapping[port]}/?token={token}"
@@ -109,33 +120,47 @@ class Notebooks:
         current.updated_at = utcnow()
         self._state.save(current)
 
-    def _start(self, pod_id: str, port: int, token: str) -> str | None:
-        """Run the stand-in in the pod; None once it serves, else why it does not (blocking)."""
+    async def _start(self, pod_id: str, port: int, token: str) -> str | None:
+        """Run the stand-in in the pod; None once it serves, else why it does not.
+
+        Its answer is awaited on the event loop, not in a thread: a stand-in the pod made hang holds no
+        thread the rest of the emulator shares."""
+        argv = [_PYTHON, "-I", "-S", "-c", _SERVER, str(port), NOTEBOOK_VERSION]
         try:
-            process = self._sandboxes.start_inside(
-                pod_id, [_PYTHON, "-I", "-S", "-c", _SERVER, str(port), NOTEBOOK_VERSION]
-            )
+            process = await asyncio.to_thread(self._sandboxes.start_inside, pod_id, argv)
         except (SandboxError, OSError) as exc:
             return f"the notebook server could not start: {exc}"
         assert process.stdin is not None and process.stdout is not None
         try:
-            process.stdin.write(token.encode() + b"\n")
+            process.stdin.write(token.encode() + b"\n")  # a few bytes into an empty pipe: never blocks
             process.stdin.close()
         except OSError:
+            process.stdout.close()
             return "the notebook server exited at once"
-        deadline = time.monotonic() + _START_SECONDS
-        answer = b""
-        while b"\n" not in answer and len(answer) < _MAX_ANSWER:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([process.stdout], [], [], left)[0]:
-                process.kill()
-                return "the notebook server did not start in time"
-            chunk = process.stdout.read1(_MAX_ANSWER)  # type: ignore[attr-defined]
-            if not chunk:
-                break
-            answer += chunk
-        process.stdout.close()
-        line = answer.split(b"\n", 1)[0].decode(errors="replace").strip()
+        try:
+            answer = await asyncio.wait_for(_first_line(process.stdout), _START_SECONDS)
+        except TimeoutError:
+            process.kill()
+            return "the notebook server did not start in time"
+        line = answer.decode(errors="replace").strip()
         if line == "READY":
             return None
         return line.removeprefix("ERR ").strip()[:200] or "the notebook server exited at once"
+
+
+async def _first_line(pipe: IO[bytes]) -> bytes:
+    """The first line ``pipe`` carries (at most ``_MAX_ANSWER`` bytes of it); closes the pipe."""
+    reader = asyncio.StreamReader()
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), pipe
+    )
+    answer = b""
+    try:
+        while b"\n" not in answer and len(answer) < _MAX_ANSWER:
+            chunk = await reader.read(_MAX_ANSWER - len(answer))
+            if not chunk:
+                break
+            answer += chunk
+    finally:
+        transport.close()
+    return answer.split(b"\n", 1)[0]
