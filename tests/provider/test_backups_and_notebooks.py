@@ -107,6 +107,16 @@ def test_a_scheduled_backup_restores_into_a_new_pod_and_the_notebook_answers(
     base, token = again["jupyter_url"].split("/?token=")
     assert httpx.get(f"{base}/api", params={"token": token}, timeout=10).status_code == 200
 
+    # The pod re-rented (its name changed): the new pod gets a schedule of its own, in place, and the old
+    # schedule is kept with its backups, which are what outlives a pod.
+    (config,) = instances(tf, "lium_backup_config")
+    tf.write(PROVIDER_BLOCK + moved.replace('name         = "train"', 'name         = "train-b"') + second)
+    tf.apply()
+    (moved_config,) = instances(tf, "lium_backup_config")
+    assert moved_config["id"] != config["id"] and moved_config["retired_ids"] == [config["id"]]
+    with account.api() as api:
+        assert api.get(f"/backup-logs/{scheduled}").json()["deletion_state"] is None, "still restorable"
+
     tf.destroy()
     with account.api() as api:
         assert api.get("/backup-configs").json() == [], "destroy leaves no schedule"

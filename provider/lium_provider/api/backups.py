@@ -77,3 +77,8 @@ class BackupLogRow(_Run):
     started_at: UtcDatetime | None = None
     completed_at: UtcDatetime | None = None
     total_bytes: int | None = None
+    deletion_state: str | None = None  # set once its data is deleted: the row stays, and cannot be restored
+
+    @property
+    def restorable(self) -> bool:
+        return self.status == BACKUP_DONE and not self.deletion_state

@@ -5,8 +5,9 @@ can be rented restoring one (``lium_pod.restore_backup_id``). A pod has at most 
 ``POST /backup-configs`` creates or replaces it, so a create that was interrupted is simply sent again.
 The configuration has no name or description: whose it is, is read from its pod's Lium name (the stack's
 tag), as a ``lium_runner``'s is. Path and schedule change in place (``PUT``); another pod is another
-configuration. Deleting it deletes its backups (Lium's rule): keep a stack's backups by keeping its
-configuration.
+configuration. Deleting it deletes its backups (Lium's rule), so when the pod is re-rented (or deleted
+outside Terraform) the new pod gets a schedule of its own in place and the old one, whose pod is gone,
+is kept with its backups (``retired_ids``), restorable until ``terraform destroy`` deletes them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from lium_provider.api.backups import (
     BackupRetentionDays,
     BackupSchedule,
 )
-from lium_provider.api.models import is_lium_id
+from lium_provider.api.models import DELETED, DELETING, is_lium_id
 from lium_provider.domain.stack import tag_in_pod_name
 from lium_provider.resources.common import api_errors, delete_reconciled, import_by_lium_id
 from lium_provider.resources.inputs import LIUM_ID, POD_PATH
@@ -36,7 +37,7 @@ from lium_provider.resources.ownership import (
     refuse_another_stacks_pod,
 )
 from lium_provider.session import LiumSession, session
-from tfbridge import Attribute, Context, PlanChange, RequiresReplace, Resource, UseStateForUnknown
+from tfbridge import Attribute, Context, PlanChange, Resource, UseStateForUnknown
 
 DEFAULT_FREQUENCY_HOURS, DEFAULT_RETENTION_DAYS = 6, 7
 """Lium's own defaults (its SDK's ``backup_create``)."""
@@ -55,7 +56,12 @@ class BackupConfigModel(BaseModel):
     ] = None
     pod_id: Annotated[
         str,
-        Attribute(required=True, plan=(RequiresReplace(),), description="The `lium_pod` to back up."),
+        Attribute(
+            required=True,
+            description="The `lium_pod` to back up. Another pod (the pod re-rented) gets a schedule of its own "
+            "(a new `id`), in place: the schedule of a pod that is gone is kept with its backups "
+            "(`retired_ids`), restorable until destroy.",
+        ),
         LIUM_ID,
     ]
     path: Annotated[
@@ -81,6 +87,16 @@ class BackupConfigModel(BaseModel):
             optional=True,
             computed=True,
             description=f"Days each backup is kept. Default: {DEFAULT_RETENTION_DAYS}.",
+        ),
+    ] = None
+    retired_ids: Annotated[
+        list[str] | None,
+        Attribute(
+            computed=True,
+            plan=(UseStateForUnknown(),),
+            description="The schedules of this resource's earlier pods, kept when their pod went so their "
+            "backups stay restorable (`data.lium_backups` with the old pod's id); deleted, with their "
+            "backups, by destroy.",
         ),
     ] = None
     stack_tag: StackTag = None
@@ -109,6 +125,12 @@ def _config_mark(s: LiumSession, config_id: str) -> str | None:
     return _pod_mark(s, row.pod_id) if row is not None and row.pod_id else None
 
 
+def _pod_gone(s: LiumSession, pod_id: str) -> bool:
+    with api_errors("reading the backed-up pod", path=("pod_id",)):
+        pod = s.client.get_pod(pod_id)
+    return pod is None or pod.status in (DELETED, DELETING)
+
+
 def _fields(row: BackupConfigRow) -> dict[str, Any]:
     return {
         "id": row.id,
@@ -132,6 +154,10 @@ class BackupConfigResource(Resource[BackupConfigModel]):
         ):
             if change.config_is_null(name):
                 change.set_planned(name, default)
+        prior = change.prior
+        if prior is not None and (change.is_unknown("pod_id") or change.planned.pod_id != prior.pod_id):
+            change.set_unknown("id")  # another pod's schedule is another configuration
+            change.set_unknown("retired_ids")
         if change.is_unknown("pod_id"):
             return
         pod_id = change.planned.pod_id
@@ -167,15 +193,35 @@ class BackupConfigResource(Resource[BackupConfigModel]):
     ) -> BackupConfigModel:
         s = session(ctx)
         check_before_change(ctx, self.type_name, prior, lambda: _config_mark(s, prior.id or ""), "changed")
-        with api_errors("changing the pod's backup schedule"):
-            row = s.client.update_backup_config(prior.id or "", plan.schedule())
-        return plan.model_copy(update=_fields(row) | {"pod_id": prior.pod_id})
+        if plan.pod_id == prior.pod_id:
+            with api_errors("changing the pod's backup schedule"):
+                row = s.client.update_backup_config(prior.id or "", plan.schedule())
+            return plan.model_copy(update=_fields(row) | {"pod_id": prior.pod_id})
+        # Another pod: its own schedule first; the old one's pod gone (re-rented), it is kept with its
+        # backups, which are what outlives a pod; else it ends, with them.
+        created = self.create(ctx, plan, config)
+        retired = list(prior.retired_ids or [])
+        if _pod_gone(s, prior.pod_id):
+            ctx.warn(
+                f"Kept the backups of pod {prior.pod_id}",
+                f"Its pod is gone, so schedule {prior.id} backs nothing up any more; its backups stay "
+                f"restorable (`data.lium_backups` with pod_id = {prior.pod_id}) until they expire or this "
+                "stack is destroyed.",
+            )
+            retired.append(prior.id or "")
+        else:
+            self._delete_config(ctx, s, prior.id or "")
+        return created.model_copy(update={"retired_ids": retired})
 
     def delete(self, ctx: Context, state: BackupConfigModel) -> None:
         s = session(ctx)
         if left_alone_at_delete(ctx, self.type_name, state, lambda: _config_mark(s, state.id or "")):
             return
-        config_id = state.id or ""
+        for config_id in (*(state.retired_ids or []), state.id or ""):
+            self._delete_config(ctx, s, config_id)
+
+    def _delete_config(self, ctx: Context, s: LiumSession, config_id: str) -> None:
+        """Delete a schedule, and with it its backups (Lium's rule)."""
 
         def exists() -> bool:
             return any(c.id == config_id for c in s.client.list_backup_configs())

@@ -22,7 +22,14 @@ class BackupModel(BaseModel):
 
     id: Annotated[str, Attribute(computed=True, description="Backup id: `lium_pod.restore_backup_id`.")]
     status: Annotated[
-        str, Attribute(computed=True, description=f"Lium's status; `{BACKUP_DONE}` is restorable.")
+        str, Attribute(computed=True, description=f"Lium's status: `{BACKUP_DONE}` once whole.")
+    ]
+    restorable: Annotated[
+        bool,
+        Attribute(
+            computed=True,
+            description=f"`{BACKUP_DONE}` with its data kept (a deleted or expired backup's row stays, without it).",
+        ),
     ]
     started_at: Annotated[
         str | None, Attribute(computed=True, description="When it started (RFC 3339, UTC).")
@@ -45,7 +52,9 @@ class BackupsModel(BaseModel):
     latest_completed_id: Annotated[
         str | None,
         Attribute(
-            computed=True, description=f"The newest `{BACKUP_DONE}` backup's id; null when there is none."
+            computed=True,
+            description="The newest restorable backup's id; null when there is none (yet: a pod given it then "
+            "restores nothing).",
         ),
     ] = None
 
@@ -54,6 +63,7 @@ def _backup(row: BackupLogRow) -> BackupModel:
     return BackupModel(
         id=row.id,
         status=row.status,
+        restorable=row.restorable,
         started_at=rfc3339(row.started_at),
         completed_at=rfc3339(row.completed_at),
         error=row.error_message,
@@ -69,7 +79,7 @@ class BackupsDataSource(DataSource[BackupsModel]):
         with api_errors("reading the pod's backups", path=("pod_id",)):
             rows = session(ctx).client.pod_backups(config.pod_id)
         newest = sorted(rows, key=lambda r: (r.started_at is not None, r.started_at), reverse=True)
-        done = [r.id for r in newest if r.status == BACKUP_DONE]
+        done = [r.id for r in newest if r.restorable]
         return config.model_copy(
             update={"backups": [_backup(r) for r in newest], "latest_completed_id": done[0] if done else None}
         )

@@ -219,13 +219,14 @@ class PodResource(Resource[PodModel]):
     # -- plan ------------------------------------------------------------------------------------
 
     def validate_config(self, config: ConfigView[PodModel]) -> list[Diagnostic]:
-        restore = [config.is_null(n) for n in ("restore_backup_id", "restore_path")]
-        if restore[0] != restore[1]:
+        # A backup is restored into a directory; a directory with no backup (yet: `latest_completed_id` is
+        # null until one completes) restores nothing, and must not stop a plan or a destroy.
+        if not config.is_null("restore_backup_id") and config.is_null("restore_path"):
             return [
                 Diagnostic.error(
-                    "restore_backup_id and restore_path go together",
-                    "A restore needs the backup and the directory it is restored into: set both, or neither.",
-                    ("restore_path",) if restore[1] else ("restore_backup_id",),
+                    "restore_backup_id needs restore_path",
+                    "A restore needs the directory the backup is restored into: set restore_path.",
+                    ("restore_path",),
                 )
             ]
         if config.is_null("executor_id"):
@@ -558,7 +559,7 @@ class PodResource(Resource[PodModel]):
                 volume_id=state.volume_id,
                 enable_backups=bool(state.enable_backups),
                 backup_log_id=state.restore_backup_id,
-                restore_path=state.restore_path,
+                restore_path=state.restore_path if state.restore_backup_id else None,
                 termination_hours=rent_hours(
                     state.termination_hours, create_seconds_left(ctx, self.default_timeouts["create"])
                 ),

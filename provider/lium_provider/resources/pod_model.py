@@ -191,7 +191,7 @@ class PodModel(OfferFilter):
             computed=True,
             plan=_KEEP_OR_REPLACE,
             description="Whether Lium backs up the pod's volume on its own schedule (billed per GB-hour of "
-            "backup storage; docs/guides/backups.md). Lium's own default is true; the provider's is false: "
+            "backup storage; docs/guides/backups-and-notebooks.md). Lium's own default is true; the provider's is false: "
             "declare backups with `lium_backup_config` instead. Set at rent: a change re-rents.",
         ),
     ] = None
@@ -201,7 +201,9 @@ class PodModel(OfferFilter):
             optional=True,
             plan=_REPLACE,
             description="Restore this backup (a `data.lium_backups` id) into the new pod, at `restore_path`. "
-            "Set at rent: a change re-rents.",
+            "Set at rent: a change re-rents, so a pod restored from `latest_completed_id` (which moves with "
+            "every backup) usually says `lifecycle { ignore_changes = [restore_backup_id] }`. Null: nothing "
+            "is restored.",
         ),
         LIUM_ID,
     ] = None
@@ -211,7 +213,7 @@ class PodModel(OfferFilter):
             optional=True,
             plan=_REPLACE,
             description="With `restore_backup_id`: the new or empty directory in the pod the backup is "
-            "restored into (absolute).",
+            "restored into (absolute); the backed-up directory's contents land in it directly.",
         ),
         POD_PATH,
     ] = None
