@@ -44,7 +44,7 @@ class BackupConfig(LiumResourceBase):
         """Declare ``lium_backup_config`` ``id_`` in ``scope``.
 
         Args:
-            pod_id: The `lium_pod` to back up.
+            pod_id: The `lium_pod` to back up. Another pod (the pod re-rented) gets a schedule of its own (a new `id`), in place: the schedule of a pod that is gone is kept with its backups (`retired_ids`), restorable until destroy.
             path: The absolute directory in the pod to back up (a stable subdirectory of its volume is the safest: files changing while copied are copied as they were then). Must not be empty.
             frequency_hours: Hours between backups. Default: 6. Must be 1 to 168.
             retention_days: Days each backup is kept. Default: 7. Must be 1 to 365.
@@ -75,7 +75,7 @@ class BackupConfig(LiumResourceBase):
 
     @property
     def pod_id(self) -> str:
-        """The `lium_pod` to back up."""
+        """The `lium_pod` to back up. Another pod (the pod re-rented) gets a schedule of its own (a new `id`), in place: the schedule of a pod that is gone is kept with its backups (`retired_ids`), restorable until destroy."""
         return self.get_string_attribute("pod_id")
 
     @property
@@ -92,6 +92,11 @@ class BackupConfig(LiumResourceBase):
     def retention_days(self) -> float:
         """Days each backup is kept. Default: 7."""
         return self.get_number_attribute("retention_days")
+
+    @property
+    def retired_ids(self) -> list[str]:
+        """The schedules of this resource's earlier pods, kept when their pod went so their backups stay restorable (`data.lium_backups` with the old pod's id); deleted, with their backups, by destroy."""
+        return self.get_list_attribute("retired_ids")
 
     @property
     def stack_tag(self) -> str:

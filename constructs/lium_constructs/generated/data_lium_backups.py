@@ -28,6 +28,10 @@ class DataLiumBackupsBackups(ObjectRef):
         return self._element.get_string_attribute(self._path("id"))
 
     @property
+    def restorable(self) -> cdk.IResolvable:
+        return self._element.get_boolean_attribute(self._path("restorable"))
+
+    @property
     def started_at(self) -> str:
         return self._element.get_string_attribute(self._path("started_at"))
 
@@ -90,5 +94,5 @@ class DataLiumBackups(LiumDataSourceBase):
 
     @property
     def latest_completed_id(self) -> str:
-        """The newest `COMPLETED` backup's id; null when there is none."""
+        """The newest restorable backup's id; null when there is none (yet: a pod given it then restores nothing)."""
         return self.get_string_attribute("latest_completed_id")

@@ -134,9 +134,9 @@ class Pod(LiumResourceBase):
             wait_for_ports: Internal ports (what a process in the container listens on) the create and every update wait for, until each accepts a connection inside the pod (tried through the provider's SSH session, so only the pod's own service can answer), within the operation's `timeouts`. A port that never answers fails the apply naming it, with the last lines the container printed; a create's pod is then kept as tainted. A port need not be published (in the template's `internal_ports`) to be waited for; it must be to be reached from outside (`ports`). Must have at most 64 items. Each item must be 1 to 65535.
             termination_hours: Lium removes the pod this many hours after it started. Default: the provider's `default_termination_hours`, else none (the pod runs until deleted). Changing it moves the removal in place; removing it cancels the removal. Must be 1 to 720.
             jupyter_port: Run a Jupyter notebook server on this internal port of the pod's template (one of its `internal_ports`, never 22 or 10022); its address is `jupyter_url`. Changed in place; a new container (a template switch) gets it again. Unset: none is installed (one installed before runs until the pod's container changes). Must be 1 to 65535.
-            enable_backups: Whether Lium backs up the pod's volume on its own schedule (billed per GB-hour of backup storage; docs/guides/backups.md). Lium's own default is true; the provider's is false: declare backups with `lium_backup_config` instead. Set at rent: a change re-rents.
-            restore_backup_id: Restore this backup (a `data.lium_backups` id) into the new pod, at `restore_path`. Set at rent: a change re-rents.
-            restore_path: With `restore_backup_id`: the new or empty directory in the pod the backup is restored into (absolute).
+            enable_backups: Whether Lium backs up the pod's volume on its own schedule (billed per GB-hour of backup storage; docs/guides/backups-and-notebooks.md). Lium's own default is true; the provider's is false: declare backups with `lium_backup_config` instead. Set at rent: a change re-rents.
+            restore_backup_id: Restore this backup (a `data.lium_backups` id) into the new pod, at `restore_path`. Set at rent: a change re-rents, so a pod restored from `latest_completed_id` (which moves with every backup) usually says `lifecycle { ignore_changes = [restore_backup_id] }`. Null: nothing is restored.
+            restore_path: With `restore_backup_id`: the new or empty directory in the pod the backup is restored into (absolute); the backed-up directory's contents land in it directly.
             timeouts: Per-operation time budgets (Go duration syntax).
 
         ``count``, ``depends_on``, ``for_each``, ``lifecycle`` and ``provider`` are Terraform's
@@ -321,17 +321,17 @@ class Pod(LiumResourceBase):
 
     @property
     def enable_backups(self) -> cdk.IResolvable:
-        """Whether Lium backs up the pod's volume on its own schedule (billed per GB-hour of backup storage; docs/guides/backups.md). Lium's own default is true; the provider's is false: declare backups with `lium_backup_config` instead. Set at rent: a change re-rents."""
+        """Whether Lium backs up the pod's volume on its own schedule (billed per GB-hour of backup storage; docs/guides/backups-and-notebooks.md). Lium's own default is true; the provider's is false: declare backups with `lium_backup_config` instead. Set at rent: a change re-rents."""
         return self.get_boolean_attribute("enable_backups")
 
     @property
     def restore_backup_id(self) -> str:
-        """Restore this backup (a `data.lium_backups` id) into the new pod, at `restore_path`. Set at rent: a change re-rents."""
+        """Restore this backup (a `data.lium_backups` id) into the new pod, at `restore_path`. Set at rent: a change re-rents, so a pod restored from `latest_completed_id` (which moves with every backup) usually says `lifecycle { ignore_changes = [restore_backup_id] }`. Null: nothing is restored."""
         return self.get_string_attribute("restore_backup_id")
 
     @property
     def restore_path(self) -> str:
-        """With `restore_backup_id`: the new or empty directory in the pod the backup is restored into (absolute)."""
+        """With `restore_backup_id`: the new or empty directory in the pod the backup is restored into (absolute); the backed-up directory's contents land in it directly."""
         return self.get_string_attribute("restore_path")
 
     @property

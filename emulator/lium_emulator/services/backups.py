@@ -42,7 +42,8 @@ _CHUNK = 1024 * 1024
 COPY_SECONDS = 600.0
 """The longest a backup's or restore's copy may take: a pod whose copy never ends (its ``tar`` replaced,
 a FIFO in the path) is stopped there, and the copy fails."""
-_COPY_OUT = 'cd -- "$1" && exec tar -cf - .'
+_NO_DIRECTORY = 66  # the copy's exit code for a path that is no directory in the pod
+_COPY_OUT = f'[ -d "$1" ] || exit {_NO_DIRECTORY}; cd -- "$1" && exec tar -cf - .'
 # A restore writes into a new or empty directory only; --no-same-owner: files belong to the pod's root.
 _COPY_IN = 'mkdir -p -- "$1" && cd -- "$1" && [ -z "$(ls -A)" ] && exec tar -xf - --no-same-owner'
 
@@ -241,6 +242,8 @@ class Backups:
             return 0, f"the backup is larger than the {limit // (1024 * 1024)} MiB {which} may hold"
         if code != 0:
             archive.unlink(missing_ok=True)
+            if code == _NO_DIRECTORY:
+                return 0, f"{path} is not a directory in the pod (does it exist?)"
             return 0, f"{path} could not be read in the pod (tar exited {code})"
         return size, None
 

@@ -4,7 +4,8 @@ terraform {
   }
 }
 
-# What a key may still spend (read with LIUM_SESSION_TOKEN; never its secret).
+# What a key may still spend (read with LIUM_SESSION_TOKEN; never its secret). Its id: a lium_api_key's
+# `id` (output it from the stack that declares the key), or `lium keys list --json`.
 data "lium_api_key" "pipeline" {
   id = "3b2a1f0e-9d8c-4b7a-8f6e-5d4c3b2a1f0e"
 }

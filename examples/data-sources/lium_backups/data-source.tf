@@ -22,12 +22,15 @@ resource "lium_template" "train" {
   startup_commands = "-c 'exec sleep infinity'"
 }
 
-# A new pod that starts from the newest completed backup, restored into /workspace/restored.
+# A new pod that starts from the newest restorable backup, restored into /root/restored.
 resource "lium_pod" "resumed" {
   name              = "resumed"
   template_id       = lium_template.train.id
   gpu               = "A100"
   termination_hours = 24
   restore_backup_id = data.lium_backups.old.latest_completed_id
-  restore_path      = "/workspace/restored"
+  restore_path      = "/root/restored"
+  lifecycle {
+    ignore_changes = [restore_backup_id] # restored once, at rent
+  }
 }

@@ -23,7 +23,7 @@ resource "lium_pod" "train" {
 # Copy the checkpoints every 2 hours and keep each copy 3 days: they outlive the pod.
 resource "lium_backup_config" "checkpoints" {
   pod_id          = lium_pod.train.id
-  path            = "/workspace/checkpoints"
+  path            = "/root/checkpoints"
   frequency_hours = 2
   retention_days  = 3
 }

@@ -139,8 +139,8 @@ def within_key_budget(report: Report, facts: Mapping[str, Any], now: datetime | 
         if hours is None and (spend.unbounded or others_unbounded):
             violations.append(
                 f"{POLICY}: key {facts['key']}'s {window} budget is {usd(budget)}, and "
-                f"{', '.join((*spend.unbounded, *others_unbounded))} has no removal deadline "
-                "(`termination_hours`): its spend is unbounded"
+                f"{', '.join((*spend.unbounded, *others_unbounded))} has no removal deadline: its spend is "
+                "unbounded (set `termination_hours`, or the provider's `default_termination_hours`)"
             )
             continue
         worst = (

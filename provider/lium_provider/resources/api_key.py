@@ -348,6 +348,15 @@ class ApiKeyResource(Resource[ApiKeyModel]):
 
         if left_alone_at_delete(ctx, self.type_name, state, mark):
             return
+        with api_errors("reading the API key"):
+            row = _key_row(keys, state)
+        if row is not None and row.pods_count:
+            ctx.warn(
+                f"API key {row.name} still has {row.pods_count} live pod(s)",
+                "Revoking it does not end them, and no budget of it caps them any more: destroy the stacks "
+                "that run with a key before the stack that declares it. End them now with a key of the "
+                "workspace whose pod_visibility is `account`.",
+            )
         with api_errors("revoking the API key"):
             keys.revoke_api_key(state.id or "", state.workspace_id)
 
