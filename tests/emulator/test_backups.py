@@ -14,7 +14,7 @@ from lium.sdk import PodInfo
 
 from lium_emulator.launcher import RunningEmulator, launch
 from tests.emulator.sdk_user import SdkUser
-from tests.emulator.testkit import FAST_TIMINGS, splittable_node, wait_until
+from tests.emulator.testkit import FAST_TIMINGS, api_client, rent_body, splittable_node, wait_until
 
 MAX_MIB = 1  # the store's cap of one backup in this module's emulator
 TEMPLATE = {
@@ -147,7 +147,7 @@ def test_a_scheduled_backup_restores_into_a_new_pod_and_goes_with_its_schedule(
     assert refused.status_code == 404 and refused.json()["error"]["code"] == "backup_not_found"
 
 
-def test_a_pods_links_and_oversized_files_stay_in_the_pod(user: SdkUser) -> None:
+def test_a_pods_links_and_oversized_files_stay_in_the_pod(user: SdkUser, emulator: RunningEmulator) -> None:
     template = user.template({**TEMPLATE, "name": "hostile"})
     pod = pod_of(user, template["id"], enable_backups=False)
     user.cli(
@@ -171,6 +171,48 @@ def test_a_pods_links_and_oversized_files_stay_in_the_pod(user: SdkUser) -> None
     user.lium.backup_now(pod, name="after")
     after = next(r for r in finished(user, pod, 3) if r["name"] == "after")
     assert after["status"] == "COMPLETED", "the refused copy took none of the workspace's room"
+    # A pod's own `tar` that never ends holds only its own copy: one at a time per pod, and a cancel ends it.
+    user.cli(
+        "exec",
+        pod.id,
+        "printf '#!/bin/sh\\nexec sleep 1000\\n' > /usr/local/bin/tar && chmod +x /usr/local/bin/tar",
+    )
+    hung = user.http.post(f"/pods/{pod.id}/backup", json={"name": "hung"}).json()["backup_log_id"]
+    second = user.http.post(f"/pods/{pod.id}/backup", json={"name": "second"})
+    assert second.status_code == 409 and second.json()["error"]["code"] == "backup_in_progress", second.text
+    assert user.http.post(f"/backup-logs/{hung}/cancel").status_code == 200
+    user.cli("exec", pod.id, "rm /usr/local/bin/tar")
+    freed = wait_until(
+        lambda: (
+            (r := user.http.post(f"/pods/{pod.id}/backup", json={"name": "freed"})).status_code == 200 and r
+        ),
+        timeout=30,
+        what="the cancelled copy to end",
+    )
+    assert freed.json()["status"] in ("PENDING", "IN_PROGRESS", "COMPLETED")
+
+    # A key that sees only its own pods restores no backup of a pod it cannot see.
+    me = user.http.get("/users/me").json()
+    token = httpx.post(
+        f"{emulator.root_url}/_emulator/accounts/{me['id']}/session-token",
+        headers=emulator.admin_headers,
+        timeout=30,
+    ).json()["token"]
+    own = httpx.post(
+        f"{emulator.api_url}/keys",
+        json={"name": "own", "scopes": ["read", "rent", "manage"], "pod_visibility": "own"},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    ).json()["key"]
+    with api_client(emulator, own) as mine:
+        body = rent_body(
+            template["id"], user.public_key, backup_log_id=linked["id"], restore_path="/root/stolen"
+        )
+        refused = mine.post(f"/executors/{splittable_node(mine, 'L40S')['id']}/rent", json=body)
+        assert refused.status_code == 404 and refused.json()["error"]["code"] == "backup_not_found", (
+            refused.text
+        )
+
     config = user.lium.backup_config(pod)
     assert config is not None
     user.lium.backup_delete(config.id)

@@ -200,7 +200,10 @@ async def backup_now(
     if config is None:
         raise ApiError(404, "backup_config_not_found", "The pod has no backup configuration.")
     given = body or BackupNow()
-    backup = runtime.backups.start_backup(pod, config, given.name, given.description)
+    try:
+        backup = runtime.backups.start_backup(pod, config, given.name, given.description)
+    except BackupRefused as refusal:
+        raise ApiError(409, "backup_in_progress", str(refusal)) from None
     return {"success": True, "backup_log_id": backup.id, **_backup_row(backup)}
 
 
@@ -260,10 +263,13 @@ async def restore(pod_id: UUID, body: RestoreOrder, runtime: RuntimeDep, caller:
     pod = _running(runtime, caller, pod_id)
     path = pod_path(body.restore_path, "restore_path")
     try:
-        backup = runtime.backups.restorable(caller.workspace_id, str(body.backup_id))
+        backup = runtime.backups.restorable(caller.workspace_id, str(body.backup_id), caller.sees)
     except BackupRefused as refusal:
         raise ApiError(404, "backup_not_found", str(refusal)) from None
-    restored = runtime.backups.start_restore(pod, backup, path)
+    try:
+        restored = runtime.backups.start_restore(pod, backup, path)
+    except BackupRefused as refusal:
+        raise ApiError(409, "backup_in_progress", str(refusal)) from None
     return {"success": True, "restore_log_id": restored.id, **_restore_row(restored)}
 
 

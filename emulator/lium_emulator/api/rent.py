@@ -255,7 +255,7 @@ def restore_order(
         raise ApiError(400, "restore_invalid", "backup_log_id and restore_path must be given together.")
     pod_path(restore_path, "restore_path")
     try:
-        backup = runtime.backups.restorable(caller.workspace_id, str(backup_id))
+        backup = runtime.backups.restorable(caller.workspace_id, str(backup_id), caller.sees)
     except BackupRefused as refusal:
         raise ApiError(404, "backup_not_found", str(refusal)) from None
     return backup.id, restore_path

@@ -6,6 +6,7 @@ a state directory nothing is written (``Store(None)``).
 """
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,10 @@ class Store:
         if path is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
+        # Only the emulator's user reads it (notebook URLs carry their tokens); SQLite gives its WAL and
+        # shared-memory files the database file's mode.
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        os.chmod(path, 0o600)
         # Used from the event loop thread and, at shutdown, from the main thread; never concurrently.
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")

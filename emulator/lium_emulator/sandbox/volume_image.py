@@ -92,7 +92,8 @@ def _ensure(path: Path, offered_gib: int, others: Iterable[Path]) -> Path:
         raise OSError(f"{MKFS} is not installed (Debian: apt-get install e2fsprogs)")
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial")
-    with open(partial, "wb") as image:
+    # The pod's data: readable by the emulator's user only.
+    with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as image:
         image.truncate(size_mib(offered_gib, path.parent, [o for o in others if o != path]) << 20)
     subprocess.run(
         [

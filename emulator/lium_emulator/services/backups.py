@@ -17,14 +17,17 @@ scale) or are deleted, with the schedule or one by one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import subprocess
-import threading
+import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import IO
 
 from lium_emulator.records.backups import FINISHED, BackupConfig, BackupLog, RestoreLog
 from lium_emulator.records.entities import Pod
@@ -39,6 +42,9 @@ WORKSPACE_BACKUPS = 4
 DEFAULT_FREQUENCY_HOURS, DEFAULT_RETENTION_DAYS = 24, 7
 """The schedule a pod rented with ``enable_backups`` gets (of its local volume): [I], docs/lium-api.md#backups."""
 _CHUNK = 1024 * 1024
+_MIB = 1024 * 1024
+_POLL_SECONDS = 0.05  # how often an ended copy's exit is looked for
+_EXIT_SECONDS = 10.0  # how long a copy may take to exit once its pipe is done
 COPY_SECONDS = 600.0
 """The longest a backup's or restore's copy may take: a pod whose copy never ends (its ``tar`` replaced,
 a FIFO in the path) is stopped there, and the copy fails."""
@@ -52,24 +58,45 @@ def _cancelled(record: BackupLog | RestoreLog) -> bool:
     return record.status == "CANCELLED"
 
 
-class _Deadline:
-    """Kills a copy's process after ``seconds``: a copy blocked on a pod that never answers ends."""
+class _Copy:
+    """One copy's process in a pod, driven on the event loop: it holds no thread, however long the pod
+    takes (its ``tar`` is pod code), and ending it kills its whole process group, the part in the pod
+    included (``start_inside`` starts each in a session of its own)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], seconds: float) -> None:
-        self._process = process
-        self._passed = threading.Event()
-        self._timer = threading.Timer(seconds, self._kill)
-        self._timer.daemon = True
-        self._timer.start()
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
 
-    def _kill(self) -> None:
-        self._passed.set()
-        self._process.kill()
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
 
-    def stop(self) -> bool:
-        """Stop the timer; whether the deadline had passed (and the process was killed for it)."""
-        self._timer.cancel()
-        return self._passed.is_set()
+    async def exit_code(self, seconds: float) -> int | None:
+        """Its exit code once it has ended, or None when it had not within ``seconds`` (then killed)."""
+        deadline = time.monotonic() + seconds
+        while (code := self.process.poll()) is None:
+            if time.monotonic() > deadline:
+                self.kill()
+                await asyncio.sleep(0)
+                self.process.poll()
+                return None
+            await asyncio.sleep(_POLL_SECONDS)
+        return code
+
+
+async def _reader(pipe: IO[bytes]) -> tuple[asyncio.StreamReader, asyncio.BaseTransport]:
+    """An asyncio reader of a process's stdout pipe, and its transport (to close)."""
+    reader = asyncio.StreamReader(limit=_CHUNK)
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), pipe
+    )
+    return reader, transport
+
+
+async def _writer(pipe: IO[bytes]) -> tuple[asyncio.BaseTransport, asyncio.StreamWriter]:
+    """An asyncio writer of a process's stdin pipe, and its transport (to close)."""
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.connect_write_pipe(lambda: asyncio.streams.FlowControlMixin(), pipe)
+    return transport, asyncio.StreamWriter(transport, protocol, None, loop)
 
 
 class BackupRefused(Exception):
@@ -93,6 +120,9 @@ class Backups:
         self._store = store_dir
         self._hour_seconds = hour_seconds
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._copies: dict[str, _Copy] = {}  # by backup or restore id, while its process runs
+        self._busy_pods: set[str] = set()  # a pod copies one backup or restore at a time
+        self._inflight: dict[str, int] = {}  # bytes being copied, by workspace, against its cap
 
     def recover(self) -> None:
         """Copies a previous run of the emulator left unfinished (it stopped meanwhile) failed: their
@@ -168,7 +198,9 @@ class Backups:
     def start_backup(
         self, pod: Pod, config: BackupConfig, name: str | None = None, description: str | None = None
     ) -> BackupLog:
-        """A backup of the pod's configured path, made in the background; its row says how it goes."""
+        """A backup of the pod's configured path, made in the background; its row says how it goes.
+        BackupRefused while the pod copies another backup or restore."""
+        self._claim(pod.id)
         backup = BackupLog(
             id=str(uuid.uuid4()),
             user_id=pod.user_id,
@@ -188,11 +220,7 @@ class Backups:
         try:
             backup.status, backup.started_at = "IN_PROGRESS", utcnow()
             self._state.save(backup)
-            room = WORKSPACE_BACKUPS * self._max_bytes - self._stored(backup.user_id)
-            loop = asyncio.get_running_loop()
-            size, error = await loop.run_in_executor(
-                None, self._copy_out, backup.pod_id, backup.backup_path, self.archive(backup.id), room
-            )
+            size, error = await self._copy_out(backup)
             if _cancelled(backup):  # while it copied
                 self.archive(backup.id).unlink(missing_ok=True)
                 return
@@ -204,6 +232,12 @@ class Backups:
             self._state.save(backup)
         finally:
             self._running.pop(backup.id, None)
+            self._busy_pods.discard(backup.pod_id)
+
+    def _claim(self, pod_id: str) -> None:
+        if pod_id in self._busy_pods:
+            raise BackupRefused("A backup or restore of this pod is in progress: one at a time.")
+        self._busy_pods.add(pod_id)
 
     def _stored(self, user_id: str) -> int:
         return sum(
@@ -212,34 +246,49 @@ class Backups:
             if b.user_id == user_id and b.deletion_state is None
         )
 
-    def _copy_out(self, pod_id: str, path: str, archive: Path, room: int) -> tuple[int, str | None]:
-        """``tar`` of ``path`` made inside the pod, into ``archive``, at most ``room`` bytes (blocking)."""
-        limit = min(self._max_bytes, room)
+    async def _copy_out(self, backup: BackupLog) -> tuple[int, str | None]:
+        """``tar`` of the backup's path made inside its pod, into its archive: at most the store's cap of one
+        backup, and of what the workspace's backups hold together, copies in flight included."""
+        path, archive, user = backup.backup_path, self.archive(backup.id), backup.user_id
         try:
-            process = self._sandboxes.start_inside(pod_id, ["/bin/sh", "-c", _COPY_OUT, "sh", path])
+            process = self._sandboxes.start_inside(backup.pod_id, ["/bin/sh", "-c", _COPY_OUT, "sh", path])
         except (SandboxError, OSError) as exc:
             return 0, f"the pod cannot be backed up now: {exc}"
         assert process.stdin is not None and process.stdout is not None
         process.stdin.close()
+        copy = self._copies[backup.id] = _Copy(process)
         self._store.mkdir(mode=0o700, parents=True, exist_ok=True)
-        deadline = _Deadline(process, COPY_SECONDS)
-        size = 0
-        with open(os.open(archive, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
-            while chunk := process.stdout.read(_CHUNK):
-                size += len(chunk)
-                if size > limit:
-                    process.kill()
-                    break
-                out.write(chunk)
-        process.stdout.close()
-        code = process.wait()
-        if deadline.stop():
+        room = WORKSPACE_BACKUPS * self._max_bytes
+        size, over, timed_out = 0, "", False
+        reader, transport = await _reader(process.stdout)
+        try:
+            async with asyncio.timeout(COPY_SECONDS):
+                with open(os.open(archive, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
+                    while chunk := await reader.read(_CHUNK):
+                        size += len(chunk)
+                        self._inflight[user] = self._inflight.get(user, 0) + len(chunk)
+                        if size > self._max_bytes:
+                            over = f"the {self._max_bytes // _MIB} MiB one backup may hold"
+                        elif self._stored(user) + self._inflight[user] > room:
+                            over = f"what is left of the {room // _MIB} MiB the workspace's backups may hold"
+                        if over:
+                            break
+                        out.write(chunk)
+        except TimeoutError:
+            timed_out = True
+        finally:
+            transport.close()
+            self._inflight[user] -= size
+            self._copies.pop(backup.id, None)
+        if over or timed_out:
+            copy.kill()
+        code = await copy.exit_code(_EXIT_SECONDS)
+        if timed_out:
             archive.unlink(missing_ok=True)
             return 0, f"copying {path} took longer than {COPY_SECONDS:.0f} s"
-        if size > limit:
+        if over:
             archive.unlink(missing_ok=True)
-            which = "one backup" if limit == self._max_bytes else "the workspace's backups"
-            return 0, f"the backup is larger than the {limit // (1024 * 1024)} MiB {which} may hold"
+            return 0, f"the backup is larger than {over}"
         if code != 0:
             archive.unlink(missing_ok=True)
             if code == _NO_DIRECTORY:
@@ -253,12 +302,15 @@ class Backups:
             raise BackupRefused(f"The backup is {backup.status} already.")
         backup.status, backup.completed_at = "CANCELLED", utcnow()
         self._state.save(backup)
+        if (copy := self._copies.get(backup.id)) is not None:
+            copy.kill()
 
     def delete_data(self, backup: BackupLog) -> None:
         """The backup's copy is deleted; its row stays, saying so."""
-        task = self._running.get(backup.id)
-        if task is not None:
+        if backup.id in self._running:
             backup.status = "CANCELLED"
+            if (copy := self._copies.get(backup.id)) is not None:
+                copy.kill()
         self.archive(backup.id).unlink(missing_ok=True)
         backup.deletion_state = "deleted"
         self._state.save(backup)
@@ -271,6 +323,8 @@ class Backups:
         for config in list(self._state.backup_configs.values()):
             pod = self._state.pods.get(config.pod_id)
             if not config.is_active or config.next_backup_at > now or pod is None or pod.status != "RUNNING":
+                continue
+            if pod.id in self._busy_pods:  # still copying: the schedule runs at its next tick
                 continue
             config.next_backup_at = now + self.hours(config.backup_frequency_hours)
             self._state.save(config)
@@ -300,10 +354,12 @@ class Backups:
 
     # --- restores ------------------------------------------------------------------------------------
 
-    def restorable(self, user_id: str, backup_id: str) -> BackupLog:
-        """The workspace's completed backup ``backup_id`` whose copy is kept, else BackupRefused."""
+    def restorable(self, user_id: str, backup_id: str, sees: Callable[[Pod], bool]) -> BackupLog:
+        """The workspace's completed backup ``backup_id`` whose copy is kept, of a pod the caller ``sees``
+        (under `own` visibility only the key's own pods'), else BackupRefused."""
         backup = self._state.backups.get(backup_id)
-        if backup is None or backup.user_id != user_id:
+        pod = self._state.pods.get(backup.pod_id) if backup is not None else None
+        if backup is None or backup.user_id != user_id or pod is None or not sees(pod):
             raise BackupRefused("Backup not found.")
         if backup.status != "COMPLETED" or backup.deletion_state is not None:
             raise BackupRefused(
@@ -312,6 +368,8 @@ class Backups:
         return backup
 
     def start_restore(self, pod: Pod, backup: BackupLog, restore_path: str) -> RestoreLog:
+        """The backup written into the pod in the background; BackupRefused while the pod copies another."""
+        self._claim(pod.id)
         restore = RestoreLog(
             id=str(uuid.uuid4()),
             user_id=pod.user_id,
@@ -329,10 +387,7 @@ class Backups:
         try:
             restore.status, restore.started_at = "IN_PROGRESS", utcnow()
             self._state.save(restore)
-            loop = asyncio.get_running_loop()
-            error = await loop.run_in_executor(
-                None, self._copy_in, restore.pod_id, self.archive(restore.backup_id), restore.restore_path
-            )
+            error = await self._copy_in(restore)
             if _cancelled(restore):  # while it copied
                 return
             restore.completed_at = utcnow()
@@ -342,28 +397,42 @@ class Backups:
             self._state.save(restore)
         finally:
             self._running.pop(restore.id, None)
+            self._busy_pods.discard(restore.pod_id)
 
-    def _copy_in(self, pod_id: str, archive: Path, path: str) -> str | None:
-        """The archive extracted inside the pod at ``path`` (new or empty), blocking; None when it worked."""
+    async def _copy_in(self, restore: RestoreLog) -> str | None:
+        """The backup's archive extracted inside the pod at the restore's path (new or empty); None when
+        it worked."""
+        path = restore.restore_path
         try:
-            process = self._sandboxes.start_inside(pod_id, ["/bin/sh", "-c", _COPY_IN, "sh", path])
+            process = self._sandboxes.start_inside(restore.pod_id, ["/bin/sh", "-c", _COPY_IN, "sh", path])
         except (SandboxError, OSError) as exc:
             return f"the pod cannot be restored into now: {exc}"
         assert process.stdin is not None and process.stdout is not None
         process.stdout.close()
-        deadline = _Deadline(process, COPY_SECONDS)
+        copy = self._copies[restore.id] = _Copy(process)
+        timed_out = gone = False
+        transport, writer = await _writer(process.stdin)
         try:
-            with archive.open("rb") as source:
-                while chunk := source.read(_CHUNK):
-                    process.stdin.write(chunk)
-            process.stdin.close()
+            async with asyncio.timeout(COPY_SECONDS):
+                with self.archive(restore.backup_id).open("rb") as source:
+                    while chunk := source.read(_CHUNK):
+                        writer.write(chunk)
+                        await writer.drain()
+        except TimeoutError:
+            timed_out = True
         except FileNotFoundError:
-            process.kill()
-            return "the backup's copy is gone"
-        except BrokenPipeError:
+            gone = True
+        except (BrokenPipeError, ConnectionResetError):
             pass  # tar stopped reading: its exit code says why
-        code = process.wait()
-        if deadline.stop():
+        finally:
+            transport.close()
+            self._copies.pop(restore.id, None)
+        if timed_out or gone:
+            copy.kill()
+        code = await copy.exit_code(_EXIT_SECONDS)
+        if gone:
+            return "the backup's copy is gone"
+        if timed_out or code is None:
             return f"restoring into {path} took longer than {COPY_SECONDS:.0f} s"
         return (
             None if code == 0 else f"{path} is not a new or empty directory the pod can write (exit {code})"
@@ -374,13 +443,16 @@ class Backups:
             raise BackupRefused(f"The restore is {restore.status} already.")
         restore.status, restore.completed_at = "CANCELLED", utcnow()
         self._state.save(restore)
+        if (copy := self._copies.get(restore.id)) is not None:
+            copy.kill()
 
     def restore_at_rent(self, pod: Pod) -> None:
         """A pod rented with ``backup_log_id`` gets the backup once it runs."""
         if pod.restore_backup_id and pod.restore_path:
             backup = self._state.backups.get(pod.restore_backup_id)
             if backup is not None:
-                self.start_restore(pod, backup, pod.restore_path)
+                with contextlib.suppress(BackupRefused):  # a new pod copies nothing else yet
+                    self.start_restore(pod, backup, pod.restore_path)
 
     def backups_of(self, user_id: str, pod_id: str | None = None) -> Iterable[BackupLog]:
         """The workspace's backups (of one pod), newest first."""
