@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:2mE7a2V+IJVAAOLw7RlBms4vrqwhqj7mP60COQHU0XQ=",
-    "zh:82b49f54ebd83147de97aed678c739632ed1ad40c1e46dc8a508d0963551100f",
+    "h1:X+7MAySRgVfLQB0LzhkJF/kvLaOk924TG1j7AqN5VA0=",
+    "zh:44efb15cb2d166ecd3d77e8c41fec8d11f654c8aaf4dcaa3724386159336299a",
   ]
 }
