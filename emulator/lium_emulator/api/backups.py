@@ -2,11 +2,12 @@
 (``/backup-configs``), its backups (``/backup-logs``, paged), backing up now, restoring into a running pod
 and the restores' logs, cancels and deletions. The work itself is ``services/backups.py``'s."""
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from lium_emulator.api.caller import Caller, CallerDep
@@ -111,7 +112,23 @@ def _restore_row(restore: RestoreLog) -> dict[str, Any]:
     }
 
 
-def _page(rows: list[dict[str, Any]], page: int, limit: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Paging:
+    """Which page of a listing, as the SDK asks (``page`` from 1, ``limit`` at most 100)."""
+
+    page: int
+    limit: int
+
+
+def _paging(page: int = Query(1, ge=1), limit: int = Query(20, ge=1, le=100)) -> Paging:
+    return Paging(page, limit)
+
+
+PagingDep = Annotated[Paging, Depends(_paging)]
+
+
+def _page(rows: list[dict[str, Any]], paging: Paging) -> dict[str, Any]:
+    page, limit = paging.page, paging.limit
     start = (page - 1) * limit
     return {
         "items": rows[start : start + limit],
@@ -212,26 +229,21 @@ async def pod_backups(
     pod_id: UUID,
     runtime: RuntimeDep,
     caller: CallerDep,
-    page: int = Query(1, ge=1),
-    limit: int = Query(20, ge=1, le=100),
+    paging: PagingDep,
 ) -> dict[str, Any]:
     pod = seen_pod(runtime, caller, pod_id)
-    return _page(
-        [_backup_row(b) for b in runtime.backups.backups_of(caller.workspace_id, pod.id)], page, limit
-    )
+    return _page([_backup_row(b) for b in runtime.backups.backups_of(caller.workspace_id, pod.id)], paging)
 
 
 @router.get("/backup-logs/")
-async def all_backups(
-    runtime: RuntimeDep, caller: CallerDep, page: int = Query(1, ge=1), limit: int = Query(20, ge=1, le=100)
-) -> dict[str, Any]:
+async def all_backups(runtime: RuntimeDep, caller: CallerDep, paging: PagingDep) -> dict[str, Any]:
     pods = runtime.state.pods
     rows = [
         _backup_row(b)
         for b in runtime.backups.backups_of(caller.workspace_id)
         if b.pod_id in pods and caller.sees(pods[b.pod_id])
     ]
-    return _page(rows, page, limit)
+    return _page(rows, paging)
 
 
 @router.get("/backup-logs/{backup_id}")
@@ -278,8 +290,7 @@ async def restore_logs(
     pod_id: UUID,
     runtime: RuntimeDep,
     caller: CallerDep,
-    page: int = Query(1, ge=1),
-    limit: int = Query(20, ge=1, le=100),
+    paging: PagingDep,
 ) -> dict[str, Any]:
     pod = seen_pod(runtime, caller, pod_id)
     rows = sorted(
@@ -287,7 +298,7 @@ async def restore_logs(
         key=lambda r: r.created_at,
         reverse=True,
     )
-    return _page([_restore_row(r) for r in rows], page, limit)
+    return _page([_restore_row(r) for r in rows], paging)
 
 
 @router.post("/restore-logs/{restore_id}/cancel")
