@@ -6,8 +6,6 @@ import logging
 import sys
 from pathlib import Path
 
-import httpx
-
 from lium_emulator import __version__
 from lium_emulator.config import (
     ADMIN_KEY_FILE,
@@ -198,6 +196,8 @@ def emulator_root(url: str) -> str:
 
 
 def _resources(args: argparse.Namespace) -> int:
+    import httpx  # here: with its CLI (click, rich) it is a fifth of the start of `serve`, which never uses it
+
     try:
         response = httpx.get(
             f"{emulator_root(args.url)}/_emulator/resources",

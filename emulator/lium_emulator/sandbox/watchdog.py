@@ -34,7 +34,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lium_emulator.sandbox.manager import SandboxManager, process_is_running, process_start_ticks
+# The sandbox manager (and what it imports: asyncio, cryptography, ...) is imported where it is used: the
+# watchdog process itself needs it only to reap after an unclean end, and at a clean shutdown (every test
+# emulator's) it just unregisters, so its start stays that of a bare interpreter.
 from lium_emulator.sandbox.registry import Registration, instances_dir, registrations, unregister
 
 RELEASED = b"R"  # emulator to watchdog: a clean shutdown, nothing is left to reap
@@ -67,6 +69,8 @@ class Watchdog:
 
     @classmethod
     def start(cls, work_dir: Path, *, temporary: bool) -> Watchdog:
+        from lium_emulator.sandbox.manager import process_start_ticks
+
         directory = instances_dir()
         pid = os.getpid()
         me = Registration(pid, process_start_ticks(pid) or 0, work_dir.resolve(), temporary)
@@ -121,6 +125,8 @@ def reap(registration_file: Path, record: Registration, *, wait: float = 0.0) ->
     cleaned up at its own start). When either cannot be had in time, nothing is touched and the
     registration stays, for a later start to retry.
     """
+    from lium_emulator.sandbox.manager import SandboxManager
+
     deadline = time.monotonic() + wait
     if not _gone_by(record, deadline):
         return []
@@ -143,6 +149,8 @@ def reap(registration_file: Path, record: Registration, *, wait: float = 0.0) ->
 
 def _gone_by(record: Registration, deadline: float) -> bool:
     """Wait until the process ``record`` is gone (a zombie, or reaped) or ``deadline`` (monotonic)."""
+    from lium_emulator.sandbox.manager import process_is_running
+
     while process_is_running(record.pid, record.start):
         if time.monotonic() >= deadline:
             return False
@@ -164,6 +172,8 @@ def _lock_within(fd: int, seconds: float) -> bool:
 
 def reap_dead_instances() -> list[str]:
     """Reap every registered emulator of this user whose process is gone; the ids of the pods reaped."""
+    from lium_emulator.sandbox.manager import process_is_running
+
     reaped: list[str] = []
     for path, record in registrations():
         if record is None:
