@@ -102,7 +102,10 @@ def test_a_fresh_runner_after_a_killed_one_leaves_no_pod_or_template_and_never_b
     if killed != "machine":  # a surviving process undoes the rent before it exits
         wait_for(lambda: running(account) == [], "the killed run deletes its pod", WAIT_SECONDS)
     wait_for(lambda: providers_in(first.workdir) == [], "the killed run's provider exits", WAIT_SECONDS)
-    second = fresh_runner(make_terraform, account, body, tmp_path / "runner-2", zygote)
+    # The parameter is how the killed run's provider started; the fresh runner starts its providers the
+    # default way (warm, from the zygote) whichever it is: what it must do (adopt, never bill two pods)
+    # does not depend on it, and a cold start repeats the provider's imports (~0.8 s of CPU) each time.
+    second = fresh_runner(make_terraform, account, body, tmp_path / "runner-2", zygote=True)
     second.apply()
     assert state_id(second, "lium_template") == template["id"], "the fresh runner made a second template"
     if killed == "machine":
