@@ -176,7 +176,7 @@ def test_a_fresh_runner_adopts_the_cluster_a_killed_machine_rented(
 ) -> None:
     body = PROVIDER_BLOCK + CLUSTER % ("adopted", "")
 
-    def runner(name: str) -> Terraform:  # a new CI runner: its own checkout, HOME and journal
+    def runner(name: str, zygote: str) -> Terraform:  # a new CI runner: its own checkout, HOME and journal
         home = tmp_path / name
         home.mkdir()
         env = {
@@ -184,13 +184,13 @@ def test_a_fresh_runner_adopts_the_cluster_a_killed_machine_rented(
             "HOME": str(home),
             "LIUM_STATE_DIR": str(home / "state"),
             "LIUM_STACK": "fleet",
-            "TFBRIDGE_ZYGOTE": "0",  # the whole machine dies: server and launcher are found and killed
+            "TFBRIDGE_ZYGOTE": zygote,
         }
         tf = make_terraform(body, **env)
         tf.init()
         return tf
 
-    first = runner("runner-1")
+    first = runner("runner-1", "0")  # the whole machine dies: server and launcher are found and killed
     with account.faults(LATE_SSH), reaped(first.start("apply", "-auto-approve", "-no-color")) as process:
         wait_for(
             lambda: len(live_members(account)) == 2, "both members are rented", WAIT_SECONDS, process=process
@@ -200,7 +200,9 @@ def test_a_fresh_runner_adopts_the_cluster_a_killed_machine_rented(
         process.wait(timeout=WAIT_SECONDS)
     rented = {p["id"] for p in live_members(account)}
     assert len(rented) == 2
-    second = runner("runner-2")
+    # The fresh runner's providers start warm (the default): adopting does not depend on how they start,
+    # and a cold start repeats the provider's imports (~0.8 s of CPU) for each of its processes.
+    second = runner("runner-2", "1")
     second.apply()
     (cluster,) = instances(second, "lium_cluster")
     assert {n["pod_id"] for n in cluster["nodes"]} == rented, "the fresh runner rented a second cluster"
