@@ -20,19 +20,16 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
-import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import IO
 
 from lium_emulator.records.backups import FINISHED, BackupConfig, BackupLog, RestoreLog
 from lium_emulator.records.entities import Pod
 from lium_emulator.records.state import EmulatorState
 from lium_emulator.records.timeutil import utcnow
+from lium_emulator.sandbox.inside import InsideProcess
 from lium_emulator.sandbox.manager import SandboxError, SandboxManager
 
 logger = logging.getLogger(__name__)
@@ -41,9 +38,8 @@ WORKSPACE_BACKUPS = 4
 """A workspace's copies may hold this many times the largest copy together."""
 DEFAULT_FREQUENCY_HOURS, DEFAULT_RETENTION_DAYS = 24, 7
 """The schedule a pod rented with ``enable_backups`` gets (of its local volume): [I], docs/lium-api.md#backups."""
-_CHUNK = 1024 * 1024
 _MIB = 1024 * 1024
-_POLL_SECONDS = 0.05  # how often an ended copy's exit is looked for
+_CHUNK = _MIB
 _EXIT_SECONDS = 10.0  # how long a copy may take to exit once its pipe is done
 COPY_SECONDS = 600.0
 """The longest a backup's or restore's copy may take: a pod whose copy never ends (its ``tar`` replaced,
@@ -56,47 +52,6 @@ _COPY_IN = 'mkdir -p -- "$1" && cd -- "$1" && [ -z "$(ls -A)" ] && exec tar -xf 
 
 def _cancelled(record: BackupLog | RestoreLog) -> bool:
     return record.status == "CANCELLED"
-
-
-class _Copy:
-    """One copy's process in a pod, driven on the event loop: it holds no thread, however long the pod
-    takes (its ``tar`` is pod code), and ending it kills its whole process group, the part in the pod
-    included (``start_inside`` starts each in a session of its own)."""
-
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
-        self.process = process
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-
-    async def exit_code(self, seconds: float) -> int | None:
-        """Its exit code once it has ended, or None when it had not within ``seconds`` (then killed)."""
-        deadline = time.monotonic() + seconds
-        while (code := self.process.poll()) is None:
-            if time.monotonic() > deadline:
-                self.kill()
-                await asyncio.sleep(0)
-                self.process.poll()
-                return None
-            await asyncio.sleep(_POLL_SECONDS)
-        return code
-
-
-async def _reader(pipe: IO[bytes]) -> tuple[asyncio.StreamReader, asyncio.BaseTransport]:
-    """An asyncio reader of a process's stdout pipe, and its transport (to close)."""
-    reader = asyncio.StreamReader(limit=_CHUNK)
-    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), pipe
-    )
-    return reader, transport
-
-
-async def _writer(pipe: IO[bytes]) -> tuple[asyncio.BaseTransport, asyncio.StreamWriter]:
-    """An asyncio writer of a process's stdin pipe, and its transport (to close)."""
-    loop = asyncio.get_running_loop()
-    transport, protocol = await loop.connect_write_pipe(lambda: asyncio.streams.FlowControlMixin(), pipe)
-    return transport, asyncio.StreamWriter(transport, protocol, None, loop)
 
 
 class BackupRefused(Exception):
@@ -120,7 +75,7 @@ class Backups:
         self._store = store_dir
         self._hour_seconds = hour_seconds
         self._running: dict[str, asyncio.Task[None]] = {}
-        self._copies: dict[str, _Copy] = {}  # by backup or restore id, while its process runs
+        self._copies: dict[str, InsideProcess] = {}  # by backup or restore id, while its process runs
         self._busy_pods: set[str] = set()  # a pod copies one backup or restore at a time
         self._inflight: dict[str, int] = {}  # bytes being copied, by workspace, against its cap
 
@@ -254,13 +209,13 @@ class Backups:
             process = self._sandboxes.start_inside(backup.pod_id, ["/bin/sh", "-c", _COPY_OUT, "sh", path])
         except (SandboxError, OSError) as exc:
             return 0, f"the pod cannot be backed up now: {exc}"
-        assert process.stdin is not None and process.stdout is not None
+        assert process.stdin is not None
         process.stdin.close()
-        copy = self._copies[backup.id] = _Copy(process)
+        copy = self._copies[backup.id] = InsideProcess(process)
         self._store.mkdir(mode=0o700, parents=True, exist_ok=True)
         room = WORKSPACE_BACKUPS * self._max_bytes
         size, over, timed_out = 0, "", False
-        reader, transport = await _reader(process.stdout)
+        reader, transport = await copy.stdout_reader(_CHUNK)
         try:
             async with asyncio.timeout(COPY_SECONDS):
                 with open(os.open(archive, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
@@ -407,11 +362,11 @@ class Backups:
             process = self._sandboxes.start_inside(restore.pod_id, ["/bin/sh", "-c", _COPY_IN, "sh", path])
         except (SandboxError, OSError) as exc:
             return f"the pod cannot be restored into now: {exc}"
-        assert process.stdin is not None and process.stdout is not None
+        assert process.stdout is not None
         process.stdout.close()
-        copy = self._copies[restore.id] = _Copy(process)
+        copy = self._copies[restore.id] = InsideProcess(process)
         timed_out = gone = False
-        transport, writer = await _writer(process.stdin)
+        transport, writer = await copy.stdin_writer()
         try:
             async with asyncio.timeout(COPY_SECONDS):
                 with self.archive(restore.backup_id).open("rb") as source:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from typing import IO
 
 from lium_emulator.records.entities import Pod
 from lium_emulator.records.state import EmulatorState
 from lium_emulator.records.timeutil import utcnow
+from lium_emulator.sandbox.inside import InsideProcess
 from lium_emulator.sandbox.manager import SandboxError, SandboxManager
 
 NOTEBOOK_VERSION = "7.2.2"
@@ -137,10 +137,11 @@ class Notebooks:
         except OSError:
             process.stdout.close()
             return "the notebook server exited at once"
+        server = InsideProcess(process)
         try:
-            answer = await asyncio.wait_for(_first_line(process.stdout), _START_SECONDS)
+            answer = await asyncio.wait_for(_first_line(server), _START_SECONDS)
         except TimeoutError:
-            process.kill()
+            server.kill()
             return "the notebook server did not start in time"
         line = answer.decode(errors="replace").strip()
         if line == "READY":
@@ -148,12 +149,9 @@ class Notebooks:
         return line.removeprefix("ERR ").strip()[:200] or "the notebook server exited at once"
 
 
-async def _first_line(pipe: IO[bytes]) -> bytes:
-    """The first line ``pipe`` carries (at most ``_MAX_ANSWER`` bytes of it); closes the pipe."""
-    reader = asyncio.StreamReader()
-    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), pipe
-    )
+async def _first_line(server: InsideProcess) -> bytes:
+    """The first line the server prints (at most ``_MAX_ANSWER`` bytes of it); closes its stdout."""
+    reader, transport = await server.stdout_reader(_MAX_ANSWER)
     answer = b""
     try:
         while b"\n" not in answer and len(answer) < _MAX_ANSWER:
