@@ -534,26 +534,26 @@ class LiumClient:
         self._delete(f"/backup-configs/{_segment(config_id)}")
 
     def pod_restores(self, pod_id: str) -> list[RestoreLogRow]:
-        """The restores into the pod (the first page: the newest)."""
-        path = f"/pods/{_segment(pod_id)}/restore-logs"
-        data = self._call("GET", path, params={"page": 1, "limit": 100}).data
-        items = data.get("items") if isinstance(data, dict) else data
-        return parse_list(RestoreLogRow, items if items is not None else [], method="GET", path=path)
+        """Every restore into the pod, newest first."""
+        return self._paged(RestoreLogRow, f"/pods/{_segment(pod_id)}/restore-logs")
 
     def pod_backups(self, pod_id: str) -> list[BackupLogRow]:
-        """Every backup of the pod, newest first, page by page (a pod without any: empty)."""
-        path = f"/backup-logs/pod/{_segment(pod_id)}"
-        rows: list[BackupLogRow] = []
+        """Every backup of the pod, newest first (a pod without any: empty)."""
+        try:
+            return self._paged(BackupLogRow, f"/backup-logs/pod/{_segment(pod_id)}")
+        except LiumNotFound:
+            return []
+
+    def _paged(self, model: type[_M], path: str) -> list[_M]:
+        """Every row of a paged ``GET path`` (``{items, has_next}`` page by page, or one array)."""
+        rows: list[_M] = []
         page = 1
         while True:
-            try:
-                data = self._call("GET", path, params={"page": page, "limit": 100}).data
-            except LiumNotFound:
-                return rows
+            data = self._call("GET", path, params={"page": page, "limit": 100}).data
             if isinstance(data, list):  # an unpaged answer
-                return parse_list(BackupLogRow, data, method="GET", path=path)
+                return parse_list(model, data, method="GET", path=path)
             items = data.get("items") if isinstance(data, dict) else None
-            rows += parse_list(BackupLogRow, items if items is not None else [], method="GET", path=path)
+            rows += parse_list(model, items if items is not None else [], method="GET", path=path)
             if not (isinstance(data, dict) and data.get("has_next") is True and items):
                 return rows
             page += 1

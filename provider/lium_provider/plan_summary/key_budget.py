@@ -91,10 +91,10 @@ def _planned_pod_ids(report: Report) -> set[str]:
     return ids
 
 
-def _others(facts: Mapping[str, Any], report: Report, hours: float | None) -> tuple[float, list[str]]:
-    """What the key's pods outside the plans cost in a window of ``hours`` (None: the key's lifetime), and
-    the names of those whose cost there has no bound (no removal scheduled)."""
-    planned = _planned_pod_ids(report)
+def _others(facts: Mapping[str, Any], planned: set[str], hours: float | None) -> tuple[float, list[str]]:
+    """What the key's pods outside the plans (``planned``: the pods they hold) cost in a window of
+    ``hours`` (None: the key's lifetime), and the names of those whose cost there has no bound (no
+    removal scheduled)."""
     cost, unbounded = 0.0, []
     for pod in facts.get("pods", []):
         if pod["id"] in planned:
@@ -132,10 +132,11 @@ def within_key_budget(report: Report, facts: Mapping[str, Any], now: datetime | 
         violations.append(
             f"{POLICY}: price not known now for {', '.join(spend.unknown)}, so it cannot be checked"
         )
+    planned = _planned_pod_ids(report)
     for window, (budget, spent) in facts.get("windows", {}).items():
         left = max(0.0, budget - spent)
         hours = hours_left(window, now)
-        others, others_unbounded = _others(facts, report, hours)
+        others, others_unbounded = _others(facts, planned, hours)
         if hours is None and (spend.unbounded or others_unbounded):
             violations.append(
                 f"{POLICY}: key {facts['key']}'s {window} budget is {usd(budget)}, and "
