@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:X+7MAySRgVfLQB0LzhkJF/kvLaOk924TG1j7AqN5VA0=",
-    "zh:44efb15cb2d166ecd3d77e8c41fec8d11f654c8aaf4dcaa3724386159336299a",
+    "h1:u3vBoWUu6dirAnRioyC9yqJuFANbZxrCjSc48jhrXcA=",
+    "zh:d1663dc19576cf6e50081444dde0a9160d98c4df7c16562e41f1eca008e896ca",
   ]
 }
