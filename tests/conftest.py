@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,6 +38,11 @@ def pytest_configure(config: pytest.Config) -> None:
         shutil.rmtree(home, ignore_errors=True)
 
     config.add_cleanup(restore)
+    # A suite started as a background job of a script (`make test &`) inherits SIGINT ignored, and so
+    # would every process a test starts: the tests that press Ctrl-C on terraform or `lium-tf run`
+    # would see it ignored. A handler here is reset to the default in every program a test executes.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)

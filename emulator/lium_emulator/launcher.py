@@ -78,7 +78,21 @@ def launch(
     ``admin_key`` defaults to a fresh random key, passed with ``--admin-key`` and kept in the result.
     """
     admin_key = admin_key or random_admin_key()
-    command = [
+    # A process group of its own: a terminal's Ctrl-C reaches its starter (which then cleans up through
+    # it, and stops it), not the emulator itself.
+    process = subprocess.Popen(
+        serve_command(args, admin_key),
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(env) if env is not None else None,
+        process_group=0,
+    )
+    return announced(process, admin_key, startup_timeout)
+
+
+def serve_command(args: Sequence[str], admin_key: str) -> list[str]:
+    """The command line of ``lium-emulator serve`` on a free port with ``admin_key`` and ``args``."""
+    return [
         sys.executable,
         "-m",
         "lium_emulator.cli",
@@ -88,15 +102,13 @@ def launch(
         f"--admin-key={admin_key}",  # one argument, whatever the key starts with
         *args,
     ]
-    # A process group of its own: a terminal's Ctrl-C reaches its starter (which then cleans up through
-    # it, and stops it), not the emulator itself.
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=dict(env) if env is not None else None,
-        process_group=0,
-    )
+
+
+def announced(
+    process: subprocess.Popen[str], admin_key: str, startup_timeout: float = 20.0
+) -> RunningEmulator:
+    """The emulator ``process`` (started with :func:`serve_command`, its stdout a text pipe) once it has
+    announced its URLs; killed, and :class:`EmulatorStartError`, if it exits or stays silent instead."""
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_pump, args=(process, lines), daemon=True).start()
     api_url = runner_url = None

@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:u3vBoWUu6dirAnRioyC9yqJuFANbZxrCjSc48jhrXcA=",
-    "zh:d1663dc19576cf6e50081444dde0a9160d98c4df7c16562e41f1eca008e896ca",
+    "h1:7jOgnpSVsuzRATlMyxYIxrJxcmmx7GVMAnKhMi4B4sc=",
+    "zh:0c2ab2d416bd0094a6a1dcbd621047110d7ea9eb61b405c8a0e33c967110a72f",
   ]
 }

@@ -24,17 +24,17 @@ def _preload() -> None:
     and what is imported only when first used, which every fork would otherwise import again
     (gpuhunt ~90 ms, for a pod's offers; paramiko ~120 ms, for SSH; httpcore, which httpx imports
     when the provider's API client is made at configure, ~15 ms), and the TLS settings every API
-    client shares (the CA bundle, ~40 ms)."""
+    client shares (the CA bundle, ~40 ms). A server made here derives every schema from its model
+    once (cached per process, and each fork's server would otherwise derive them again)."""
     import httpcore  # noqa: F401
     import paramiko  # noqa: F401
 
     import lium_provider.domain.offers
-    import lium_provider.plan_summary.summary
-    import lium_provider.provider  # noqa: F401
-    import tfbridge.protocol.server  # noqa: F401
+    import lium_provider.plan_summary.summary  # noqa: F401
     from lium_provider.api.transport import tls_context
 
     tls_context()
+    _provider_server()
 
 
 def _plan_summary(args: Sequence[str]) -> int:

@@ -8,9 +8,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.launcher import RunningEmulator
 from tests.chaos.outcome import Outcome
 from tests.chaos.summary import OUTCOME_PROPERTY
+from tests.support.forked_emulator import launch_forked
 from tests.support.lium import FAST_TIMINGS
 from tests.support.postgres import PostgresServer, running_postgres
 
@@ -18,7 +19,7 @@ from tests.support.postgres import PostgresServer, running_postgres
 @pytest.fixture(scope="session")
 def shared_emulator() -> Iterator[RunningEmulator]:
     """One emulator for every scenario that does not restart it; each scenario has its own account."""
-    with launch(FAST_TIMINGS) as running:
+    with launch_forked(FAST_TIMINGS) as running:
         yield running
 
 

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from lium_emulator.catalogs.images import image_catalog
-from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.launcher import RunningEmulator
 from tests.constructs.apps import CDK_VERSIONS, CdktfApp, state_resources, synth
+from tests.support.forked_emulator import launch_forked
 from tests.support.lium import FAST_TIMINGS, Account, assert_nothing_left, name_in_state, new_account, ssh_run
 from tests.support.terraform import Terraform
 
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.terraform
 
 @pytest.fixture(scope="module")
 def emulator() -> Iterator[RunningEmulator]:
-    with launch(FAST_TIMINGS) as running:
+    with launch_forked(FAST_TIMINGS) as running:
         yield running
 
 

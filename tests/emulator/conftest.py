@@ -9,16 +9,17 @@ from typing import Any
 import httpx
 import pytest
 
-from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.launcher import RunningEmulator
 from tests.emulator.sdk_user import SdkUser
 from tests.emulator.testkit import FAST_TIMINGS, SshKey, new_account
 from tests.support.faults import faults, put_fault_plan
+from tests.support.forked_emulator import launch_forked
 
 
 @pytest.fixture(scope="module")
 def emulator() -> Iterator[RunningEmulator]:
     """An emulator with short lifecycle timings; it must exit 0 on SIGTERM after the module."""
-    running = launch(FAST_TIMINGS)
+    running = launch_forked(FAST_TIMINGS)
     try:
         yield running
     finally:

@@ -24,7 +24,7 @@ from lium.sdk import Config, Lium, LiumAuthError
 from lium_emulator.api.app import API_MODULES
 from lium_emulator.api.scopes import FAMILIES, family_of
 from lium_emulator.catalogs.nodes import Catalog
-from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.launcher import RunningEmulator
 from lium_emulator.records.state import EmulatorState, sha256_hex
 from lium_emulator.records.store import Store
 from tests.emulator.testkit import (
@@ -41,6 +41,7 @@ from tests.emulator.testkit import (
 )
 from tests.support import http
 from tests.support.catalogs import PRICEY_HOURLY, PRICEY_NODE, with_pricey_node, write_catalog
+from tests.support.forked_emulator import launch_forked
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("lium-emulator")
 LIUM_CLI = str(Path(sys.executable).with_name("lium"))
@@ -56,7 +57,7 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmulat
     )
     catalog = with_pricey_node(json.loads(generated.stdout))
     nodes_file = write_catalog(tmp_path_factory.mktemp("catalog"), catalog)
-    running = launch([*FAST_TIMINGS, "--nodes", str(nodes_file), "--budget-tick-seconds", "0.2"])
+    running = launch_forked([*FAST_TIMINGS, "--nodes", str(nodes_file), "--budget-tick-seconds", "0.2"])
     try:
         yield running
     finally:

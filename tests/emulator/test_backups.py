@@ -12,9 +12,10 @@ import httpx
 import pytest
 from lium.sdk import PodInfo
 
-from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.launcher import RunningEmulator
 from tests.emulator.sdk_user import SdkUser
 from tests.emulator.testkit import FAST_TIMINGS, api_client, rent_body, splittable_node, wait_until
+from tests.support.forked_emulator import launch_forked
 
 MAX_MIB = 1  # the store's cap of one backup in this module's emulator
 TEMPLATE = {
@@ -30,7 +31,7 @@ TEMPLATE = {
 
 @pytest.fixture(scope="module")
 def emulator() -> Iterator[RunningEmulator]:
-    running = launch((*FAST_TIMINGS, "--backup-max-mib", str(MAX_MIB)))
+    running = launch_forked((*FAST_TIMINGS, "--backup-max-mib", str(MAX_MIB)))
     try:
         yield running
     finally:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from lium_emulator.launcher import launch
 from lium_emulator.sandbox.file_guard import OPEN_FILES_EXHAUSTED, host_file_table
 from tests.emulator.test_sandbox_support import make_client_key, manager_at, pod_spec, poll, ssh
 from tests.emulator.test_sandbox_support import run as run_as_root
@@ -21,6 +20,7 @@ from tests.emulator.testkit import (
     splittable_node,
     wait_until,
 )
+from tests.support.forked_emulator import launch_forked
 
 pytestmark = pytest.mark.sandbox
 
@@ -71,7 +71,7 @@ def test_a_pod_holding_more_files_than_a_pod_may_is_killed_and_the_others_keep_w
 
 
 def test_the_emulator_reports_the_killed_pod_broken_naming_its_open_files() -> None:
-    with launch([*FAST_TIMINGS, "--pod-open-files-limit", str(LIMIT)]) as emulator:
+    with launch_forked([*FAST_TIMINGS, "--pod-open-files-limit", str(LIMIT)]) as emulator:
         assert resources(emulator)["pod_limits"]["open_files"]["at_most"] == LIMIT
         _, account = new_account(emulator)
         with account:

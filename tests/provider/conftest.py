@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.launcher import RunningEmulator
+from tests.support.forked_emulator import launch_forked
 from tests.support.lium import FAST_TIMINGS, PROVIDER_BLOCK, Account, new_account
 from tests.support.terraform import Terraform
 
@@ -15,7 +16,7 @@ from tests.support.terraform import Terraform
 @pytest.fixture(scope="module")
 def emulator() -> Iterator[RunningEmulator]:
     """An emulator with short lifecycle timings, shared by the module's tests (accounts isolate them)."""
-    with launch(FAST_TIMINGS) as running:
+    with launch_forked(FAST_TIMINGS) as running:
         yield running
 
 

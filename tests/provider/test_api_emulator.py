@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.launcher import RunningEmulator
 from lium_provider.api.client import LiumClient
 from lium_provider.api.errors import (
     LiumAuthError,
@@ -38,6 +38,7 @@ from lium_provider.domain.offer_filter import OfferFilter
 from lium_provider.domain.offers import find_offers
 from tests.support import http
 from tests.support.faults import put_fault_plan
+from tests.support.forked_emulator import launch_forked
 from tests.support.lium import FAST_TIMINGS, Account, new_account
 from tests.support.procs import wait_for
 from tfbridge import Cancelled
@@ -59,7 +60,7 @@ def feed_url(emulator: RunningEmulator) -> str:
 @pytest.fixture(scope="module")
 def old_emulator() -> Iterator[RunningEmulator]:
     """An emulator like an older Lium: no ``rent_idempotency``, so a resent rent rents again."""
-    with launch([*FAST_TIMINGS, "--features", ""]) as server:
+    with launch_forked([*FAST_TIMINGS, "--features", ""]) as server:
         yield server
 
 

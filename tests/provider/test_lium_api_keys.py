@@ -22,11 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.launcher import RunningEmulator
 from tests.emulator.testkit import wait_until
 from tests.support import http
 from tests.support.catalogs import PRICEY_NODE, packaged_catalog, with_pricey_node, write_catalog
 from tests.support.faults import fault_counters
+from tests.support.forked_emulator import launch_forked
 from tests.support.keys import RENTING_SCOPES, key_stack, mint_key, session_token
 from tests.support.lium import (
     FAST_TIMINGS,
@@ -47,7 +48,7 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmulat
     """The module's emulator: the packaged catalog plus a node billed $1 a second, on which a key's budget
     runs out within seconds, checked by a quick billing tick."""
     catalog = write_catalog(tmp_path_factory.mktemp("catalog"), with_pricey_node(packaged_catalog()))
-    with launch([*FAST_TIMINGS, "--nodes", str(catalog), "--budget-tick-seconds", "0.2"]) as running:
+    with launch_forked([*FAST_TIMINGS, "--nodes", str(catalog), "--budget-tick-seconds", "0.2"]) as running:
         yield running
 
 

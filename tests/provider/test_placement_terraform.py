@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from lium_emulator.catalogs.nodes import generate_fleet
-from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.launcher import RunningEmulator
+from tests.support.forked_emulator import launch_forked
 from tests.support.lium import (
     FAST_TIMINGS,
     PROVIDER_BLOCK,
@@ -35,7 +36,7 @@ STACK = sleeping_template("spread") + (
 def small_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEmulator]:
     catalog = tmp_path_factory.mktemp("catalog") / "nodes.json"
     catalog.write_text(json.dumps({"nodes": [n.model_dump(mode="json") for n in NODES]}))
-    with launch([*FAST_TIMINGS, "--nodes", str(catalog)]) as running:
+    with launch_forked([*FAST_TIMINGS, "--nodes", str(catalog)]) as running:
         yield running
 
 

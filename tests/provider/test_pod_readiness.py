@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.launcher import RunningEmulator
+from tests.support.forked_emulator import launch_forked
 from tests.support.lium import PROVIDER_BLOCK, new_account, pod_block, sleeping_template
 from tests.support.terraform import Terraform
 
@@ -19,7 +20,7 @@ STACK = PROVIDER_BLOCK + sleeping_template("ready") + pod_block("ready")
 @pytest.fixture(scope="module")
 def slow_ssh_emulator() -> Iterator[RunningEmulator]:
     # RUNNING after 0.2 s, sshd (and so ssh_connect_cmd) only 2 s later.
-    with launch(
+    with launch_forked(
         ["--pending-seconds", "0.2", "--ssh-delay-seconds", "2", "--deleting-seconds", "0.2"]
     ) as running:
         yield running

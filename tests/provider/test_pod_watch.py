@@ -15,11 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lium_emulator.launcher import RunningEmulator, launch
+from lium_emulator.launcher import RunningEmulator
 from lium_provider.api.models import Pod
 from lium_provider.api.pod_watch import LISTINGS_PER_MINUTE, ListingBudget, PodWatcher
 from lium_provider.api.rent import rent_reconciled
 from tests.provider.test_api_emulator import Session, new_attempt, open_session
+from tests.support.forked_emulator import launch_forked
 from tfbridge import Context
 from tfbridge.cancel import CancelToken
 from tfbridge.logs import Logger
@@ -30,7 +31,7 @@ DELETING_SECONDS = 2.0
 
 @pytest.fixture(scope="module")
 def slow_emulator() -> Iterator[RunningEmulator]:
-    with launch(
+    with launch_forked(
         [
             "--pending-seconds",
             str(PENDING_SECONDS),
