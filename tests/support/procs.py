@@ -88,8 +88,12 @@ def kill_machine(process: subprocess.Popen[str], workdir: Path) -> None:
     """The runner's machine dies under ``process`` (a terraform in ``workdir``, started in a process group
     of its own): the stack's provider servers first (a server that saw its launcher go would undo the
     rent, which a dead machine cannot), then terraform's process group (terraform and the launchers),
-    then anything of the stack still running."""
+    then anything of the stack still running. Terraform's group is stopped first: a machine dies all at
+    once, so terraform must not live to see its providers go and write its state (a write the kill
+    would cut short, leaving an empty state file)."""
     workdir = workdir.resolve()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGSTOP)
     launchers = set(children(process.pid))
     for pid in [p for p in providers_in(workdir) if p not in launchers]:
         with contextlib.suppress(ProcessLookupError):
