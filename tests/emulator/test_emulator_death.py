@@ -65,8 +65,16 @@ def running_pod(emulator: RunningEmulator, ssh_key: SshKey, record: Registration
         pod_id = rent_pod(client, node["id"], rent_body(template["id"], ssh_key.public))
         wait_ssh_ready(client, pod_id)
     pids = json.loads((record.sandbox_root / "pods" / pod_id / "pids.json").read_text())
-    cgroups = [p for p in Path("/sys/fs/cgroup").rglob(f"{pod_id}-*") if p.is_dir()]
-    return {"id": pod_id, "pid1": (pids["pid1"], pids["pid1_start"]), "cgroups": cgroups}
+    return {"id": pod_id, "pid1": (pids["pid1"], pids["pid1_start"]), "cgroups": cgroups_of(pod_id)}
+
+
+def cgroups_of(pod_id: str) -> list[Path]:
+    """The pod's cgroup directories on the host. Other tests' emulators create and remove theirs all the
+    while: ``os.walk`` passes over a directory that is gone by the time it is read (``rglob`` raised)."""
+    found: list[Path] = []
+    for root, directories, _ in os.walk("/sys/fs/cgroup"):
+        found += [Path(root, name) for name in directories if name.startswith(f"{pod_id}-")]
+    return found
 
 
 def wait_gone(what: str, still_there: Any) -> None:
@@ -100,12 +108,14 @@ def test_the_next_start_reaps_what_a_killed_emulator_and_its_watchdog_left(
     registry: dict[str, str], ssh_key: SshKey
 ) -> None:
     emulator = launch(FAST_TIMINGS, env=registry)
+    watchdog = None
     try:
         path, record = registration(registry)
         pod = running_pod(emulator, ssh_key, record)
         (watchdog,) = processes_mentioning(str(path))  # the one process named after the registration
     finally:
-        os.kill(watchdog[0], signal.SIGKILL)  # the watchdog first: it must not see the emulator go
+        if watchdog is not None:
+            os.kill(watchdog[0], signal.SIGKILL)  # the watchdog first: it must not see the emulator go
         emulator.process.send_signal(signal.SIGKILL)
         emulator.process.wait()
     assert process_is_running(*pod["pid1"]), "the pod died without anyone to kill it"
