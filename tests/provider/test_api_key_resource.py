@@ -6,11 +6,12 @@ secret stays out of plan output and logs (or, with ``pgp_key``, out of the state
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import json
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -117,40 +118,57 @@ def test_a_platform_stack_mints_a_budgeted_key_a_pipeline_runs_with(
     assert_nothing_left(account)
 
 
+@contextlib.contextmanager
+def gpg_agent_stopped(home: Path) -> Iterator[None]:
+    """The gpg-agent that gpg starts for the keyring in ``home`` is stopped when the block ends."""
+    try:
+        yield
+    finally:
+        subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], check=False)
+
+
 def test_with_a_pgp_key_only_the_encrypted_secret_is_in_state(
     make_terraform: Callable[..., Terraform], account: Account, tmp_path: Path
 ) -> None:
     home = tmp_path / "gnupg"
     home.mkdir(mode=0o700)
-    gpg = [
-        "gpg",
-        "--homedir",
-        str(home),
-        "--batch",
-        "--quiet",
-        "--pinentry-mode",
-        "loopback",
-        "--passphrase",
-        "",
-    ]
-    subprocess.run([*gpg, "--quick-gen-key", "ops@example.test", "default", "default", "never"], check=True)
-    exported = subprocess.run([*gpg, "--export", "ops@example.test"], check=True, capture_output=True).stdout
+    with gpg_agent_stopped(home):
+        gpg = [
+            "gpg",
+            "--homedir",
+            str(home),
+            "--batch",
+            "--quiet",
+            "--pinentry-mode",
+            "loopback",
+            "--passphrase",
+            "",
+        ]
+        subprocess.run(
+            [*gpg, "--quick-gen-key", "ops@example.test", "default", "default", "never"], check=True
+        )
+        exported = subprocess.run(
+            [*gpg, "--export", "ops@example.test"], check=True, capture_output=True
+        ).stdout
 
-    platform = platform_stack(make_terraform, account)
-    platform.env.update({"TF_VAR_max_budget": "5", "TF_VAR_pgp_key": base64.b64encode(exported).decode()})
-    platform.apply()
-    (key,) = instances(platform, "lium_api_key")
-    assert key["secret"] is None and key["encrypted_secret"]
-    secret = subprocess.run(
-        [*gpg, "--decrypt"], input=base64.b64decode(key["encrypted_secret"]), check=True, capture_output=True
-    ).stdout.decode()
-    state_text = (platform.workdir / "terraform.tfstate").read_text()
-    assert secret not in state_text, "the state holds no readable secret"
-    with http.client(base_url=account.emulator.api_url, headers={"X-API-KEY": secret}, timeout=30) as api:
-        assert api.get("/users/me").json()["api_key_id"] == key["id"], "the decrypted secret is the key"
+        platform = platform_stack(make_terraform, account)
+        platform.env.update({"TF_VAR_max_budget": "5", "TF_VAR_pgp_key": base64.b64encode(exported).decode()})
+        platform.apply()
+        (key,) = instances(platform, "lium_api_key")
+        assert key["secret"] is None and key["encrypted_secret"]
+        secret = subprocess.run(
+            [*gpg, "--decrypt"],
+            input=base64.b64decode(key["encrypted_secret"]),
+            check=True,
+            capture_output=True,
+        ).stdout.decode()
+        state_text = (platform.workdir / "terraform.tfstate").read_text()
+        assert secret not in state_text, "the state holds no readable secret"
+        with http.client(base_url=account.emulator.api_url, headers={"X-API-KEY": secret}, timeout=30) as api:
+            assert api.get("/users/me").json()["api_key_id"] == key["id"], "the decrypted secret is the key"
 
-    platform.destroy()
-    assert key_row(account, platform, key["id"]).status_code == 404
+        platform.destroy()
+        assert key_row(account, platform, key["id"]).status_code == 404
 
 
 def test_a_destroy_without_a_session_token_fails_and_keeps_the_key(
