@@ -68,8 +68,9 @@ class SdkUser:
         template: dict[str, Any] = response.json()
         return template
 
-    def up(self, node_id: str, template_id: str | None = None) -> PodInfo:
-        """Rent one GPU of ``node_id`` through the SDK and wait until SSH works."""
+    def up(self, node_id: str, template_id: str | None = None, **rent: Any) -> PodInfo:
+        """Rent one GPU of ``node_id`` through the SDK and wait until SSH works; ``rent`` is more of the
+        SDK's ``up`` arguments (``enable_backups``, ``restore_backup_id``...)."""
         pod = self.lium.up(
             executor_id=node_id,
             name="sdk-" + uuid.uuid4().hex[:6],
@@ -78,6 +79,7 @@ class SdkUser:
             gpu_count=1,
             wait=True,
             timeout=60,
+            **rent,
         )
         assert isinstance(pod, PodInfo)
         return pod

@@ -5,7 +5,6 @@ a restore into a running pod and into a new pod at its rent, ``lium bk rm``; a p
 
 import json
 import secrets
-import uuid
 from collections.abc import Iterator
 
 import httpx
@@ -52,18 +51,7 @@ def run_due(emulator: RunningEmulator, after_hours: float) -> dict[str, object]:
 
 
 def pod_of(user: SdkUser, template_id: str, **rent: object) -> PodInfo:
-    pod = user.lium.up(
-        executor_id=splittable_node(user.http, "L40S")["id"],
-        name="bk-" + uuid.uuid4().hex[:6],
-        template_id=template_id,
-        ssh_keys=[user.public_key],
-        gpu_count=1,
-        wait=True,
-        timeout=60,
-        **rent,
-    )
-    assert isinstance(pod, PodInfo)
-    return pod
+    return user.up(splittable_node(user.http, "L40S")["id"], template_id, **rent)
 
 
 def finished(user: SdkUser, pod: PodInfo, count: int) -> list[dict[str, object]]:
