@@ -90,18 +90,20 @@ def launch(
     return announced(process, admin_key, startup_timeout)
 
 
-def serve_command(args: Sequence[str], admin_key: str) -> list[str]:
-    """The command line of ``lium-emulator serve`` on a free port with ``admin_key`` and ``args``."""
+def serve_arguments(args: Sequence[str], admin_key: str) -> list[str]:
+    """The arguments of ``lium-emulator`` that serve on a free port with ``admin_key`` and ``args``."""
     return [
-        sys.executable,
-        "-m",
-        "lium_emulator.cli",
         "serve",
         "--port",
         "0",
         f"--admin-key={admin_key}",  # one argument, whatever the key starts with
         *args,
     ]
+
+
+def serve_command(args: Sequence[str], admin_key: str) -> list[str]:
+    """:func:`serve_arguments` as a command line run by this interpreter."""
+    return [sys.executable, "-m", "lium_emulator.cli", *serve_arguments(args, admin_key)]
 
 
 def announced(

@@ -25,14 +25,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from lium_emulator.config import random_admin_key
-from lium_emulator.launcher import RunningEmulator, announced, serve_command
+from lium_emulator.launcher import RunningEmulator, announced, serve_arguments, serve_command
 
-_CLI_ARGUMENTS_FROM = 3  # serve_command is [python, -m, lium_emulator.cli, <the CLI's own arguments>...]
 _EXIT_UNEXPECTED = 70  # what the child exits with when the emulator raised instead of returning
 
 
 class _ForkedEmulator(subprocess.Popen[str]):
-    """``subprocess.Popen`` whose child is a fork running the emulator's CLI instead of an ``exec``."""
+    """``subprocess.Popen`` whose child is a fork running the emulator's CLI instead of an ``exec`` of
+    :func:`serve_command` (which it still names as its ``args``)."""
+
+    def __init__(self, args: Sequence[str], admin_key: str) -> None:
+        self._cli_arguments = serve_arguments(args, admin_key)
+        super().__init__(serve_command(args, admin_key), stdout=subprocess.PIPE, text=True)
 
     def _execute_child(
         self,
@@ -59,7 +63,7 @@ class _ForkedEmulator(subprocess.Popen[str]):
         )
         pid = os.fork()
         if pid == 0:
-            _serve_in_child(args[_CLI_ARGUMENTS_FROM:], c2pwrite)
+            _serve_in_child(self._cli_arguments, c2pwrite)
         self.pid = pid
         self._child_created = True
         os.close(c2pwrite)  # the parent keeps only its reading end, as Popen does
@@ -104,5 +108,5 @@ def launch_forked(args: Sequence[str] = (), startup_timeout: float = 20.0) -> Ru
     import lium_emulator.server  # noqa: F401  (what every fork then finds imported)
 
     admin_key = random_admin_key()
-    process = _ForkedEmulator(serve_command(args, admin_key), stdout=subprocess.PIPE, text=True)
+    process = _ForkedEmulator(args, admin_key)
     return announced(process, admin_key, startup_timeout)
