@@ -150,13 +150,17 @@ def pid_namespace(pid: int) -> str:
 
 
 def processes_in(namespaces: set[str]) -> list[int]:
-    """Host pids of every process whose PID namespace is one of ``namespaces``."""
+    """Host pids of every live process whose PID namespace is one of ``namespaces``. A zombie is left
+    out: it was killed already and only waits for its parent (outside the pod, as often as not) to
+    collect its exit status, which under load may come a moment after whoever killed it returned."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 if os.readlink(f"/proc/{entry}/ns/pid") in namespaces:
-                    found.append(int(entry))
+                    stat = Path(f"/proc/{entry}/stat").read_text()
+                    if stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                        found.append(int(entry))
             except OSError:
                 continue
     return found
