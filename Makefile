@@ -63,9 +63,10 @@ node_modules/.installed: package.json package-lock.json
 
 # Debian's packages, one apt-get for all that are missing (as path:packages): the emulator's pods run a
 # real sshd, confined with seccomp, with their local volumes on ext4 images, rsync for Lium's pod-to-pod
-# copies and iproute2 for clusters' overlay networks; the team-state tests run Terraform's pg backend on a real PostgreSQL;
+# copies, iproute2 for clusters' overlay networks and nftables for pods to reach each other's advertised
+# addresses; the team-state tests run Terraform's pg backend on a real PostgreSQL;
 # make release signs with gpg and strips the bundled interpreter (binutils).
-SYSTEM_PACKAGES := /usr/sbin/sshd:openssh-server,libseccomp2 /usr/bin/rsync:rsync /usr/sbin/ip:iproute2 /usr/sbin/mkfs.ext4:e2fsprogs /usr/lib/postgresql:postgresql /usr/bin/gpg:gnupg /usr/bin/strip:binutils
+SYSTEM_PACKAGES := /usr/sbin/sshd:openssh-server,libseccomp2 /usr/bin/rsync:rsync /usr/sbin/ip:iproute2 /usr/sbin/mkfs.ext4:e2fsprogs /usr/lib/postgresql:postgresql /usr/bin/gpg:gnupg /usr/bin/strip:binutils /usr/sbin/nft:nftables
 system-packages:
 	@missing=""; for entry in $(SYSTEM_PACKAGES); do \
 	  test -e "$${entry%%:*}" || missing="$$missing $$(echo "$${entry#*:}" | tr , ' ')"; \

@@ -118,24 +118,22 @@ def test_pods_reach_every_pods_published_ports_at_their_advertised_addresses(
         with ssh(c[22], key) as pod_c:
             assert host_key_at(pod_c, "127.0.0.1", a[22]) == key_a
             assert host_key_at(pod_a, "127.0.0.1", c[22]) == host_key(pod_c)
-            # A stopped pod's addresses close in every pod at once.
+            # A stopped pod's addresses close in every pod at once (the pod's relay accepts, then
+            # closes: nothing is there).
             manager.stop("adv-b")
-            assert probe(pod_a, "127.0.0.1", b[22]) == "ConnectionRefusedError"
-            assert probe(pod_c, "127.0.0.1", b[22]) == "ConnectionRefusedError"
+            assert probe(pod_a, "127.0.0.1", b[22]) == "closed"
+            assert probe(pod_c, "127.0.0.1", b[22]) == "closed"
             # The pods that stay keep each other's addresses, and their own.
             assert host_key_at(pod_a, "127.0.0.1", c[22]) == host_key(pod_c)
             assert host_key_at(pod_c, "127.0.0.1", a[22]) == key_a
             manager.stop("adv-c")
-            assert probe(pod_a, "127.0.0.1", c[22]) == "ConnectionRefusedError"
+            assert probe(pod_a, "127.0.0.1", c[22]) == "closed"
             assert probe(pod_a, "127.0.0.1", a[22]).startswith("SSH-2.0-")
 
 
-def loopback_listeners(client: paramiko.SSHClient) -> set[int]:
-    """Ports listening on 127.0.0.1 in the pod's network namespace."""
-    lines = check(client, "ss -Hltn").splitlines()
-    return {
-        int(line.split()[3].rsplit(":", 1)[1]) for line in lines if line.split()[3].startswith("127.0.0.1:")
-    }
+def listeners(client: paramiko.SSHClient) -> set[str]:
+    """The addresses listening for TCP in the pod's network namespace."""
+    return {line.split()[3] for line in check(client, "ss -Hltn").splitlines()}
 
 
 def test_pods_starting_and_stopping_at_once_leave_exactly_the_running_pods_addresses(
@@ -152,36 +150,71 @@ def test_pods_starting_and_stopping_at_once_leave_exactly_the_running_pods_addre
             ports.update(zip([spec.pod_id for spec in second], started, strict=True))
         running = ["churn-0", *(spec.pod_id for spec in second)]
         with ssh(ports["churn-0"][22], key) as survivor:
-            expected = {host for pod_id in running for host in ports[pod_id].values()}
-            assert loopback_listeners(survivor) == expected
+            # One relay listens for every pod's addresses, besides the pod's own sshd.
+            assert listeners(survivor) == {"0.0.0.0:22", "[::]:22", "127.255.255.254:1"}
+            for pod_id in running:
+                assert probe(survivor, "127.0.0.1", ports[pod_id][22]).startswith("SSH-2.0-"), pod_id
+            for spec in first[1:]:
+                assert probe(survivor, "127.0.0.1", ports[spec.pod_id][22]) == "closed", spec.pod_id
     assert open_files() - files_before == Counter()
 
 
-def test_a_port_the_pod_holds_itself_is_left_to_it(
-    manager: SandboxManager, tmp_path: Path, key: ClientKey, caplog: pytest.LogCaptureFixture
+# In a pod: listen on 127.0.0.1:PORT and answer every connection with a line naming the pod.
+LISTENER = (
+    "(nohup python3 -c \"import socket; s = socket.socket(); s.bind(('127.0.0.1', PORT)); s.listen(); "
+    "[c.sendall(b'pod-a-itself\\n') for c, _ in iter(s.accept, None)]\" > /dev/null 2>&1 < /dev/null &)"
+)
+
+
+def test_a_pod_keeps_its_own_ports_and_its_ephemeral_ports_stay_out_of_the_advertised_range(
+    manager: SandboxManager, tmp_path: Path, key: ClientKey
 ) -> None:
     a = manager.start(pod_spec(tmp_path, "holder-a", key))
     with ssh(a[22], key) as pod_a, socket.socket() as reserved:
-        # Pod A listens on a port that will be pod B's advertised address: one free on the host, held
-        # there until pod B asks for it (a number free only in pod A's namespace may be the host's).
+        # Pod A listens on a port of the host's range that no pod advertises: one free on the host, held
+        # there until pod B asks for it.
         reserved.bind(("127.0.0.1", 0))
         taken = reserved.getsockname()[1]
-        check(
-            pod_a,
-            f"(nohup python3 -c \"import socket, time; s = socket.socket(); s.bind(('127.0.0.1', {taken})); "
-            "s.listen(); open('/tmp/port', 'w').write(str(s.getsockname()[1])); "
-            "c, _ = s.accept(); c.sendall(b'pod-a-itself\\n'); time.sleep(60)\" "
-            "> /dev/null 2>&1 < /dev/null &)",
+        check(pod_a, LISTENER.replace("PORT", str(taken)))
+        poll(lambda: probe(pod_a, "127.0.0.1", taken) == "pod-a-itself", 10, "pod A's own listener")
+        # The ports pod A's programs get from the kernel are never in the host's range.
+        host_low, host_high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        low, high = map(int, check(pod_a, "cat /proc/sys/net/ipv4/ip_local_port_range").split())
+        assert high < host_low or low > host_high
+        auto = int(
+            check(
+                pod_a,
+                "python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])'",
+            )
         )
-        poll(lambda: run(pod_a, "cat /tmp/port")[1].strip() == str(taken), 10, "pod A's listener")
+        assert low <= auto <= high
+        # Once pod B advertises that very port, it is pod B's address in every pod, pod A's as well.
         reserved.close()
         spec = dataclasses.replace(pod_spec(tmp_path, "holder-b", key), preferred_ports={22: taken})
-        b = manager.start(spec)  # starts although its address cannot listen in pod A
+        b = manager.start(spec)
         assert b[22] == taken
-        assert f"pod holder-a does not reach 127.0.0.1:{taken} (pod holder-b's port 22)" in caplog.text
         with ssh(b[22], key) as pod_b:
-            assert probe(pod_a, "127.0.0.1", taken) == "pod-a-itself"
+            assert host_key_at(pod_a, "127.0.0.1", taken) == host_key(pod_b)
             assert host_key_at(pod_b, "127.0.0.1", taken) == host_key(pod_b)
+        manager.stop("holder-b")
+        assert probe(pod_a, "127.0.0.1", taken) == "pod-a-itself"
+
+
+def test_a_pod_reaches_no_host_service_through_its_relay(
+    manager: SandboxManager, tmp_path: Path, key: ClientKey
+) -> None:
+    with socket.socket() as host_service:
+        # A service on the host's loopback, in the range advertised addresses come from.
+        host_service.bind(("127.0.0.1", 0))
+        host_service.listen()
+        host_service.settimeout(0.5)
+        a = manager.start(pod_spec(tmp_path, "curious", key))
+        with ssh(a[22], key) as pod:
+            assert probe(pod, "127.0.0.1", host_service.getsockname()[1]) == "closed"
+            # Nor by dialling the relay itself, whatever it is told.
+            assert probe(pod, "127.255.255.254", 1) == "closed"
+        with pytest.raises(TimeoutError):
+            host_service.accept()
 
 
 # A server in the pod that never accepts: the kernel completes the handshakes (up to its backlog), so

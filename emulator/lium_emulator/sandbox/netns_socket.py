@@ -13,10 +13,15 @@ import ctypes
 import os
 import socket
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 CLONE_NEWNET = 0x40000000
+# Where the host tools run in a namespace (nsenter, ip, nft) are looked up.
+HOST_TOOLS_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_T = TypeVar("_T")
 
 
 def _setns(fd: int) -> None:
@@ -57,15 +62,14 @@ def new_netns() -> int:
     return made[0]
 
 
-def socket_in_netns(
-    netns_fd: int, family: int = socket.AF_INET, kind: int = socket.SOCK_STREAM
-) -> socket.socket:
-    """A new socket in the namespace ``netns_fd`` refers to; the calling thread's namespace is unchanged."""
+def in_netns(netns_fd: int, action: Callable[[], _T]) -> _T:
+    """``action()`` run by the calling thread inside the namespace ``netns_fd`` (a socket it makes lives
+    there; a ``/proc/sys/net`` file it opens is that namespace's); the thread's namespace is unchanged."""
     own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
     try:
         _setns(netns_fd)
         try:
-            return socket.socket(family, kind)
+            return action()
         finally:
             # Cannot fail in practice (we just left that namespace with the same privileges); if it
             # did, this thread's later sockets would land in the pod, so make it loud.
@@ -75,3 +79,10 @@ def socket_in_netns(
                 raise RuntimeError(f"cannot return to the host network namespace: {e}") from e
     finally:
         os.close(own)
+
+
+def socket_in_netns(
+    netns_fd: int, family: int = socket.AF_INET, kind: int = socket.SOCK_STREAM
+) -> socket.socket:
+    """A new socket in the namespace ``netns_fd`` refers to; the calling thread's namespace is unchanged."""
+    return in_netns(netns_fd, lambda: socket.socket(family, kind))

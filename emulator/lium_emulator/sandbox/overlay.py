@@ -24,13 +24,12 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from lium_emulator.sandbox.netns_socket import new_netns
+from lium_emulator.sandbox.netns_socket import HOST_TOOLS_PATH, new_netns
 
 logger = logging.getLogger(__name__)
 OVERLAY_INTERFACE = "overlay0"
 OVERLAY_NETWORK = ipaddress.IPv4Network("10.42.0.0/24")
 _BRIDGE = "cluster0"
-_TOOLS_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 _IP_TIMEOUT_SECONDS = 10.0
 
 
@@ -146,7 +145,7 @@ class OverlayNetworks:
 
 
 def _tools() -> tuple[str, str]:
-    nsenter, ip = (shutil.which(name, path=_TOOLS_PATH) for name in ("nsenter", "ip"))
+    nsenter, ip = (shutil.which(name, path=HOST_TOOLS_PATH) for name in ("nsenter", "ip"))
     if nsenter is None or ip is None:
         raise OverlayError("the host has no nsenter (util-linux) or ip (iproute2): no cluster networks")
     return nsenter, ip
@@ -176,7 +175,7 @@ def _ip(nsenter: str, ip: str, netns_fd: int, script: str, *other_fds: int, forc
             text=True,
             capture_output=True,
             pass_fds=(netns_fd, *other_fds),
-            env={"PATH": _TOOLS_PATH, "LANG": "C"},
+            env={"PATH": HOST_TOOLS_PATH, "LANG": "C"},
             timeout=_IP_TIMEOUT_SECONDS,
             check=True,
         )

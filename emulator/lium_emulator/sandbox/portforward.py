@@ -6,11 +6,13 @@ Three kinds, as a container runtime and the hosts' network provide them:
   port; each accepted connection is relayed to ``127.0.0.1:<internal>`` inside the pod;
 * advertised addresses from pods: the clients of a pod's published ports are the host's *and* every
   pod's (on Lium pods reach each other's public ``host:port``, e.g. ``lium cp`` runs rsync from one
-  pod to another's SSH port). Inside every pod that published ports, ``127.0.0.1:<host port>`` of
-  every published port of every such pod (its own too) listens, and its connections are relayed
-  straight into the target pod's ``127.0.0.1:<internal>``: they never touch the host's loopback, so
-  a pod reaches only ports that are published, never a host service. A port the pod itself holds
-  already is left out (logged);
+  pod to another's SSH port). Every pod that published ports gets one relay listener in its namespace,
+  where a rule set sends its connections to ``127.0.0.1:<host port>`` (:mod:`.advertised`); the relay
+  reads the port back and relays the connection straight into the pod that advertises it, to its
+  ``127.0.0.1:<internal>``: it never touches the host's loopback, so a pod reaches only ports that are
+  published, never a host service. A port of the host's ephemeral range that no pod advertises is
+  the pod's own (dialled again inside it); one that a pod advertises is that pod's, even if the
+  viewing pod listens on it itself (its own ephemeral ports are kept out of that range);
 * reverse ports: a listener *inside* the pod (``127.0.0.1:<port>``) whose connections are relayed to
   the address the emulator's HTTP server listens on, ``<host>:<port>`` (loopback unless it was told
   otherwise) — how pods reach it. The host-side addresses of these relayed connections are kept while
@@ -26,10 +28,9 @@ also bounded in all (:func:`pods_connection_budget`): past that budget a pod sti
 fair share of it (the budget over the number of pods), never past twice the budget in all. The host's
 connections to published ports count only against their pod's share: the host is not hostile.
 
-The emulator raises its soft open-files limit to the hard one and shares it out: the advertised
-addresses take a listener per published port per pod (n pods of p ports: n x n x p) and use at most
-half of it (beyond that, a pod starting does not get them; logged); published ports at most an eighth
-(a pod whose ports do not fit does not start); the connections pods open at most a quarter.
+The emulator raises its soft open-files limit to the hard one and shares it out: published ports at
+most an eighth (a pod whose ports do not fit does not start); the connections pods open at most a
+quarter. The advertised addresses take one listener per pod, whatever the number of pods.
 
 Relays are asyncio protocols with flow control (a full outgoing buffer pauses reading on the other
 side) and half-close, so bulk transfers and SSH both work without a coroutine per chunk. Everything
@@ -52,6 +53,13 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from lium_emulator.sandbox.advertised import (
+    BYPASS_MARK,
+    RELAY_ADDRESS,
+    host_port_range,
+    original_port,
+    redirect,
+)
 from lium_emulator.sandbox.netns_socket import socket_in_netns
 
 logger = logging.getLogger(__name__)
@@ -62,8 +70,6 @@ MAX_CONNECTIONS_PER_POD = 256
 # The descriptors a connection a pod opens costs the emulator at most: its end in the pod's namespace,
 # the end the relay dials, and (to the emulator) the server's accepted socket.
 _FDS_PER_POD_CONNECTION = 3
-
-Dial = Callable[[], Awaitable[socket.socket]]
 
 
 def pods_connection_budget(open_files: int) -> int:
@@ -110,9 +116,15 @@ class _Group:
     connecting: set[asyncio.Task[None]] = field(default_factory=set)
 
 
+# Connects the other end of a connection a listener accepted (given the accepted transport): the socket,
+# and the group its relay end belongs to when not the listener's (a pod's address another pod dialled:
+# released with the pod dialled into).
+Dial = Callable[[asyncio.Transport], Awaitable[tuple[socket.socket, _Group | None]]]
+
+
 @dataclass
 class _Member:
-    """A pod that published ports: they are mirrored into every member, and theirs into it."""
+    """A pod that published ports: every member reaches them at their host ports, and it theirs."""
 
     netns_fd: int  # owned by the pod's own group
     published: dict[int, int]  # internal -> host port
@@ -243,14 +255,14 @@ class _InboundEnd(_RelayEnd):
     async def _link(self) -> None:
         assert self.transport is not None
         try:
-            sock = await self._dial()
+            sock, group = await self._dial(self.transport)
         except OSError:
             self.transport.close()  # nothing listens there (yet): the client sees the connection closed
             return
         if self.transport.is_closing():
             sock.close()
             return
-        upstream = _RelayEnd(self.group)
+        upstream = _RelayEnd(group or self.group)
         upstream.peer, self.peer = self, upstream
         if self._track is not None:
             # (host, port) as the server names its client; an IPv6 name has flow info and scope too.
@@ -276,10 +288,10 @@ async def _connect(sock: socket.socket, port: int, host: str = _LOOPBACK) -> soc
     return sock
 
 
-def _listener(sock: socket.socket, port: int) -> socket.socket:
+def _listener(sock: socket.socket, port: int, host: str = _LOOPBACK) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((_LOOPBACK, port))
+        sock.bind((host, port))
         sock.listen(128)
     except BaseException:
         sock.close()
@@ -318,37 +330,57 @@ class PortForwarder:
         self._budgets: dict[str, _Budget] = {}
         self._groups: dict[str, _Group] = {}  # an owner's published and reverse listeners
         self._members: dict[str, _Member] = {}
-        self._mirrors: dict[str, dict[str, _Group]] = {}  # in pod -> of pod -> advertised-address listeners
-        self._mirror_listeners = 0
+        self._advertised: dict[int, tuple[str, int]] = {}  # host port -> (pod, internal port)
         open_files = _raise_open_files_limit()
-        self._max_mirror_listeners = open_files // 2
         self._pods_budget = _PodsBudget(pods_connection_budget(open_files))
         # Host listeners of published ports, per owner (under _lock: counted before they are made).
         self._published: dict[str, int] = {}
         self._max_published = open_files // 8
         self._reverse_connections = _Addresses()
+        # Under _lock: the pods whose namespace sends advertised addresses to their relay, and the
+        # emulator's ports each reaches through a reverse listener (left out of that rule).
+        self._redirected: set[str] = set()
+        self._reverse_ports: dict[str, set[int]] = {}
+        self._host_range = host_port_range()
 
     def publish(
         self, owner: str, netns_fd: int, internal_ports: Iterable[int], *, preferred: Mapping[int, int] = {}
     ) -> dict[int, int]:
         """Expose ``127.0.0.1:<internal>`` of the namespace on host loopback ports: internal -> host; the
-        ``preferred`` host port of an internal port where it is free, else any free one. The host ports
-        become reachable from every pod that published ports too, and theirs from this one."""
+        ``preferred`` host port of an internal port where it is free (and of the host's ephemeral range,
+        which pods' connections are redirected from), else any free one. The host ports become reachable
+        from every pod that published ports too, and theirs from this one."""
         ports = list(dict.fromkeys(internal_ports))
+        low, high = self._host_range
         self._reserve_published(owner, len(ports))
+        with self._lock:
+            joining = owner not in self._redirected
+            self._redirected.add(owner)
+            exempt = set(self._reverse_ports.get(owner, ()))
         listeners: list[socket.socket] = []
+        relay: socket.socket | None = None
+        fd: int | None = None
         try:
             for port in ports:
-                listeners.append(_free_listener(preferred.get(port, 0)))
+                wanted = preferred.get(port, 0)
+                listeners.append(_free_listener(wanted if low <= wanted <= high else 0))
             mapping = {port: int(sock.getsockname()[1]) for port, sock in zip(ports, listeners, strict=True)}
             fd = os.dup(netns_fd)
+            if joining:
+                redirect(fd, self._host_range, exempt)
+                relay = _listener(socket_in_netns(fd), RELAY_ADDRESS[1], RELAY_ADDRESS[0])
         except BaseException:
             for sock in listeners:
                 sock.close()
+            if fd is not None:
+                os.close(fd)
             self._reserve_published(owner, -len(ports))
+            if joining:
+                with self._lock:
+                    self._redirected.discard(owner)
             raise
         served = [(s, _dial_into(fd, p)) for p, s in zip(ports, listeners, strict=True)]
-        self._call(self._publish(owner, fd, served, mapping))
+        self._call(self._publish(owner, fd, served, mapping, relay))
         return mapping
 
     def _reserve_published(self, owner: str, count: int) -> None:
@@ -372,9 +404,11 @@ class PortForwarder:
         listener = _listener(socket_in_netns(netns_fd), port)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
 
-        def dial_host() -> Awaitable[socket.socket]:
-            return _connect(socket.socket(family, socket.SOCK_STREAM), port, host)
+        async def dial_host(_: asyncio.Transport) -> tuple[socket.socket, _Group | None]:
+            return await _connect(socket.socket(family, socket.SOCK_STREAM), port, host), None
 
+        with self._lock:
+            self._reverse_ports.setdefault(owner, set()).add(port)
         self._call(
             self._serve_own(owner, [(listener, dial_host)], self._reverse_connections, self._pods_budget)
         )
@@ -384,12 +418,14 @@ class PortForwarder:
         return address in self._reverse_connections
 
     def release(self, owner: str) -> None:
-        """Close the owner's listeners and connections, and those of its advertised addresses in every
-        pod; its host ports are free when this returns."""
+        """Close the owner's listeners and connections, those other pods opened to its advertised
+        addresses among them; its host ports are free when this returns."""
         if self._loop is not None:
             self._call(self._release(owner))
         with self._lock:
             self._published.pop(owner, None)
+            self._redirected.discard(owner)
+            self._reverse_ports.pop(owner, None)
 
     def connection_count(self) -> int:
         """Relayed sockets currently open (two per live connection)."""
@@ -403,6 +439,8 @@ class PortForwarder:
             loop, thread, serial = self._loop, self._thread, self._serial
             self._loop = self._thread = self._serial = None
             self._published.clear()
+            self._redirected.clear()
+            self._reverse_ports.clear()
         if loop is None or thread is None or serial is None:
             return
         asyncio.run_coroutine_threadsafe(_one_at_a_time(serial, self._release_all()), loop).result(
@@ -443,54 +481,42 @@ class PortForwarder:
         await self._serve(self._own_group(owner), listeners, track, pods)
 
     async def _publish(
-        self, owner: str, netns_fd: int, listeners: list[tuple[socket.socket, Dial]], mapping: dict[int, int]
+        self,
+        owner: str,
+        netns_fd: int,
+        listeners: list[tuple[socket.socket, Dial]],
+        mapping: dict[int, int],
+        relay: socket.socket | None,
     ) -> None:
         self._own_group(owner).netns_fds.append(netns_fd)
         await self._serve_own(owner, listeners, None, None)  # the host's connections
-        joining = owner not in self._members
         self._members.setdefault(owner, _Member(netns_fd, {})).published.update(mapping)
-        left_out = 0
-        for viewer in list(self._members):
-            left_out += await self._mirror(viewer, owner, mapping)
-        if joining:
-            for target, other in list(self._members.items()):
-                if target != owner:
-                    left_out += await self._mirror(owner, target, other.published)
-        if left_out:
-            logger.warning(
-                "%d advertised addresses of or for pod %s are not reachable from pods: their listeners "
-                "may hold %d open files, half the emulator's limit",
-                left_out,
-                owner,
-                self._max_mirror_listeners,
-            )
+        self._advertised.update((host_port, (owner, internal)) for internal, host_port in mapping.items())
+        if relay is not None:  # the pod's connections to advertised addresses: they count against it
+            await self._serve_own(owner, [(relay, self._dial_advertised(owner))], None, self._pods_budget)
 
-    async def _mirror(self, viewer: str, target: str, mapping: Mapping[int, int]) -> int:
-        """Listen on ``target``'s advertised addresses inside ``viewer`` (their connections count against
-        ``viewer``); returns how many were left out for want of open files."""
-        viewer_fd, target_fd = self._members[viewer].netns_fd, self._members[target].netns_fd
-        group = self._mirrors.setdefault(viewer, {}).setdefault(target, _Group(self._budget(viewer)))
-        listeners: list[tuple[socket.socket, Dial]] = []
-        left_out = 0
-        for index, (internal, host_port) in enumerate(mapping.items()):
-            if self._mirror_listeners + len(listeners) >= self._max_mirror_listeners:
-                left_out = len(mapping) - index
-                break
-            try:
-                sock = _listener(socket_in_netns(viewer_fd), host_port)
-            except OSError as e:  # the pod's own process holds that port already: it keeps it
-                logger.warning(
-                    "pod %s does not reach 127.0.0.1:%d (pod %s's port %d) from inside: %s",
-                    viewer, host_port, target, internal, e,
-                )  # fmt: skip
-                continue
-            listeners.append((sock, _dial_into(target_fd, internal)))
-        served = len(group.servers)
-        try:
-            await self._serve(group, listeners, None, self._pods_budget)
-        finally:
-            self._mirror_listeners += len(group.servers) - served
-        return left_out
+    def _dial_advertised(self, viewer: str) -> Dial:
+        """How ``viewer``'s relay connects what it accepted: into the pod advertising the port it was
+        made to, or (a port no pod advertises) to that port in ``viewer`` itself."""
+
+        async def dial(accepted: asyncio.Transport) -> tuple[socket.socket, _Group | None]:
+            port = original_port(accepted.get_extra_info("socket"))
+            if port is None:
+                raise OSError(errno.ECONNREFUSED, "a connection made to the relay itself")
+            owner, internal = self._advertised.get(port, (viewer, port))
+            member = self._members.get(owner)
+            if member is None:
+                raise OSError(errno.ECONNREFUSED, f"pod {owner} is gone")
+            sock = socket_in_netns(member.netns_fd)
+            if owner == viewer and internal == port:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, BYPASS_MARK)
+            connected = await _connect(sock, internal)
+            if self._members.get(owner) is not member:  # released while connecting
+                connected.close()
+                raise OSError(errno.ECONNREFUSED, f"pod {owner} is gone")
+            return connected, None if owner == viewer else self._groups.get(owner)
+
+        return dial
 
     async def _serve(
         self,
@@ -512,42 +538,35 @@ class PortForwarder:
             group.servers.append(server)
 
     async def _release(self, owner: str) -> None:
-        mirrors = list(self._mirrors.pop(owner, {}).values())
-        for targets in self._mirrors.values():
-            if owner in targets:
-                mirrors.append(targets.pop(owner))
-        self._members.pop(owner, None)
+        member = self._members.pop(owner, None)
+        for host_port in member.published.values() if member is not None else ():
+            if self._advertised.get(host_port, (None, 0))[0] == owner:
+                del self._advertised[host_port]
         self._budgets.pop(owner, None)
         self._pods_budget.pods = len(self._budgets)
-        self._mirror_listeners -= sum(len(group.servers) for group in mirrors)
         own = self._groups.pop(owner, None)
-        groups = mirrors + ([own] if own is not None else [])
-        for group in groups:
-            for server in group.servers:
-                server.close()
-            for task in list(group.connecting):
-                task.cancel()
-            for relay in list(group.relays):
-                if relay.transport is not None:
-                    relay.transport.abort()
-        for group in groups:
-            for server in group.servers:
-                await server.wait_closed()
+        if own is None:
+            return
+        for server in own.servers:
+            server.close()
+        for task in list(own.connecting):
+            task.cancel()
+        for relay in list(own.relays):
+            if relay.transport is not None:
+                relay.transport.abort()
+        for server in own.servers:
+            await server.wait_closed()
         # Let the aborted transports' close callbacks run before their netns goes away.
         await asyncio.sleep(0)
-        for fd in own.netns_fds if own is not None else []:
+        for fd in own.netns_fds:
             os.close(fd)
 
     async def _release_all(self) -> None:
-        for owner in {*self._groups, *self._members, *self._mirrors}:
+        for owner in {*self._groups, *self._members}:
             await self._release(owner)
 
     async def _count(self) -> int:
-        groups = [
-            *self._groups.values(),
-            *(g for targets in self._mirrors.values() for g in targets.values()),
-        ]
-        return sum(len(group.relays) for group in groups)
+        return sum(len(group.relays) for group in self._groups.values())
 
 
 async def _one_at_a_time(serial: asyncio.Lock, coro: Coroutine[Any, Any, _T]) -> _T:
@@ -560,4 +579,8 @@ async def _one_at_a_time(serial: asyncio.Lock, coro: Coroutine[Any, Any, _T]) ->
 
 def _dial_into(netns_fd: int, port: int) -> Dial:
     """Connect to ``127.0.0.1:<port>`` inside the namespace (the fd must outlive the dial's listeners)."""
-    return lambda: _connect(socket_in_netns(netns_fd), port)
+
+    async def dial(_: asyncio.Transport) -> tuple[socket.socket, _Group | None]:
+        return await _connect(socket_in_netns(netns_fd), port), None
+
+    return dial

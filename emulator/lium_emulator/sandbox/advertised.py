@@ -1,0 +1,126 @@
+"""How a pod reaches the advertised addresses of every pod (its own too) with one relay listener.
+
+An advertised address is ``127.0.0.1:<host port>``, a port the emulator published on the host's
+loopback. Inside a pod, ``127.0.0.1`` is the pod's own loopback, so the emulator puts one rule set in
+the pod's network namespace (which belongs to the host's user namespace: the pod's root cannot change
+it) that sends every TCP connection to ``127.0.0.1`` on a port of the host's ephemeral range, where
+the emulator's host ports come from, to one listener, :data:`RELAY_ADDRESS`. The relay reads the
+connection's original destination back from the kernel (``SO_ORIGINAL_DST``) and dials the pod that
+advertises that port straight inside its namespace, never the host's loopback. So a pod holds one
+listener whatever the number of pods, and a pod starting or stopping changes no other pod's
+namespace.
+
+The rule set also:
+
+* leaves alone the connections the relay itself makes inside the pod (they carry :data:`BYPASS_MARK`):
+  a port of that range that the pod listens on itself, and no pod advertises, is reached through the
+  relay, which dials it again in the pod with the mark;
+* leaves alone the ports the emulator reaches pods on (its own HTTP port, ``exempt``);
+* tracks only the connections it may redirect: every other packet is ``notrack``, so a pod's own
+  traffic does not fill the kernel's connection table, which all namespaces share.
+
+And the pod's own ephemeral ports (``ip_local_port_range``, one per namespace) are moved out of the
+host's range, so the ports a pod's programs bind with port 0 are never shadowed by the redirect.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import struct
+import subprocess
+from pathlib import Path
+
+from lium_emulator.sandbox.netns_socket import HOST_TOOLS_PATH, in_netns
+
+RELAY_ADDRESS = ("127.255.255.254", 1)
+# Set (SO_MARK) on the sockets the relay dials inside a pod: the rule set lets them through.
+BYPASS_MARK = 0x4C49554D
+_SO_ORIGINAL_DST = 80
+_TABLE = "lium_advertised"
+_NFT_TIMEOUT_SECONDS = 10.0
+_PORT_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
+# The fewest ephemeral ports a pod is left with when its range moves out of the host's.
+_MIN_POD_EPHEMERAL_PORTS = 4096
+
+
+def host_port_range() -> tuple[int, int]:
+    """The host's ephemeral port range (the emulator's own namespace), where its host ports come from."""
+    low, high = Path(_PORT_RANGE).read_text().split()
+    return int(low), int(high)
+
+
+def pod_port_range(host: tuple[int, int]) -> tuple[int, int] | None:
+    """A pod's ephemeral range outside ``host``: above it if room enough is left there, else below it;
+    None when neither leaves :data:`_MIN_POD_EPHEMERAL_PORTS` (the pod keeps its default, and its ports
+    in the host's range are reached through the relay)."""
+    low, high = host
+    if 65535 - high >= _MIN_POD_EPHEMERAL_PORTS:
+        return high + 1, 65535
+    if low - 1024 >= _MIN_POD_EPHEMERAL_PORTS:
+        return max(1024, low - 16384), low - 1
+    return None
+
+
+def rule_set(host: tuple[int, int], exempt: set[int]) -> str:
+    """The ``nft -f`` script for one pod's namespace."""
+    low, high = host
+    relay_host, relay_port = RELAY_ADDRESS
+    skip = f"        ip daddr 127.0.0.1 tcp dport {{ {', '.join(map(str, sorted(exempt)))} }} return\n"
+    return (
+        f"table ip {_TABLE} {{\n"
+        "    chain untracked {\n"
+        "        type filter hook output priority -300; policy accept;\n"
+        f"        ip daddr 127.0.0.1 tcp dport {low}-{high} return\n"
+        f"        ip saddr {relay_host} tcp sport {relay_port} return\n"
+        "        notrack\n"
+        "    }\n"
+        "    chain advertised {\n"
+        "        type nat hook output priority -100; policy accept;\n"
+        f"        meta mark {BYPASS_MARK:#x} return\n"
+        f"{skip if exempt else ''}"
+        f"        ip daddr 127.0.0.1 tcp dport {low}-{high} dnat to {relay_host}:{relay_port}\n"
+        "    }\n"
+        "}\n"
+    )
+
+
+def redirect(netns_fd: int, host: tuple[int, int], exempt: set[int]) -> None:
+    """Send the pod's connections to advertised addresses to the relay and move its ephemeral ports out
+    of ``host``; OSError saying what failed (the pod then does not start: it could not reach the
+    other pods' addresses)."""
+    nsenter, nft = (shutil.which(name, path=HOST_TOOLS_PATH) for name in ("nsenter", "nft"))
+    if nsenter is None or nft is None:
+        raise OSError("the host has no nft (nftables): pods cannot reach each other's advertised addresses")
+    try:
+        subprocess.run(
+            [nsenter, f"--net=/proc/self/fd/{netns_fd}", nft, "-f", "-"],
+            input=rule_set(host, exempt),
+            text=True,
+            capture_output=True,
+            pass_fds=(netns_fd,),
+            env={"PATH": HOST_TOOLS_PATH, "LANG": "C"},
+            timeout=_NFT_TIMEOUT_SECONDS,
+            check=True,
+        )
+    except subprocess.CalledProcessError as e:
+        raise OSError(f"nft: {(e.stderr or '').strip() or f'exit status {e.returncode}'}") from e
+    except subprocess.TimeoutExpired as e:
+        raise OSError(f"nft: {e}") from e
+    pod_range = pod_port_range(host)
+    if pod_range is not None:
+        text = f"{pod_range[0]} {pod_range[1]}\n"
+        in_netns(netns_fd, lambda: Path(_PORT_RANGE).write_text(text))
+
+
+def original_port(sock: socket.socket) -> int | None:
+    """The port a redirected connection was made to; None when it was made to the relay itself (the
+    kernel has no original destination for a connection it did not track)."""
+    try:
+        address = sock.getsockopt(socket.SOL_IP, _SO_ORIGINAL_DST, 16)
+    except OSError:
+        return None
+    port, packed = struct.unpack("!2xH4s8x", address)
+    if (socket.inet_ntoa(packed), port) == RELAY_ADDRESS:
+        return None
+    return int(port)
