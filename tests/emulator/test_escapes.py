@@ -397,7 +397,8 @@ def test_a_pod_cannot_reach_services_on_the_hosts_loopback(pods: Pods) -> None:
         service.listen()
         service.setblocking(False)
         port = service.getsockname()[1]
-        assert connect_from_pod(pods, "127.0.0.1", port) == "ConnectionRefusedError"
+        # The pod's relay for advertised addresses takes the connection, finds no pod there, and closes.
+        assert connect_from_pod(pods, "127.0.0.1", port) == "closed"
         with pytest.raises(BlockingIOError):
             service.accept()  # nothing ever arrived
 
