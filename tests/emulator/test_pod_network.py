@@ -435,3 +435,37 @@ def test_a_killed_emulators_cluster_networks_vanish_with_it(tmp_path: Path) -> N
         emulator.kill()
         emulator.wait()
         SandboxManager.cleanup_stale(root)
+
+
+# A manager on a host whose nft is hidden (bind-mounted over by /dev/null, in a mount namespace of its
+# own): what starting a pod prints.
+WITHOUT_NFT = """
+import json, sys
+from pathlib import Path
+from lium_emulator.sandbox.manager import SandboxError, SandboxManager
+from tests.emulator.test_sandbox_support import make_client_key, pod_spec
+base = Path(sys.argv[1])
+manager = SandboxManager(base / "root", emulator_port=0)
+try:
+    manager.start(pod_spec(base, "no-nft", make_client_key()))
+    print(json.dumps(["started"]))
+except SandboxError as e:
+    print(json.dumps(["refused", str(e)]))
+finally:
+    manager.stop_all()
+"""
+
+
+def test_a_pod_that_cannot_reach_the_other_pods_addresses_does_not_start(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            "unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount --bind /dev/null "$(command -v nft)" && exec "$0" -c "$1" "$2"',
+            sys.executable, WITHOUT_NFT, str(tmp_path),
+        ],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    outcome, *detail = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome == "refused"
+    assert "no nft (nftables)" in detail[0] and "advertised addresses" in detail[0]
+    assert not (tmp_path / "root" / "pods" / "no-nft").exists()
