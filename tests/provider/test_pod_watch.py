@@ -207,3 +207,37 @@ def test_reads_go_to_their_own_gets_at_once_when_the_listing_fails(session: Sess
     assert 1 <= sent.count(("GET", True)) <= 2, sent  # not a listing per read
     for pod_id in pod_ids:
         session.client.delete_pod(pod_id)
+
+
+def test_a_deletion_of_known_length_is_read_on_its_own_and_never_offered_as_live_after(
+    session: Session,
+) -> None:
+    budget = ListingBudget()
+    watcher = PodWatcher(session.client, budget=budget)
+    first, second = rent(session), rent(session)
+    watcher.wait(context(), first, running)
+    watcher.wait(context(), second, running)
+
+    def own_reads(pod_id: str, wait: Callable[[], object]) -> int:
+        before = len(session.wire.log)
+        wait()
+        return sum(
+            1 for e in session.wire.log[before:] if e.method == "GET" and e.path.endswith(f"/pods/{pod_id}")
+        )
+
+    # The first deletion has no length to go by: only listings tell when it is over.
+    session.client.delete_pod(first)
+    assert own_reads(first, lambda: watcher.wait_gone(context(), first, gone, time.monotonic())) == 0
+    listed = watcher.recent_pods(60.0)
+    assert listed is not None and second in {pod.id for pod in listed}
+    # With no listing to be had for a while (the budget spent), the second is read on its own once a
+    # deletion has lasted as long, and is gone by the last of those reads.
+    session.client.delete_pod(second)
+    deleted_at = time.monotonic()
+    for _ in range(20):
+        budget.spend(deleted_at)
+    reads = own_reads(second, lambda: watcher.wait_gone(context(30.0), second, gone, deleted_at))
+    assert 1 <= reads <= 6
+    # The latest listing is older and still shows it: it is not passed on as a live pod.
+    listed = watcher.recent_pods(60.0)
+    assert listed is not None and second not in {pod.id for pod in listed}

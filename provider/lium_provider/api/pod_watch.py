@@ -14,6 +14,11 @@ soon after it happens without listing all the time:
   length is up;
 * otherwise a pod about to change is listed every quarter second.
 
+A deleted pod is also read on its own (``GET /pods/{id}``, which Lium does not count as a listing)
+once as long has passed since its DELETE as this process has seen a deletion last at least: in a
+fleet the listings come at the budget's rate, and a deletion seen only by the next one would end on
+average half an interval late, for every wave Terraform's parallelism makes of the fleet.
+
 A token bucket keeps the process within Lium's limit whatever the pods do: capacity 5 and 55 a
 minute give at most 60 listings in any minute. A short phase is polled every quarter second at first,
 then at the sustained rate of one listing every 1.09 s: a lone pod's 3-second deletion takes ~8
@@ -39,6 +44,9 @@ LISTINGS_PER_MINUTE = 60  # Lium's cap on pod listings per account (docs/lium-ap
 _BURST_LISTINGS = 5.0  # listings at once; the rest of the minute's cap is the sustained rate
 _WAKE_SECONDS = 0.25  # how often a blocked waiter re-checks cancellation and deadlines
 _LEARNED_SAMPLES = 10  # phase lengths remembered per phase; the shortest of them is used
+# A deleted pod is read on its own a hot interval apart from when finished deletions lasted at least,
+# until they had all ended, and at most this many times (then only the listings look).
+_GONE_PROBES = 6
 # How old a listing a refresh's read may take: a stack's reads, which Terraform sends a few dozen at a
 # time, then share a listing or two instead of each waiting for one sent after it began.
 READ_STALENESS_SECONDS = 1.0
@@ -118,6 +126,14 @@ class PodWatcher:
         self._failed_at = float("-inf")  # when the latest listing that failed was sent
         self._seen: dict[str, _Seen] = {}
         self._phase_lengths: dict[str, deque[float]] = {}
+        # The longest a finished deletion was seen to last at least (from its DELETE's answer to the last
+        # view that still showed the pod), or None before any finished.
+        self._deletion_floor: float | None = None
+        # The shortest a finished deletion took at most (to the first view that showed it gone).
+        self._deletion_ceiling = float("inf")
+        # Pods read gone on their own, and when that read was sent: a listing sent before it still shows
+        # them, which recent_pods must not pass on as live.
+        self._read_gone: dict[str, float] = {}
 
     def _refresh(self) -> None:
         sent_at = time.monotonic()
@@ -131,6 +147,7 @@ class PodWatcher:
                 self._refreshing = False
                 if pods is not None:
                     self._sent_at = sent_at
+                    self._read_gone = {k: at for k, at in self._read_gone.items() if at > sent_at}
                     self._learn(pods, time.monotonic())
                     self._generation += 1
                 else:
@@ -180,11 +197,12 @@ class PodWatcher:
         return max(due, self._budget.ready_at(now))
 
     def recent_pods(self, max_age: float) -> list[Pod] | None:
-        """The pods of the latest listing if it was sent at most ``max_age`` seconds ago, else None."""
+        """The pods of the latest listing if it was sent at most ``max_age`` seconds ago, else None;
+        without those a later read of their own found gone."""
         with self._cond:
             if time.monotonic() - self._sent_at > max_age:
                 return None
-            return list(self._pods.values())
+            return [pod for pod in self._pods.values() if pod.id not in self._read_gone]
 
     def current(self, ctx: Context, pod_id: str) -> Pod | None:
         """The pod as a listing sent at most :data:`READ_STALENESS_SECONDS` before this call shows it
@@ -242,6 +260,44 @@ class PodWatcher:
                     del self._waiting[pod_id]
                     self._seen.pop(pod_id, None)
 
+    def wait_gone(
+        self, ctx: Context, pod_id: str, done: Callable[[Pod | None], bool], deleted_at: float
+    ) -> None:
+        """Block until ``done(pod)`` holds for the pod whose DELETE was answered at ``deleted_at``
+        (monotonic): as :meth:`wait` with ``unlisted_is_gone``, and besides the listings, the pod is read
+        on its own (at most :data:`_GONE_PROBES` times) once a deletion has been seen to last that long."""
+        with self._cond:
+            self._waiting[pod_id] += 1
+        try:
+            self._wait(ctx, pod_id, done, time.monotonic(), True, False, _GoneProbe(deleted_at))
+        finally:
+            with self._cond:
+                self._waiting[pod_id] -= 1
+                if not self._waiting[pod_id]:
+                    del self._waiting[pod_id]
+                    self._seen.pop(pod_id, None)
+
+    def _deletion_over(self, probe: _GoneProbe, gone_at: float) -> None:
+        """The deleted pod is gone in a view sent at ``gone_at``: its deletion lasted at least until the
+        last view that showed it, and at most until that one. Only finished deletions teach, so the
+        first ones are not read on their own."""
+        self._deletion_ceiling = min(self._deletion_ceiling, gone_at - probe.deleted_at)
+        if probe.present_at is not None:
+            length = probe.present_at - probe.deleted_at
+            if self._deletion_floor is None or length > self._deletion_floor:
+                self._deletion_floor = length
+
+    def _probe_at(self, probe: _GoneProbe) -> float:
+        """When the deleted pod is read on its own next (infinity: never again)."""
+        if probe.count >= _GONE_PROBES or self._deletion_floor is None:
+            return float("inf")
+        at = max(probe.deleted_at + self._deletion_floor, probe.last + self._hot)
+        return (
+            at
+            if at <= probe.deleted_at + max(self._deletion_ceiling, self._deletion_floor) + self._hot
+            else float("inf")
+        )
+
     def _wait(
         self,
         ctx: Context,
@@ -250,6 +306,7 @@ class PodWatcher:
         began: float,
         unlisted_is_gone: bool,
         only_newer: bool,
+        probe: _GoneProbe | None = None,
     ) -> Pod | None:
         seen = -1
         oldest = began if only_newer else float("-inf")
@@ -265,20 +322,44 @@ class PodWatcher:
                     seen = self._generation
                     pod = self._pods.get(pod_id)
                     if pod is not None and done(pod):
+                        if probe is not None:
+                            self._deletion_over(probe, self._sent_at)
                         return pod
+                    if pod is not None and probe is not None:
+                        probe.seen(self._sent_at)
                     unlisted = pod is None and self._sent_at >= began
                     if unlisted and unlisted_is_gone and done(None):
+                        if probe is not None:
+                            self._deletion_over(probe, self._sent_at)
                         return None
                     confirm = unlisted and not unlisted_is_gone
                 if not confirm:
                     now = time.monotonic()
                     next_at = self._next_listing_at(now)
+                    probe_at = self._probe_at(probe) if probe is not None else float("inf")
                     if next_at <= now and not self._refreshing:
                         self._refreshing = refresh = True
                         self._budget.spend(now)
+                    elif probe is not None and probe_at <= now:
+                        confirm = True
+                        probe.count, probe.last = probe.count + 1, now
                     else:
-                        self._cond.wait(timeout=min(_WAKE_SECONDS, max(next_at - now, 0.01)))
-            if confirm:
+                        wake = min(next_at, probe_at) - now
+                        self._cond.wait(timeout=min(_WAKE_SECONDS, max(wake, 0.01)))
+            if confirm and probe is not None:
+                sent_at = time.monotonic()
+                try:
+                    read = self._client.get_pod(pod_id)
+                except LiumError:
+                    probe.count = _GONE_PROBES  # the listings alone tell, as they would have anyway
+                    continue
+                with self._cond:
+                    if done(read):
+                        self._read_gone[pod_id] = sent_at
+                        self._deletion_over(probe, sent_at)
+                        return read
+                    probe.seen(sent_at)
+            elif confirm:
                 confirmed = self._client.get_pod(pod_id)
                 if done(confirmed):
                     return confirmed
@@ -288,6 +369,20 @@ class PodWatcher:
 
 def _any_view(pod: Pod | None) -> bool:
     return True
+
+
+@dataclass
+class _GoneProbe:
+    """A wait for a deleted pod to be gone: when its DELETE was answered, and its own reads so far."""
+
+    deleted_at: float
+    count: int = 0
+    last: float = float("-inf")
+    present_at: float | None = None  # when the latest view that still showed the pod was sent
+
+    def seen(self, sent_at: float) -> None:
+        if sent_at >= self.deleted_at and (self.present_at is None or sent_at > self.present_at):
+            self.present_at = sent_at
 
 
 class _ListingFailed(Exception):

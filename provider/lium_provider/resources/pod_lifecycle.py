@@ -6,6 +6,8 @@ end the unrecorded pods that use them) share these; none of them imports another
 
 from __future__ import annotations
 
+import time
+
 from lium_provider.api.errors import LiumError, is_definitive
 from lium_provider.api.models import BUDGET_STOP_REASON, DEAD_POD_STATES, DELETED, RUNNING, Pod
 from lium_provider.api.rent import find_rented_pod
@@ -33,6 +35,7 @@ def delete_pod_and_wait(ctx: Context, s: LiumSession, pod_id: str) -> None:
     while True:
         try:
             s.client.delete_pod(pod_id)
+            deleted_at = time.monotonic()
             break
         except LiumError as exc:
             if exc.code != "pod_state_conflict" and is_definitive(exc):
@@ -41,11 +44,12 @@ def delete_pod_and_wait(ctx: Context, s: LiumSession, pod_id: str) -> None:
             with api_errors("reading the pod"):
                 pod = s.client.get_pod(pod_id)
             if pod is None or pod.status in ("DELETING", DELETED):
+                deleted_at = time.monotonic()
                 break
             ctx.log.info("pod cannot be deleted yet, retrying", pod=pod_id, status=pod.status)
             ctx.sleep(2.0)
     try:
-        s.watcher.wait(ctx, pod_id, pod_gone, unlisted_is_gone=True)
+        s.watcher.wait_gone(ctx, pod_id, pod_gone, deleted_at)
     except TimeoutError:
         # The listing is shared by every waiter and rate limited per account, so under a 429 storm the
         # next one may come after the deadline although the pod is long gone: ask for this pod alone
