@@ -8,6 +8,7 @@ serves every waiter of the stack, within Lium's polling budget).
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
 
 from lium_provider.api.client import LiumClient
@@ -134,6 +135,7 @@ def delete_cluster_and_wait(ctx: Context, s: LiumSession, cluster_id: str, pod_i
     while True:
         try:
             removal = s.client.delete_cluster(cluster_id)
+            removed_at = time.monotonic()
             break
         except LiumError as exc:
             if exc.status != 409 and is_definitive(exc):
@@ -150,4 +152,4 @@ def delete_cluster_and_wait(ctx: Context, s: LiumSession, cluster_id: str, pod_i
         if not row.success and row.pod_id:
             delete_pod_and_wait(ctx, s, row.pod_id)
     for pod_id in dict.fromkeys([*pod_ids, *(row.pod_id for row in rows if row.pod_id)]):
-        s.watcher.wait(ctx, pod_id, pod_gone, unlisted_is_gone=True)
+        s.watcher.wait_gone(ctx, pod_id, pod_gone, removed_at)
