@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:7jOgnpSVsuzRATlMyxYIxrJxcmmx7GVMAnKhMi4B4sc=",
-    "zh:0c2ab2d416bd0094a6a1dcbd621047110d7ea9eb61b405c8a0e33c967110a72f",
+    "h1:siL4eIKLZJghuy2G7aN3sYGr86zILmpT8pRA7h8EhC8=",
+    "zh:91b4556c86b48aca53a3218f3ffd71a4b27b16e641543eec6108d9fdf473d4c2",
   ]
 }
