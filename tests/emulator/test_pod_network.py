@@ -469,3 +469,27 @@ def test_a_pod_that_cannot_reach_the_other_pods_addresses_does_not_start(tmp_pat
     assert outcome == "refused"
     assert "no nft (nftables)" in detail[0] and "advertised addresses" in detail[0]
     assert not (tmp_path / "root" / "pods" / "no-nft").exists()
+
+
+def test_a_published_port_in_the_hosts_range_reaches_its_own_pod_though_another_advertises_that_number(
+    manager: SandboxManager, tmp_path: Path, key: ClientKey
+) -> None:
+    with socket.socket() as reserved:
+        reserved.bind(("127.0.0.1", 0))
+        number = reserved.getsockname()[1]  # in the host's range, free until pod A takes it
+    a = manager.start(dataclasses.replace(pod_spec(tmp_path, "number-a", key), preferred_ports={22: number}))
+    assert a[22] == number
+    serve = (
+        "-c 'python3 -c \"import socket; s = socket.socket(); "
+        f"s.bind((socket.inet_ntoa(bytes([127, 0, 0, 1])), {number})); s.listen(); "
+        '[c.sendall(b\\"pod-b-service\\\\n\\") for c, _ in iter(s.accept, None)]" & exec sleep infinity\''
+    )
+    b = manager.start(
+        pod_spec(tmp_path, "number-b", key, internal_ports=[22, number], startup_commands=serve)
+    )
+    with ssh(b[22], key) as pod_b:
+        poll(lambda: "LISTEN" in check(pod_b, f"ss -ltn sport = :{number}"), 10, "pod B's service")
+    # The host's connection to pod B's published port is pod B's service, not pod A's sshd.
+    with socket.create_connection(("127.0.0.1", b[number]), timeout=10) as client:
+        client.settimeout(10)
+        assert client.recv(64) == b"pod-b-service\n"

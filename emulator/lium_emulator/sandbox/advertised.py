@@ -12,9 +12,11 @@ namespace.
 
 The rule set also:
 
-* leaves alone the connections the relay itself makes inside the pod (they carry :data:`BYPASS_MARK`):
-  a port of that range that the pod listens on itself, and no pod advertises, is reached through the
-  relay, which dials it again in the pod with the mark;
+* leaves alone every connection the emulator makes inside the pod (they carry :data:`BYPASS_MARK`):
+  the host's connections to the pod's published ports, whose internal port may lie in that range and
+  even be a number another pod advertises; and the relay's, so a port of that range that the pod
+  listens on itself, and no pod advertises, is reached through the relay, which dials it again in
+  the pod;
 * leaves alone the ports the emulator reaches pods on (its own HTTP port, ``exempt``);
 * tracks only the connections it may redirect: every other packet is ``notrack``, so a pod's own
   traffic does not fill the kernel's connection table, which all namespaces share.

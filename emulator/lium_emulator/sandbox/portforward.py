@@ -507,10 +507,7 @@ class PortForwarder:
             member = self._members.get(owner)
             if member is None:
                 raise OSError(errno.ECONNREFUSED, f"pod {owner} is gone")
-            sock = socket_in_netns(member.netns_fd)
-            if owner == viewer and internal == port:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, BYPASS_MARK)
-            connected = await _connect(sock, internal)
+            connected = await _connect(_pod_socket(member.netns_fd), internal)
             if self._members.get(owner) is not member:  # released while connecting
                 connected.close()
                 raise OSError(errno.ECONNREFUSED, f"pod {owner} is gone")
@@ -577,10 +574,23 @@ async def _one_at_a_time(serial: asyncio.Lock, coro: Coroutine[Any, Any, _T]) ->
         return await coro
 
 
+def _pod_socket(netns_fd: int) -> socket.socket:
+    """A socket inside a pod's namespace that its rule set lets through: the emulator's connections to
+    a pod's own ports are never taken for the pod's connections to advertised addresses (an internal
+    port may lie in the host's range, and another pod may advertise that very number)."""
+    sock = socket_in_netns(netns_fd)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, BYPASS_MARK)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 def _dial_into(netns_fd: int, port: int) -> Dial:
     """Connect to ``127.0.0.1:<port>`` inside the namespace (the fd must outlive the dial's listeners)."""
 
     async def dial(_: asyncio.Transport) -> tuple[socket.socket, _Group | None]:
-        return await _connect(socket_in_netns(netns_fd), port), None
+        return await _connect(_pod_socket(netns_fd), port), None
 
     return dial
