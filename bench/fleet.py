@@ -43,21 +43,13 @@ import paramiko
 from lium.sdk import Config, Lium, LiumRateLimitError, PodInfo
 from lium.sdk.client import ssh_target
 
+from bench.pods import STACK
 from bench.workspace import terraform, terraform_workspace, timed_terraform
 from lium_emulator.catalogs.nodes import generate_fleet
 from lium_emulator.launcher import RunningEmulator, launch
-from tests.support.lium import PROVIDER_BLOCK, Account, new_account, sleeping_template
+from tests.support.lium import PROVIDER_BLOCK, Account, new_account
 
 GPUS_PER_NODE = 8
-STACK = (
-    sleeping_template("fleet")
-    + """resource "lium_pod" "p" {
-  count       = %d
-  name        = "fleet-${count.index}"
-  template_id = lium_template.t.id
-}
-"""
-)
 # The SDK's pods run what the stack's do: the template resource's image, command and default ports.
 SDK_TEMPLATE = {
     "name": "fleet-sdk",

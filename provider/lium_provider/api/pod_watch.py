@@ -32,7 +32,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from lium_provider.api.client import LiumClient
@@ -245,20 +246,12 @@ class PodWatcher:
         ``GET /pods/{id}`` before ``done(None)`` is asked, because a listing may lag behind a rent that
         just happened. A wait for a pod already deleted passes ``unlisted_is_gone``: the later listing
         is then answer enough (Lium lists every pod until it is DELETED). Either way a fleet's creates
-        and deletes cost no ``GET`` per pod. With ``newer_than`` only a listing sent at or after that
+        and deletes cost no ``GET`` per pod here (:meth:`wait_gone` may add a deleted pod's own reads). With ``newer_than`` only a listing sent at or after that
         (monotonic) time is looked at.
         """
         began = time.monotonic() if newer_than is None else newer_than
-        with self._cond:
-            self._waiting[pod_id] += 1
-        try:
+        with self._waiting_on(pod_id):
             return self._wait(ctx, pod_id, done, began, unlisted_is_gone, newer_than is not None)
-        finally:
-            with self._cond:
-                self._waiting[pod_id] -= 1
-                if not self._waiting[pod_id]:
-                    del self._waiting[pod_id]
-                    self._seen.pop(pod_id, None)
 
     def wait_gone(
         self, ctx: Context, pod_id: str, done: Callable[[Pod | None], bool], deleted_at: float
@@ -266,10 +259,16 @@ class PodWatcher:
         """Block until ``done(pod)`` holds for the pod whose DELETE was answered at ``deleted_at``
         (monotonic): as :meth:`wait` with ``unlisted_is_gone``, and besides the listings, the pod is read
         on its own (at most :data:`_GONE_PROBES` times) once a deletion has been seen to last that long."""
+        with self._waiting_on(pod_id):
+            self._wait(ctx, pod_id, done, time.monotonic(), True, False, _GoneProbe(deleted_at))
+
+    @contextmanager
+    def _waiting_on(self, pod_id: str) -> Iterator[None]:
+        """Count a waiter of ``pod_id`` while the block runs (the listings are timed by what is waited)."""
         with self._cond:
             self._waiting[pod_id] += 1
         try:
-            self._wait(ctx, pod_id, done, time.monotonic(), True, False, _GoneProbe(deleted_at))
+            yield
         finally:
             with self._cond:
                 self._waiting[pod_id] -= 1
