@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:siL4eIKLZJghuy2G7aN3sYGr86zILmpT8pRA7h8EhC8=",
-    "zh:91b4556c86b48aca53a3218f3ffd71a4b27b16e641543eec6108d9fdf473d4c2",
+    "h1:X2OyfLb67+LTvY23v77mvdTes/4Chthh04hTv9XvOMI=",
+    "zh:d78418fed6b66e2eb116d1a557554cb420867165b0582ff50d546ea9f062433a",
   ]
 }
