@@ -11,6 +11,7 @@ import pytest
 
 from lium_emulator.launcher import RunningEmulator
 from tests.emulator.sdk_user import SdkUser
+from tests.emulator.test_sandbox_support import HeldPidNamespaces
 from tests.emulator.testkit import FAST_TIMINGS, SshKey, new_account
 from tests.support.faults import faults, put_fault_plan
 from tests.support.forked_emulator import launch_forked
@@ -72,3 +73,13 @@ def user(emulator: RunningEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPa
         yield created
     finally:
         created.close()
+
+
+@pytest.fixture
+def pid_namespaces() -> Iterator[HeldPidNamespaces]:
+    """PID namespaces' names, each namespace held until the test ends (so no other pod takes its name)."""
+    held = HeldPidNamespaces()
+    try:
+        yield held
+    finally:
+        held.close()

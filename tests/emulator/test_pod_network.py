@@ -26,11 +26,11 @@ from lium_emulator.sandbox.overlay import OverlayMember
 from lium_emulator.sandbox.portforward import MAX_CONNECTIONS_PER_POD
 from tests.emulator.test_sandbox_support import (
     ClientKey,
+    HeldPidNamespaces,
     check,
     http_server,
     make_client_key,
     manager_at,
-    pid_namespace,
     pod_spec,
     poll,
     processes_in,
@@ -409,7 +409,9 @@ def holders_of(namespace: str) -> list[str]:
     return found
 
 
-def test_a_killed_emulators_cluster_networks_vanish_with_it(tmp_path: Path) -> None:
+def test_a_killed_emulators_cluster_networks_vanish_with_it(
+    tmp_path: Path, pid_namespaces: HeldPidNamespaces
+) -> None:
     root = tmp_path / "root"
     emulator = subprocess.Popen(
         [sys.executable, "-c", OVERLAY_EMULATOR, str(tmp_path)],
@@ -430,7 +432,7 @@ def test_a_killed_emulators_cluster_networks_vanish_with_it(tmp_path: Path) -> N
         # of their veths with it, while the pods themselves still run.
         assert holders_of(cluster) == []
         poll(lambda: not any("overlay0" in links_in(pid) for pid in pids.values()), 10, "the veths to go")
-        assert len(processes_in({pid_namespace(pid) for pid in pids.values()})) >= 2
+        assert len(processes_in({pid_namespaces.of(pid) for pid in pids.values()})) >= 2
     finally:
         emulator.kill()
         emulator.wait()

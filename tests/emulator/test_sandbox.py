@@ -25,12 +25,12 @@ from lium_emulator.sandbox.manager import PodSpec, SandboxError, SandboxManager
 from lium_emulator.sandbox.plan import PLAN_FILE
 from tests.emulator.test_sandbox_support import (
     ClientKey,
+    HeldPidNamespaces,
     check,
     http_server,
     make_client_key,
     manager_at,
     mounts_mentioning,
-    pid_namespace,
     pod_spec,
     poll,
     port_listens,
@@ -245,14 +245,18 @@ def test_forwarding_carries_bulk_data_and_half_close(
 
 
 def test_stop_is_idempotent_and_frees_everything(
-    start_pod: StartPod, key: ClientKey, manager: SandboxManager, base: Path
+    start_pod: StartPod,
+    key: ClientKey,
+    manager: SandboxManager,
+    base: Path,
+    pid_namespaces: HeldPidNamespaces,
 ) -> None:
     _, ports = start_pod("stopme")
     with ssh(ports[22], key) as client:
         check(client, "true")
     pids = manager.pod_pids("stopme")
     assert pids is not None and manager.is_alive("stopme")
-    namespace = pid_namespace(pids[0])
+    namespace = pid_namespaces.of(pids[0])
     manager.stop("stopme")
     manager.stop("stopme")
     manager.stop("never-started")
@@ -300,7 +304,8 @@ def test_twenty_pods_at_once(base: Path, key: ClientKey, emulator_port: int) -> 
             with ssh(ports[22], key) as client:
                 assert check(client, "hostname").strip() == spec.hostname
         pid1s = [sandboxes.pod_pids(spec.pod_id) for spec in specs]
-        namespaces = {pid_namespace(pids[0]) for pids in pid1s if pids is not None}
+        pid_namespaces = HeldPidNamespaces()  # closed before the open files are counted
+        namespaces = {pid_namespaces.of(pids[0]) for pids in pid1s if pids is not None}
         assert len(namespaces) == 20
         pod_processes = processes_in(namespaces)
         pss_mib = sum(pss_kib(pid) for pid in pod_processes) / 1024
@@ -312,6 +317,7 @@ def test_twenty_pods_at_once(base: Path, key: ClientKey, emulator_port: int) -> 
         f"{len(pod_processes)} pod processes with {pss_mib:.1f} MiB PSS ({pss_mib / 20:.2f} MiB/pod)"
     )
     assert processes_in(namespaces) == []
+    pid_namespaces.close()
     assert mounts_mentioning(root) == []
     assert not any(port_listens(port) for ports in mappings for port in ports.values())
     assert list((root / "pods").iterdir()) == []
@@ -337,7 +343,7 @@ sys.stdin.read()
 """
 
 
-def test_cleanup_stale_after_an_emulator_crash(tmp_path: Path) -> None:
+def test_cleanup_stale_after_an_emulator_crash(tmp_path: Path, pid_namespaces: HeldPidNamespaces) -> None:
     root = tmp_path / "root"
     emulator = subprocess.Popen(
         [sys.executable, "-c", CRASHING_EMULATOR, str(tmp_path)],
@@ -352,7 +358,7 @@ def test_cleanup_stale_after_an_emulator_crash(tmp_path: Path) -> None:
         assert SandboxManager.cleanup_stale(root) == []  # their emulator still runs them
         emulator.kill()
         emulator.wait()
-        namespaces = {pid_namespace(pid1) for pid1, _, _ in pods.values()}
+        namespaces = {pid_namespaces.of(pid1) for pid1, _, _ in pods.values()}
         assert len(processes_in(namespaces)) >= 2  # the pods outlived their emulator
         assert SandboxManager.cleanup_stale(root) == ["crash-0", "crash-1"]
         assert processes_in(namespaces) == []

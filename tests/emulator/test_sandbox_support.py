@@ -145,8 +145,26 @@ def check(client: paramiko.SSHClient, command: str, timeout: float = 30.0) -> st
     return output
 
 
-def pid_namespace(pid: int) -> str:
-    return os.readlink(f"/proc/{pid}/ns/pid")
+class HeldPidNamespaces:
+    """Names of PID namespaces (``pid:[<inode>]``), each held open until :meth:`close`.
+
+    The kernel reuses a freed namespace's inode number at once, so a pod that another test starts a
+    moment after this test's pods died may carry the very name this test looks for; a namespace held
+    open is not freed, and its name stays its own.
+    """
+
+    def __init__(self) -> None:
+        self._fds: list[int] = []
+
+    def of(self, pid: int) -> str:
+        fd = os.open(f"/proc/{pid}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        self._fds.append(fd)
+        return os.readlink(f"/proc/self/fd/{fd}")
+
+    def close(self) -> None:
+        for fd in self._fds:
+            os.close(fd)
+        self._fds.clear()
 
 
 def processes_in(namespaces: set[str]) -> list[int]:
