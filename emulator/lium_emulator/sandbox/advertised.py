@@ -19,7 +19,10 @@ The rule set also:
   the pod;
 * leaves alone the ports the emulator reaches pods on (its own HTTP port, ``exempt``);
 * tracks only the connections it may redirect: every other packet is ``notrack``, so a pod's own
-  traffic does not fill the kernel's connection table, which all namespaces share.
+  traffic does not fill the kernel's connection table, which all namespaces share; and those it
+  tracks are bounded too: a pod opens at most :data:`_NEW_CONNECTIONS_PER_SECOND` a second (its
+  further SYNs are dropped, and resent), and its namespace forgets a closed one after seconds, not
+  the kernel's two minutes of TIME_WAIT.
 
 And the pod's own ephemeral ports (``ip_local_port_range``, one per namespace) are moved out of the
 host's range, so the ports a pod's programs bind with port 0 are never shadowed by the redirect.
@@ -42,6 +45,22 @@ _SO_ORIGINAL_DST = 80
 _TABLE = "lium_advertised"
 _NFT_TIMEOUT_SECONDS = 10.0
 _PORT_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
+# New connections a pod may open to that range a second (beyond a burst of twice as many, its further
+# SYNs are dropped and resent by its kernel): each takes an entry of the connection table all
+# namespaces share, kept a while after it closes.
+_NEW_CONNECTIONS_PER_SECOND = 200
+# How long the pod's namespace keeps a closed or half-open connection's entry (the kernel's defaults
+# keep TIME_WAIT two minutes): a pod opening and closing connections fast holds only a few seconds' worth.
+_CONNTRACK_TIMEOUTS = {
+    "nf_conntrack_tcp_timeout_time_wait": 2,
+    "nf_conntrack_tcp_timeout_close": 2,
+    "nf_conntrack_tcp_timeout_fin_wait": 10,
+    "nf_conntrack_tcp_timeout_close_wait": 10,
+    "nf_conntrack_tcp_timeout_last_ack": 10,
+    "nf_conntrack_tcp_timeout_syn_sent": 10,
+    "nf_conntrack_tcp_timeout_syn_recv": 10,
+}
+_NETFILTER_SYSCTLS = Path("/proc/sys/net/netfilter")
 # The fewest ephemeral ports a pod is left with when its range moves out of the host's.
 _MIN_POD_EPHEMERAL_PORTS = 4096
 
@@ -73,6 +92,9 @@ def rule_set(host: tuple[int, int], exempt: set[int]) -> str:
         f"table ip {_TABLE} {{\n"
         "    chain untracked {\n"
         "        type filter hook output priority -300; policy accept;\n"
+        f"        meta mark != {BYPASS_MARK:#x} ip daddr 127.0.0.1 tcp dport {low}-{high} "
+        f"tcp flags & (syn | ack) == syn limit rate over {_NEW_CONNECTIONS_PER_SECOND}/second "
+        f"burst {2 * _NEW_CONNECTIONS_PER_SECOND} packets drop\n"
         f"        ip daddr 127.0.0.1 tcp dport {low}-{high} return\n"
         f"        ip saddr {relay_host} tcp sport {relay_port} return\n"
         "        notrack\n"
@@ -110,9 +132,15 @@ def redirect(netns_fd: int, host: tuple[int, int], exempt: set[int]) -> None:
     except subprocess.TimeoutExpired as e:
         raise OSError(f"nft: {e}") from e
     pod_range = pod_port_range(host)
+    writes = {_NETFILTER_SYSCTLS / name: f"{seconds}\n" for name, seconds in _CONNTRACK_TIMEOUTS.items()}
     if pod_range is not None:
-        text = f"{pod_range[0]} {pod_range[1]}\n"
-        in_netns(netns_fd, lambda: Path(_PORT_RANGE).write_text(text))
+        writes[Path(_PORT_RANGE)] = f"{pod_range[0]} {pod_range[1]}\n"
+
+    def write() -> None:
+        for path, text in writes.items():
+            path.write_text(text)
+
+    in_netns(netns_fd, write)
 
 
 def original_port(sock: socket.socket) -> int | None:
