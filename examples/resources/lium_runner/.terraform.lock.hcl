@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:X2OyfLb67+LTvY23v77mvdTes/4Chthh04hTv9XvOMI=",
-    "zh:d78418fed6b66e2eb116d1a557554cb420867165b0582ff50d546ea9f062433a",
+    "h1:MwUP+XQS+uIXl7L6BfLWHdN6ZHXYPPBEpNe79IfmuyQ=",
+    "zh:570ba768925adeeb1e35391edf90c497e8082cbc74cec9c09a1603cd6eebce0c",
   ]
 }
