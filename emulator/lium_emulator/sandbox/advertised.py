@@ -87,15 +87,16 @@ def rule_set(host: tuple[int, int], exempt: set[int]) -> str:
     """The ``nft -f`` script for one pod's namespace."""
     low, high = host
     relay_host, relay_port = RELAY_ADDRESS
+    in_range = f"ip daddr 127.0.0.1 tcp dport {low}-{high}"  # what may be an advertised address
     skip = f"        ip daddr 127.0.0.1 tcp dport {{ {', '.join(map(str, sorted(exempt)))} }} return\n"
     return (
         f"table ip {_TABLE} {{\n"
         "    chain untracked {\n"
         "        type filter hook output priority -300; policy accept;\n"
-        f"        meta mark != {BYPASS_MARK:#x} ip daddr 127.0.0.1 tcp dport {low}-{high} "
+        f"        meta mark != {BYPASS_MARK:#x} {in_range} "
         f"tcp flags & (syn | ack) == syn limit rate over {_NEW_CONNECTIONS_PER_SECOND}/second "
         f"burst {2 * _NEW_CONNECTIONS_PER_SECOND} packets drop\n"
-        f"        ip daddr 127.0.0.1 tcp dport {low}-{high} return\n"
+        f"        {in_range} return\n"
         f"        ip saddr {relay_host} tcp sport {relay_port} return\n"
         "        notrack\n"
         "    }\n"
@@ -103,7 +104,7 @@ def rule_set(host: tuple[int, int], exempt: set[int]) -> str:
         "        type nat hook output priority -100; policy accept;\n"
         f"        meta mark {BYPASS_MARK:#x} return\n"
         f"{skip if exempt else ''}"
-        f"        ip daddr 127.0.0.1 tcp dport {low}-{high} dnat to {relay_host}:{relay_port}\n"
+        f"        {in_range} dnat to {relay_host}:{relay_port}\n"
         "    }\n"
         "}\n"
     )

@@ -14,10 +14,12 @@ soon after it happens without listing all the time:
   length is up;
 * otherwise a pod about to change is listed every quarter second.
 
-A deleted pod is also read on its own (``GET /pods/{id}``, which Lium does not count as a listing)
-once as long has passed since its DELETE as this process has seen a deletion last at least: in a
-fleet the listings come at the budget's rate, and a deletion seen only by the next one would end on
-average half an interval late, for every wave Terraform's parallelism makes of the fleet.
+A deleted pod is also read on its own (``GET /pods/{id}``, which Lium does not count as a listing):
+first when as much time has passed since its DELETE as the longest a finished deletion is known to
+have lasted, then every quarter second until the shortest a finished one is known to have taken, six
+reads at most; the first deletions, with none finished yet, wait for listings only. In a fleet the
+listings come at the budget's rate, and a deletion seen only by the next one would end on average
+half an interval late, for every wave Terraform's parallelism makes of the fleet.
 
 A token bucket keeps the process within Lium's limit whatever the pods do: capacity 5 and 55 a
 minute give at most 60 listings in any minute. A short phase is polled every quarter second at first,
@@ -246,8 +248,8 @@ class PodWatcher:
         ``GET /pods/{id}`` before ``done(None)`` is asked, because a listing may lag behind a rent that
         just happened. A wait for a pod already deleted passes ``unlisted_is_gone``: the later listing
         is then answer enough (Lium lists every pod until it is DELETED). Either way a fleet's creates
-        and deletes cost no ``GET`` per pod here (:meth:`wait_gone` may add a deleted pod's own reads). With ``newer_than`` only a listing sent at or after that
-        (monotonic) time is looked at.
+        and deletes cost no ``GET`` per pod here (:meth:`wait_gone` may add a deleted pod's own reads).
+        With ``newer_than`` only a listing sent at or after that (monotonic) time is looked at.
         """
         began = time.monotonic() if newer_than is None else newer_than
         with self._waiting_on(pod_id):
