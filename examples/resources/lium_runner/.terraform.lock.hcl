@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:MwUP+XQS+uIXl7L6BfLWHdN6ZHXYPPBEpNe79IfmuyQ=",
-    "zh:570ba768925adeeb1e35391edf90c497e8082cbc74cec9c09a1603cd6eebce0c",
+    "h1:DQAb1u/Exc1/lAhF4EUNJZflRgbhwqj7tQkiey0JvAg=",
+    "zh:e475eb8c2b3cb292a10db8e36448cda72b5aac129a8a0b6d0a8d2291a448b437",
   ]
 }
