@@ -290,6 +290,13 @@ def overlay_spec(base: Path, pod_id: str, key: ClientKey, network: str | None, a
     return dataclasses.replace(spec, overlay=OverlayMember(network, address) if network else None)
 
 
+# Inside a cluster member: one datagram to each of 2 000 ports of the member at 10.42.0.2.
+UDP_TO_EVERY_PORT = (
+    "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+    "[s.sendto(b'x', ('10.42.0.2', port)) for port in range(20000, 22000)]"
+)
+
+
 def test_cluster_members_share_a_private_overlay_network(
     manager: SandboxManager, tmp_path: Path, key: ClientKey
 ) -> None:
@@ -307,6 +314,11 @@ def test_cluster_members_share_a_private_overlay_network(
         # The other cluster's 10.42.0.1 is its own member; cluster-1's are out of its sight.
         assert host_key_at(pod_c, "10.42.0.1", 22) == key_c
         assert not probe(pod_c, "10.42.0.2", 22, timeout=1).startswith("SSH-")
+        # A member's datagrams to another member take no entry of the connection table all
+        # namespaces share (a flood from one member would fill it for every pod on the host).
+        tracked_before = int(check(pod_b, "cat /proc/sys/net/netfilter/nf_conntrack_count"))
+        check(pod_a, f"python3 -c {shlex.quote(UDP_TO_EVERY_PORT)}")
+        assert int(check(pod_b, "cat /proc/sys/net/netfilter/nf_conntrack_count")) <= tracked_before
         assert interfaces(pod_a) == ["lo", "overlay0"]
         assert interfaces(pod_d) == ["lo"]
         assert check(pod_a, "ip -4 -o addr show dev overlay0").split()[3] == "10.42.0.1/24"

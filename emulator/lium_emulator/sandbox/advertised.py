@@ -18,8 +18,9 @@ The rule set also:
   listens on itself, and no pod advertises, is reached through the relay, which dials it again in
   the pod;
 * leaves alone the ports the emulator reaches pods on (its own HTTP port, ``exempt``);
-* tracks only the connections it may redirect: every other packet is ``notrack``, so a pod's own
-  traffic does not fill the kernel's connection table, which all namespaces share; and those it
+* tracks only the connections it may redirect: every other packet is ``notrack``, those the pod
+  sends and those it receives from outside its loopback (another cluster member's flood on the
+  overlay included), so no pod fills the kernel's connection table, which all namespaces share; and those it
   tracks are bounded too: a pod opens at most :data:`_NEW_CONNECTIONS_PER_SECOND` a second (its
   further SYNs are dropped, and resent), and its namespace forgets a closed one after seconds, not
   the kernel's two minutes of TIME_WAIT.
@@ -91,6 +92,10 @@ def rule_set(host: tuple[int, int], exempt: set[int]) -> str:
     skip = f"        ip daddr 127.0.0.1 tcp dport {{ {', '.join(map(str, sorted(exempt)))} }} return\n"
     return (
         f"table ip {_TABLE} {{\n"
+        "    chain untracked_inbound {\n"
+        "        type filter hook prerouting priority -300; policy accept;\n"
+        '        iif != "lo" notrack\n'
+        "    }\n"
         "    chain untracked {\n"
         "        type filter hook output priority -300; policy accept;\n"
         f"        meta mark != {BYPASS_MARK:#x} {in_range} "
