@@ -241,3 +241,38 @@ def test_a_deletion_of_known_length_is_read_on_its_own_and_never_offered_as_live
     # The latest listing is older and still shows it: it is not passed on as a live pod.
     listed = watcher.recent_pods(60.0)
     assert listed is not None and second not in {pod.id for pod in listed}
+
+
+def test_a_404_that_is_not_lium_s_own_leaves_a_deleted_pod_to_the_listings(session: Session) -> None:
+    budget = ListingBudget()
+    watcher = PodWatcher(session.client, budget=budget)
+    first, second = rent(session), rent(session)
+    watcher.wait(context(), first, running)
+    watcher.wait(context(), second, running)
+    session.client.delete_pod(first)
+    watcher.wait_gone(context(), first, gone, time.monotonic())
+    # Something on the way answers the second pod's own reads with a bare 404 (no Lium code), and its
+    # deletion lasts three times as long as the first's.
+    session.set_faults(
+        {"method": "GET", "path": f"/pods/{second}", "kind": "status", "status": 404},
+        {
+            "method": "DELETE",
+            "path": f"/pods/{second}",
+            "kind": "slow_deleting",
+            "seconds": 2 * DELETING_SECONDS,
+        },
+    )
+    session.client.delete_pod(second)
+    deleted_at = time.monotonic()
+    for _ in range(5):
+        budget.spend(deleted_at)
+    before = len(session.wire.log)
+    watcher.wait_gone(context(30.0), second, gone, deleted_at)
+    own_reads = [
+        e for e in session.wire.log[before:] if e.method == "GET" and e.path.endswith(f"/pods/{second}")
+    ]
+    assert own_reads and all(e.status == 404 for e in own_reads)
+    # The wait ended when the pod was gone, not at that 404.
+    session.set_faults()
+    assert second not in {pod.id for pod in session.client.list_pods()}
+    assert session.client.get_pod(second) is None

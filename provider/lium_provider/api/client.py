@@ -279,6 +279,11 @@ class LiumClient:
     def get_pod(self, pod_id: str) -> Pod | None:
         return self._get_optional(Pod, f"/pods/{_segment(pod_id)}")
 
+    def read_pod(self, pod_id: str) -> Pod:
+        """``GET /pods/{id}`` with its 404 raised (LiumNotFound), whose ``code`` tells Lium's own "no
+        such pod" from a 404 of something on the way."""
+        return self._object(Pod, "GET", f"/pods/{_segment(pod_id)}")
+
     def delete_pod(self, pod_id: str) -> None:
         self._delete(f"/pods/{_segment(pod_id)}")
 

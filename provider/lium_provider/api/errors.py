@@ -45,6 +45,11 @@ SCOPE_CODES: frozenset[str] = frozenset(
 )
 
 
+# The code of Lium's own 404 for a pod it does not have (docs/lium-api.md#get-pod): a 404 without it
+# (a gateway's, a proxy's) says nothing of the pod.
+POD_NOT_FOUND = "pod_not_found"
+
+
 def valid_code(value: object) -> str | None:
     """``value`` if it is a machine code dstack would accept (``^[a-z][a-z0-9_]{0,63}$``), else None."""
     if isinstance(value, str) and _CODE.fullmatch(value):

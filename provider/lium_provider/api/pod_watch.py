@@ -17,7 +17,8 @@ soon after it happens without listing all the time:
 A deleted pod is also read on its own (``GET /pods/{id}``, which Lium does not count as a listing):
 first when as much time has passed since its DELETE as the longest a finished deletion is known to
 have lasted, then every quarter second until the shortest a finished one is known to have taken, six
-reads at most; the first deletions, with none finished yet, wait for listings only. In a fleet the
+reads at most; the first deletions, with none finished yet, wait for listings only. Only Lium's own
+404 (``pod_not_found``) is read as gone: any other answer leaves the pod to the listings. In a fleet the
 listings come at the budget's rate, and a deletion seen only by the next one would end on average
 half an interval late, for every wave Terraform's parallelism makes of the fleet.
 
@@ -39,7 +40,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from lium_provider.api.client import LiumClient
-from lium_provider.api.errors import LiumError
+from lium_provider.api.errors import POD_NOT_FOUND, LiumError, LiumNotFound
 from lium_provider.api.models import PENDING, Pod
 from tfbridge import Context
 
@@ -349,8 +350,14 @@ class PodWatcher:
                         self._cond.wait(timeout=min(_WAKE_SECONDS, max(wake, 0.01)))
             if confirm and probe is not None:
                 sent_at = time.monotonic()
+                read: Pod | None
                 try:
-                    read = self._client.get_pod(pod_id)
+                    read = self._client.read_pod(pod_id)
+                except LiumNotFound as e:
+                    if e.code != POD_NOT_FOUND:
+                        probe.count = _GONE_PROBES  # not Lium's answer: the listings alone tell
+                        continue
+                    read = None
                 except LiumError:
                     probe.count = _GONE_PROBES  # the listings alone tell, as they would have anyway
                     continue
