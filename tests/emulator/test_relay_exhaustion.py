@@ -45,7 +45,7 @@ pytestmark = pytest.mark.sandbox  # every test here starts an emulator with pods
 # use up every one.
 OPEN_FILES = 2048
 CONSOLE_SCRIPT = Path(sys.executable).with_name("lium-emulator")
-FLOODERS = 3
+FLOODERS = 5
 # Inside a pod: COUNT connections to the emulator at 127.0.0.1:PORT, each with a request it never
 # finishes (so the server keeps it); prints how many the relay kept open, then holds them
 # until its standard input closes.
@@ -111,34 +111,41 @@ def test_pods_holding_every_connection_they_may_open_leave_the_emulator_serving(
             floods.enter_context(client)
             template = create_template(client)
             node = splittable_node(client, "RTX 4090")
-            rows = [
-                wait_ssh_ready(client, rent_pod(client, node["id"], rent_body(template["id"], key.public)))
-                for _ in range(FLOODERS)
-            ]
             code = FLOOD.replace("COUNT", str(MAX_CONNECTIONS_PER_POD - 6)).replace("PORT", str(port))
-            held = []
-            for row in rows:
+
+            def rent_and_flood() -> tuple[dict[str, object], int]:
+                row = wait_ssh_ready(
+                    client, rent_pod(client, node["id"], rent_body(template["id"], key.public))
+                )
                 shell = floods.enter_context(root_shell(row, key))
                 channel = shell.get_transport().open_session(timeout=30)  # type: ignore[union-attr]
                 floods.callback(channel.close)
                 channel.exec_command(f"python3 -c {shlex.quote(code)}")
                 with channel.makefile("r") as output:
-                    held.append(json.loads(output.readline()))
-            # The emulator still serves the host, starts pods, and lets the host into the flooding pods.
+                    return row, int(json.loads(output.readline()))
+
+            # Pods flood one after another, each while it is the newest: the first ones hold far more
+            # than what is left of their part once the later ones start.
+            flooded = [rent_and_flood() for _ in range(FLOODERS)]
+            held = [count for _, count in flooded]
+            # The emulator still serves the host, and lets the host into the flooding pods.
             assert open_files(emulator) < OPEN_FILES // 2
             with http.client(base_url=emulator.root_url, timeout=10) as host:
                 assert host.get("/_emulator/health").json()["status"] == "ok"
-            late = wait_ssh_ready(client, rent_pod(client, node["id"], rent_body(template["id"], key.public)))
+            with root_shell(flooded[0][0], key) as shell:
+                _, stdout, _ = shell.exec_command("echo served", timeout=30)
+                assert stdout.read() == b"served\n"
+            # A pod started after all of them still opens its fair part, and is served.
+            late, late_held = rent_and_flood()
             with root_shell(late, key) as shell:
                 _, stdout, _ = shell.exec_command("echo served", timeout=30)
                 assert stdout.read() == b"served\n"
-            with root_shell(rows[0], key) as shell:
-                _, stdout, _ = shell.exec_command("echo served", timeout=30)
-                assert stdout.read() == b"served\n"
-            # Every pod got its fair part of what pods may open together, and no more than that was open.
+            # Each pod got at least its fair part of what pods may open together as it flooded.
             budget = pods_connection_budget(OPEN_FILES)
-            assert all(count >= budget // FLOODERS for count in held), held
-            assert sum(held) <= 2 * budget, held
+            assert all(count >= budget // (index + 1) for index, count in enumerate(held)), held
+            assert late_held >= budget // (FLOODERS + 1), (held, late_held)
+            assert sum(held) > budget  # the pods did take more than the budget before the late one came
+            assert open_files(emulator) < OPEN_FILES // 2
     finally:
         assert emulator.stop() == 0
 

@@ -25,7 +25,8 @@ further ones are closed as they arrive. Each costs the emulator up to three desc
 the cap one pod opening thousands of idle connections would exhaust the emulator's open files and stop
 it serving every other pod. Many pods together would all the same, so the connections pods open are
 also bounded in all (:func:`pods_connection_budget`): past that budget a pod still opens up to its
-fair share of it (the budget over the number of pods), never past twice the budget in all. The host's
+fair share of it (the budget over the number of pods); at twice the budget in all, a pod under its
+share takes the oldest connection of the pod furthest over its own. The host's
 connections to published ports count only against their pod's share: the host is not hostile.
 
 The emulator raises its soft open-files limit to the hard one and shares it out: published ports at
@@ -82,27 +83,36 @@ def pods_connection_budget(open_files: int) -> int:
 @dataclass
 class _Budget:
     """One pod's relayed connections open now (their accepted ends), for MAX_CONNECTIONS_PER_POD;
-    ``opened`` of them are the ones the pod opened."""
+    ``opened`` holds those the pod opened itself, oldest first."""
 
     open: int = 0
-    opened: int = 0
+    opened: dict[_InboundEnd, None] = field(default_factory=dict)
 
 
 @dataclass
 class _PodsBudget:
-    """The connections all pods opened (to the emulator, to advertised addresses), open now."""
+    """The connections all pods opened (to the emulator, to advertised addresses), open now; ``pods``
+    is every pod's own budget (the forwarder's, shared)."""
 
     budget: int
-    pods: int = 0
+    pods: dict[str, _Budget]
     open: int = 0
 
-    def admits(self, pod: _Budget) -> bool:
-        """Whether ``pod`` may open one more: while the pods' total is within the budget, and beyond it
-        up to the pod's fair share, never past twice the budget (so pods already over their share, say
-        from before others started, cannot take the others' shares)."""
+    def admit(self, pod: _Budget) -> bool:
+        """Whether ``pod`` may open one more: while the pods' total is within the budget; beyond it, up
+        to the pod's fair share of it (the budget over the number of pods). In all never past twice the
+        budget: there a pod under its share takes the oldest connection of the pod furthest over its
+        own (shares shrink as pods start, and the first pods must not keep what the later ones are owed)."""
         if self.open < self.budget:
             return True
-        return self.open < 2 * self.budget and pod.opened < self.budget // max(1, self.pods)
+        share = self.budget // max(1, len(self.pods))
+        if len(pod.opened) >= share:
+            return False
+        if self.open >= 2 * self.budget:
+            # The pods' shares add up to the budget at most, so at twice the budget one is over its share.
+            heaviest = max(self.pods.values(), key=lambda other: len(other.opened))
+            next(iter(heaviest.opened)).shed()
+        return True
 
 
 @dataclass
@@ -225,27 +235,37 @@ class _InboundEnd(_RelayEnd):
         self._counted = False
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._uncount()
+        super().connection_lost(exc)
+
+    def _uncount(self) -> None:
         if self._counted:
             self._counted = False
             self.group.budget.open -= 1
             if self._pods is not None:
                 self._pods.open -= 1
-                self.group.budget.opened -= 1
-        super().connection_lost(exc)
+                del self.group.budget.opened[self]
+
+    def shed(self) -> None:
+        """Close this connection to make room for another pod's (counted free at once: the transport's
+        close completes on a later turn of the loop)."""
+        self._uncount()
+        if self.transport is not None:
+            self.transport.abort()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         assert self.transport is not None
         budget = self.group.budget
         if budget.open >= MAX_CONNECTIONS_PER_POD or (
-            self._pods is not None and not self._pods.admits(budget)
+            self._pods is not None and not self._pods.admit(budget)
         ):
             self.transport.abort()  # over the pod's share: refused before anything is dialled
             return
         budget.open += 1
         if self._pods is not None:
             self._pods.open += 1
-            budget.opened += 1
+            budget.opened[self] = None
         self._counted = True
         self.transport.pause_reading()
         task = asyncio.get_running_loop().create_task(self._link())
@@ -332,7 +352,7 @@ class PortForwarder:
         self._members: dict[str, _Member] = {}
         self._advertised: dict[int, tuple[str, int]] = {}  # host port -> (pod, internal port)
         open_files = _raise_open_files_limit()
-        self._pods_budget = _PodsBudget(pods_connection_budget(open_files))
+        self._pods_budget = _PodsBudget(pods_connection_budget(open_files), self._budgets)
         # Host listeners of published ports, per owner (under _lock: counted before they are made).
         self._published: dict[str, int] = {}
         self._max_published = open_files // 8
@@ -464,9 +484,7 @@ class PortForwarder:
         )
 
     def _budget(self, pod: str) -> _Budget:
-        budget = self._budgets.setdefault(pod, _Budget())
-        self._pods_budget.pods = len(self._budgets)
-        return budget
+        return self._budgets.setdefault(pod, _Budget())
 
     def _own_group(self, owner: str) -> _Group:
         return self._groups.setdefault(owner, _Group(self._budget(owner)))
@@ -540,7 +558,6 @@ class PortForwarder:
             if self._advertised.get(host_port, (None, 0))[0] == owner:
                 del self._advertised[host_port]
         self._budgets.pop(owner, None)
-        self._pods_budget.pods = len(self._budgets)
         own = self._groups.pop(owner, None)
         if own is None:
             return
