@@ -21,6 +21,7 @@ from pathlib import Path
 import paramiko
 import pytest
 
+from lium_emulator.sandbox.advertised import POD_SOURCE_ADDRESS
 from lium_emulator.sandbox.manager import PodSpec, SandboxError, SandboxManager
 from lium_emulator.sandbox.overlay import OverlayMember
 from lium_emulator.sandbox.portforward import MAX_CONNECTIONS_PER_POD
@@ -36,6 +37,7 @@ from tests.emulator.test_sandbox_support import (
     processes_in,
     run,
     ssh,
+    try_ssh,
 )
 from tests.support.procs import open_files
 
@@ -283,6 +285,35 @@ def test_connections_to_advertised_addresses_count_against_the_pod_that_opens_th
     # The holder never closes its side, so those relays stay half-open until the target pod stops.
     manager.stop("target")
     poll(lambda: manager.forwarded_connections() == 0, 10, "the relays to close")
+
+
+def test_idle_connections_from_another_pod_never_lock_the_host_out_of_a_pods_ssh(
+    manager: SandboxManager, tmp_path: Path, key: ClientKey
+) -> None:
+    hog = manager.start(pod_spec(tmp_path, "idle-hog", key))
+    target = manager.start(pod_spec(tmp_path, "idle-target", key))
+    with ssh(hog[22], key) as client:
+        # More unauthenticated connections to the target's advertised SSH than its sshd keeps at once.
+        code = OPENER.replace("COUNT", "110").replace("PORT", str(target[22]))
+        channel = client.get_transport().open_session(timeout=30)  # type: ignore[union-attr]
+        channel.exec_command(f"python3 -c {shlex.quote(code)}")
+        with channel.makefile("r") as output:
+            json.loads(output.readline())
+        # The target sees them come from the pods' source address, never from the host's.
+        with ssh(target[22], key) as pod:
+            peers = {
+                line.split()[-1].rsplit(":", 1)[0]
+                for line in check(pod, "ss -Htn state established sport = :22").splitlines()
+            }
+        assert POD_SOURCE_ADDRESS in peers
+        # The host gets in at every try while they are held (an sshd past its limit drops new
+        # connections at random: some of ten tries would fail).
+        for _ in range(10):
+            host_session = try_ssh(target[22], key)
+            assert host_session is not None
+            host_session.close()
+        channel.shutdown_write()
+        assert channel.recv_exit_status() == 0
 
 
 def overlay_spec(base: Path, pod_id: str, key: ClientKey, network: str | None, address: str = "") -> PodSpec:

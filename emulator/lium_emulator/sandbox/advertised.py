@@ -40,6 +40,11 @@ from pathlib import Path
 from lium_emulator.sandbox.netns_socket import HOST_TOOLS_PATH, in_netns
 
 RELAY_ADDRESS = ("127.255.255.254", 1)
+# Where a pod's connections to advertised addresses come from in the pod they reach: the host's come
+# from 127.0.0.1, so a pod's sshd, which limits unauthenticated connections per block of SOURCE_BLOCK_BITS
+# (manager.py), never lets other pods' idle connections take the slots the host's SSH needs.
+POD_SOURCE_ADDRESS = "127.128.0.1"
+SOURCE_BLOCK_BITS = 9  # 127.0.0.0/9 is the host's, 127.128.0.0/9 the pods'
 # Set (SO_MARK) on the sockets the relay dials inside a pod: the rule set lets them through.
 BYPASS_MARK = 0x4C49554D
 _SO_ORIGINAL_DST = 80

@@ -59,6 +59,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from lium_emulator.catalogs.images import ImageConfig
 from lium_emulator.sandbox import idmap, pod_init, volume_image
+from lium_emulator.sandbox.advertised import SOURCE_BLOCK_BITS
 from lium_emulator.sandbox.cgroups import CgroupLimits, PodCgroups
 from lium_emulator.sandbox.confinement import KEPT_CAPABILITIES, SeccompUnavailable, seccomp_program
 from lium_emulator.sandbox.console import ConsoleLogs
@@ -104,6 +105,11 @@ AcceptEnv LANG LC_*
 Subsystem sftp internal-sftp
 PidFile /run/sshd.pid
 """
+# Unauthenticated connections sshd keeps at once, per block of source addresses and in all: the host's
+# SSH (from 127.0.0.1), the other pods' (from POD_SOURCE_ADDRESS) and cluster members' (10.0.0.0/9)
+# each have their own block, and the three blocks together stay under the total, so idle connections
+# from pods never lock the host out of a pod.
+_SSHD_STARTUPS = f"PerSourceNetBlockSize {SOURCE_BLOCK_BITS}:128\nPerSourceMaxStartups 30\nMaxStartups 100\n"
 
 
 @dataclass
@@ -420,7 +426,10 @@ def build_plan(
         },
     ]
     set_env, path_files = login_path_files(pod_environment(spec))
-    files += [{"path": "/etc/ssh/sshd_config", "content": _SSHD_CONFIG + set_env, "mode": 0o644}, *path_files]
+    files += [
+        {"path": "/etc/ssh/sshd_config", "content": _SSHD_CONFIG + _SSHD_STARTUPS + set_env, "mode": 0o644},
+        *path_files,
+    ]
     for name, (private, public) in host_keys.items():
         files.append({"path": f"/etc/ssh/{name}", "content": private, "mode": 0o600})
         files.append({"path": f"/etc/ssh/{name}.pub", "content": public, "mode": 0o644})

@@ -56,6 +56,7 @@ from typing import Any, TypeVar
 
 from lium_emulator.sandbox.advertised import (
     BYPASS_MARK,
+    POD_SOURCE_ADDRESS,
     RELAY_ADDRESS,
     host_port_range,
     original_port,
@@ -71,6 +72,7 @@ MAX_CONNECTIONS_PER_POD = 256
 # The descriptors a connection a pod opens costs the emulator at most: its end in the pod's namespace,
 # the end the relay dials, and (to the emulator) the server's accepted socket.
 _FDS_PER_POD_CONNECTION = 3
+_IP_BIND_ADDRESS_NO_PORT = 24  # <linux/in.h>: a bound source address takes its port at connect time
 
 
 def pods_connection_budget(open_files: int) -> int:
@@ -525,7 +527,7 @@ class PortForwarder:
             member = self._members.get(owner)
             if member is None:
                 raise OSError(errno.ECONNREFUSED, f"pod {owner} is gone")
-            connected = await _connect(_pod_socket(member.netns_fd), internal)
+            connected = await _connect(_pod_socket(member.netns_fd, POD_SOURCE_ADDRESS), internal)
             if self._members.get(owner) is not member:  # released while connecting
                 connected.close()
                 raise OSError(errno.ECONNREFUSED, f"pod {owner} is gone")
@@ -591,13 +593,17 @@ async def _one_at_a_time(serial: asyncio.Lock, coro: Coroutine[Any, Any, _T]) ->
         return await coro
 
 
-def _pod_socket(netns_fd: int) -> socket.socket:
+def _pod_socket(netns_fd: int, source: str | None = None) -> socket.socket:
     """A socket inside a pod's namespace that its rule set lets through: the emulator's connections to
     a pod's own ports are never taken for the pod's connections to advertised addresses (an internal
-    port may lie in the host's range, and another pod may advertise that very number)."""
+    port may lie in the host's range, and another pod may advertise that very number). Bound to
+    ``source`` when given (its port chosen at connect time)."""
     sock = socket_in_netns(netns_fd)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, BYPASS_MARK)
+        if source is not None:
+            sock.setsockopt(socket.SOL_IP, _IP_BIND_ADDRESS_NO_PORT, 1)
+            sock.bind((source, 0))
     except BaseException:
         sock.close()
         raise
