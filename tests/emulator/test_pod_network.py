@@ -295,7 +295,7 @@ def test_idle_connections_from_another_pod_never_lock_the_host_out_of_a_pods_ssh
     with ssh(hog[22], key) as client:
         # More unauthenticated connections to the target's advertised SSH than its sshd keeps at once.
         code = OPENER.replace("COUNT", "110").replace("PORT", str(target[22]))
-        channel = client.get_transport().open_session(timeout=30)  # type: ignore[union-attr]
+        channel = client.get_transport().open_session(timeout=30)
         channel.exec_command(f"python3 -c {shlex.quote(code)}")
         with channel.makefile("r") as output:
             json.loads(output.readline())
