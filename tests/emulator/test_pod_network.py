@@ -24,7 +24,7 @@ import pytest
 from lium_emulator.sandbox.advertised import POD_SOURCE_ADDRESS
 from lium_emulator.sandbox.manager import PodSpec, SandboxError, SandboxManager
 from lium_emulator.sandbox.overlay import OverlayMember
-from lium_emulator.sandbox.portforward import MAX_CONNECTIONS_PER_POD
+from lium_emulator.sandbox.portforward import MAX_CONNECTIONS_PER_POD, POD_RELAY_BYTES_PER_SECOND
 from tests.emulator.test_sandbox_support import (
     ClientKey,
     HeldPidNamespaces,
@@ -314,6 +314,44 @@ def test_idle_connections_from_another_pod_never_lock_the_host_out_of_a_pods_ssh
             host_session.close()
         channel.shutdown_write()
         assert channel.recv_exit_status() == 0
+
+
+# Inside a pod: a sink on 127.0.0.1:PORT, and COUNT MiB sent to it (through the pod's relay when PORT
+# is in the host's range); prints the MiB received and the seconds they took.
+PUMP = """
+import json, socket, threading, time
+server = socket.socket(); server.bind(("127.0.0.1", PORT)); server.listen()
+received = [0]
+def sink():
+    conn, _ = server.accept()
+    while chunk := conn.recv(1 << 20):
+        received[0] += len(chunk)
+reader = threading.Thread(target=sink); reader.start()
+began = time.monotonic()
+with socket.create_connection(("127.0.0.1", PORT)) as sender:
+    block = bytes(1 << 20)
+    for _ in range(COUNT):
+        sender.sendall(block)
+reader.join()
+print(json.dumps([received[0] / (1 << 20), time.monotonic() - began]))
+"""
+
+
+def test_the_bytes_a_pod_sends_through_the_relays_are_held_to_its_rate(
+    manager: SandboxManager, tmp_path: Path, key: ClientKey
+) -> None:
+    a = manager.start(pod_spec(tmp_path, "pump", key))
+    rate_mib = POD_RELAY_BYTES_PER_SECOND / (1 << 20)
+    with ssh(a[22], key) as pod, socket.socket() as free:
+        free.bind(("127.0.0.1", 0))  # a port of the host's range, which the pod's relay carries
+        port = free.getsockname()[1]
+        free.close()
+        sent = int(2.5 * rate_mib)
+        code = PUMP.replace("PORT", str(port)).replace("COUNT", str(sent))
+        received, seconds = json.loads(check(pod, f"python3 -c {shlex.quote(code)}", timeout=60))
+    assert received == sent
+    # Beyond the first second's worth (the bucket's burst), the relays carried no more than the rate.
+    assert seconds >= (sent - rate_mib) / rate_mib
 
 
 def overlay_spec(base: Path, pod_id: str, key: ClientKey, network: str | None, address: str = "") -> PodSpec:

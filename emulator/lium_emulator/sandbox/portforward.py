@@ -69,6 +69,10 @@ _T = TypeVar("_T")
 _LOOPBACK = "127.0.0.1"
 _CALL_TIMEOUT_SECONDS = 30.0
 MAX_CONNECTIONS_PER_POD = 256
+# Bytes a second the relays carry over the connections one pod opened, both ways together (the relays
+# copy them on the emulator's one relay thread, outside every pod's CPU limit: one pod pumping through
+# them would slow every other pod's connections, the host's SSH among them).
+POD_RELAY_BYTES_PER_SECOND = 32 * 2**20
 # The descriptors a connection a pod opens costs the emulator at most: its end in the pod's namespace,
 # the end the relay dials, and (to the emulator) the server's accepted socket.
 _FDS_PER_POD_CONNECTION = 3
@@ -83,12 +87,33 @@ def pods_connection_budget(open_files: int) -> int:
 
 
 @dataclass
+class _ByteRate:
+    """A token bucket of bytes: ``burst`` at once, ``per_second`` sustained."""
+
+    per_second: float
+    burst: float
+    tokens: float
+    at: float = 0.0
+
+    def take(self, count: int, now: float) -> float:
+        """Spend ``count`` bytes at ``now``; returns how long to wait before reading more (0: none)."""
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.per_second) - count
+        self.at = now
+        return max(0.0, -self.tokens / self.per_second)
+
+
+def _pod_byte_rate() -> _ByteRate:
+    return _ByteRate(POD_RELAY_BYTES_PER_SECOND, POD_RELAY_BYTES_PER_SECOND, POD_RELAY_BYTES_PER_SECOND)
+
+
+@dataclass
 class _Budget:
     """One pod's relayed connections open now (their accepted ends), for MAX_CONNECTIONS_PER_POD;
-    ``opened`` holds those the pod opened itself, oldest first."""
+    ``opened`` holds those the pod opened itself, oldest first, which share ``rate``."""
 
     open: int = 0
     opened: dict[_InboundEnd, None] = field(default_factory=dict)
+    rate: _ByteRate = field(default_factory=_pod_byte_rate)
 
 
 @dataclass
@@ -145,13 +170,16 @@ class _Member:
 class _RelayEnd(asyncio.Protocol):
     """One socket of a relayed connection; ``peer`` is the other socket."""
 
-    def __init__(self, group: _Group) -> None:
+    def __init__(self, group: _Group, rate: _ByteRate | None = None) -> None:
         self.group = group
+        self.rate = rate  # what the bytes read here are charged to, if anything
         self.transport: asyncio.Transport | None = None
         self.peer: _RelayEnd | None = None
         self.on_lost: Callable[[], None] | None = None
         self._eof_received = False
         self._eof_sent = False
+        self._held_for_peer = False  # the peer's outgoing buffer is full
+        self._held_for_rate = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -161,6 +189,25 @@ class _RelayEnd(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.peer is not None and self.peer.transport is not None:
             self.peer.transport.write(data)
+        if self.rate is not None and not self._held_for_rate:
+            loop = asyncio.get_running_loop()
+            wait = self.rate.take(len(data), loop.time())
+            if wait > 0:
+                self._hold(rate=True)
+                loop.call_later(wait, self._hold, None, False)
+
+    def _hold(self, peer: bool | None = None, rate: bool | None = None) -> None:
+        """Stop or resume reading: it resumes once neither the peer's full buffer nor the rate holds it."""
+        if peer is not None:
+            self._held_for_peer = peer
+        if rate is not None:
+            self._held_for_rate = rate
+        if self.transport is None or self.transport.is_closing():
+            return
+        if self._held_for_peer or self._held_for_rate:
+            self.transport.pause_reading()
+        else:
+            self.transport.resume_reading()
 
     def eof_received(self) -> bool:
         self._eof_received = True
@@ -183,12 +230,12 @@ class _RelayEnd(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         # Our outgoing buffer is full: stop reading what the peer sends us to write.
-        if self.peer is not None and self.peer.transport is not None:
-            self.peer.transport.pause_reading()
+        if self.peer is not None:
+            self.peer._hold(peer=True)
 
     def resume_writing(self) -> None:
-        if self.peer is not None and self.peer.transport is not None:
-            self.peer.transport.resume_reading()
+        if self.peer is not None:
+            self.peer._hold(peer=False)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.group.relays.discard(self)
@@ -230,7 +277,8 @@ class _InboundEnd(_RelayEnd):
     """
 
     def __init__(self, group: _Group, dial: Dial, track: _Addresses | None, pods: _PodsBudget | None) -> None:
-        super().__init__(group)
+        # A connection a pod opened: the bytes both ways are charged to that pod.
+        super().__init__(group, group.budget.rate if pods is not None else None)
         self._dial = dial
         self._track = track
         self._pods = pods
@@ -284,7 +332,7 @@ class _InboundEnd(_RelayEnd):
         if self.transport.is_closing():
             sock.close()
             return
-        upstream = _RelayEnd(group or self.group)
+        upstream = _RelayEnd(group or self.group, self.rate)
         upstream.peer, self.peer = self, upstream
         if self._track is not None:
             # (host, port) as the server names its client; an IPv6 name has flow info and scope too.
@@ -297,7 +345,7 @@ class _InboundEnd(_RelayEnd):
             sock.close()
             self.transport.abort()
             return
-        self.transport.resume_reading()
+        self._hold()  # reads from now on, unless the peer or the rate holds it already
 
 
 async def _connect(sock: socket.socket, port: int, host: str = _LOOPBACK) -> socket.socket:
