@@ -151,6 +151,7 @@ class _Group:
     servers: list[asyncio.AbstractServer] = field(default_factory=list)
     relays: set[_RelayEnd] = field(default_factory=set)
     connecting: set[asyncio.Task[None]] = field(default_factory=set)
+    released: bool = False
 
 
 # Connects the other end of a connection a listener accepted (given the accepted transport): the socket,
@@ -344,6 +345,11 @@ class _InboundEnd(_RelayEnd):
         except OSError:
             sock.close()
             self.transport.abort()
+            return
+        if upstream.group.released and upstream.transport is not None:
+            # The pod dialled into was released meanwhile (its dial runs in the viewer's group, which
+            # that release does not wait for): its connections close with it.
+            upstream.transport.abort()
             return
         self._hold()  # reads from now on, unless the peer or the rate holds it already
 
@@ -611,6 +617,7 @@ class PortForwarder:
         own = self._groups.pop(owner, None)
         if own is None:
             return
+        own.released = True
         for server in own.servers:
             server.close()
         for task in list(own.connecting):
