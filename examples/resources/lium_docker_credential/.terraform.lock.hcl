@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:DQAb1u/Exc1/lAhF4EUNJZflRgbhwqj7tQkiey0JvAg=",
-    "zh:e475eb8c2b3cb292a10db8e36448cda72b5aac129a8a0b6d0a8d2291a448b437",
+    "h1:Eez9uEFKXWQ2RKXmNMAIPKeMbk8jjKzkwA7Vl7zEi98=",
+    "zh:b7e55950d3e84f5bf56a0f89eb8de330abe9c8238eff4527009414623949b85a",
   ]
 }
