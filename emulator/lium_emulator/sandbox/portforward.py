@@ -325,6 +325,11 @@ class _InboundEnd(_RelayEnd):
 
     async def _link(self) -> None:
         assert self.transport is not None
+        if self.group.released:
+            # Accepted just before its listener closed: the namespace descriptors the dial would use
+            # are closed, and their numbers may already name another pod's.
+            self.transport.abort()
+            return
         try:
             sock, group = await self._dial(self.transport)
         except OSError:
