@@ -291,6 +291,32 @@ def test_pod_whose_entrypoint_exits_is_not_alive(start_pod: StartPod, manager: S
     poll(lambda: not manager.is_alive("short-lived"), 10, "PID 1 exit")
 
 
+def test_only_pid1_writes_the_console_never_the_unshare_that_launched_it(
+    start_pod: StartPod, manager: SandboxManager, base: Path
+) -> None:
+    """util-linux's unshare says "sigprocmask unblock failed" when its child dies of SIGKILL, as every
+    deleted pod's PID 1 does: said on the console, it would end the container's own logs."""
+    start_pod(
+        "quiet-launcher", startup_commands="-c 'echo from-pid1; echo to-stderr >&2; exec sleep infinity'"
+    )
+    pids = manager.pod_pids("quiet-launcher")
+    assert pids is not None
+    recorded = json.loads((base / "root" / "pods" / "quiet-launcher" / "pids.json").read_bytes())
+
+    def stream(pid: int, fd: int) -> str:
+        return os.readlink(f"/proc/{pid}/fd/{fd}")
+
+    console = stream(pids[0], 1)
+    assert console.startswith("pipe:") and stream(pids[0], 2) == console
+    launcher = {stream(recorded["unshare_pid"], fd) for fd in (1, 2)}
+    assert console not in launcher, "unshare writes into the container's console"
+    poll(
+        lambda: manager.console_log("quiet-launcher").read_bytes() == b"from-pid1\nto-stderr\n" or None,
+        10,
+        "PID 1's stdout and stderr on the console",
+    )
+
+
 def test_twenty_pods_at_once(base: Path, key: ClientKey, emulator_port: int) -> None:
     root = base / "many"
     specs = [pod_spec(base, f"many-{index:02d}", key) for index in range(20)]

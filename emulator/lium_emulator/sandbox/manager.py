@@ -30,7 +30,8 @@ every pod records its pids under ``root_dir`` and :meth:`SandboxManager.cleanup_
 crashed emulator left behind.
 
 Layout: ``<root_dir>/pods/<pod_id>/`` holds the plan (``plan.PLAN_FILE``, 0600: includes the pod's host keys),
-``pids.json``, ``console.log`` (PID 1's stdout/stderr), ``sshd.log`` and the empty mount points.
+``pids.json``, ``console.log`` (PID 1's stdout/stderr), ``unshare.log`` (the launcher's own messages),
+``sshd.log`` and the empty mount points.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ _EXIT_TIMEOUT_SECONDS = 10.0
 _MAX_ROOTFS_GIB = 4
 _POD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 CONSOLE_LOG = "console.log"  # PID 1's stdout and stderr, in the pod's directory
+LAUNCHER_LOG = "unshare.log"  # what the unshare that starts PID 1 says, in the pod's directory
 # Children get no part of the emulator's environment (it may hold API keys).
 _CLEAN_ENV = {"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"}
 # A volume over these would hide what the pod needs to boot and run sshd.
@@ -753,17 +755,23 @@ class SandboxManager:
             # Read and write: the init program's open for reading never waits, nor this one.
             os.mkfifo(pod_dir / "network", 0o600)
             gate = os.open(pod_dir / "network", os.O_RDWR | os.O_CLOEXEC)
-            console = self._logs.pipe_to(pod_dir / CONSOLE_LOG)  # bounded: console.py
+            # Bounded pipes (console.py). PID 1 alone writes the console: what unshare itself says
+            # (such as its complaint when PID 1 dies of SIGKILL) is no line of the container's.
+            console = self._logs.pipe_to(pod_dir / CONSOLE_LOG)
             try:
-                process = subprocess.Popen(
-                    [
-                        unshare, "--pid", "--mount", "--uts", "--ipc", "--net", "--fork",
-                        "--propagation", "private", "--kill-child=SIGKILL",
-                        sys.executable, "-I", "-S", str(_INIT_SCRIPT), str(pod_dir / PLAN_FILE),
-                    ],
-                    stdin=subprocess.DEVNULL, stdout=console, stderr=console,
-                    env=_CLEAN_ENV, start_new_session=True,
-                )  # fmt: skip
+                launcher_log = self._logs.pipe_to(pod_dir / LAUNCHER_LOG)
+                try:
+                    process = subprocess.Popen(
+                        [
+                            unshare, "--pid", "--mount", "--uts", "--ipc", "--net", "--fork",
+                            "--propagation", "private", "--kill-child=SIGKILL",
+                            sys.executable, "-I", "-S", str(_INIT_SCRIPT), str(pod_dir / PLAN_FILE), str(console),
+                        ],
+                        stdin=subprocess.DEVNULL, stdout=launcher_log, stderr=launcher_log, pass_fds=(console,),
+                        env=_CLEAN_ENV, start_new_session=True,
+                    )  # fmt: skip
+                finally:
+                    os.close(launcher_log)
             finally:
                 os.close(console)
             record.update(unshare_pid=process.pid, unshare_start=process_start_ticks(process.pid) or 0)

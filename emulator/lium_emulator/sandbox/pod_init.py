@@ -2,7 +2,8 @@
 
 ``manager.py`` runs this file as a script (``python -I -S``, importing only built-in and small stdlib
 modules, so it starts in ~40 ms of CPU instead of ~85 with json, typing, socket and friends) as
-``unshare --pid --mount --uts --ipc --net --fork --propagation private --kill-child=SIGKILL``'s child,
+``unshare --pid --mount --uts --ipc --net --fork --propagation private --kill-child=SIGKILL``'s child
+(with the write end of the pod's console pipe as its second argument: it becomes stdout and stderr),
 i.e. as PID 1 of a new PID namespace with private mounts, still real root. It
 
 1. joins the pod's cgroups (the offer's memory and CPU limits) and takes a cgroup namespace;
@@ -545,7 +546,11 @@ def load_plan(path: str) -> Plan:
     return plan
 
 
-def main(plan_path: str) -> NoReturn:
+def main(plan_path: str, console: int) -> NoReturn:
+    # The container's stdout and stderr are the console pipe; unshare's own are not the container's.
+    for stream in (1, 2):
+        os.dup2(console, stream)
+    os.close(console)
     plan = load_plan(plan_path)
     fifo = os.open(plan["ready_fifo"], os.O_WRONLY | os.O_CLOEXEC)
     gate = os.open(plan["network_fifo"], os.O_RDONLY | os.O_CLOEXEC)  # the host holds it open: no wait
@@ -603,4 +608,4 @@ def enter(pid: int, plan_path: str, argv: list[str]) -> NoReturn:
 if __name__ == "__main__":
     if sys.argv[1] == "--enter":
         enter(int(sys.argv[2]), sys.argv[3], sys.argv[5:])
-    main(sys.argv[1])
+    main(sys.argv[1], int(sys.argv[2]))
