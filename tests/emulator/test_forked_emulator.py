@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from lium_emulator.launcher import launch
 from tests.support.forked_emulator import launch_forked
 
 pytestmark = pytest.mark.sandbox
@@ -45,3 +46,18 @@ def test_a_killed_forked_emulator_reports_the_signal() -> None:
     emulator = launch_forked()
     os.kill(emulator.process.pid, signal.SIGKILL)
     assert emulator.process.wait(timeout=30) == -signal.SIGKILL
+
+
+def ignored_signals(pid: int) -> int:
+    """The mask of signals process ``pid`` ignores (``SigIgn`` in its status)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    (mask,) = [line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")]
+    return int(mask, 16)
+
+
+def test_a_forked_emulator_ignores_the_signals_a_launched_one_ignores() -> None:
+    """SIGPIPE above all: a relay writing to a socket its peer has closed must get EPIPE, not die."""
+    with launch() as launched, launch_forked() as forked:
+        ignored = ignored_signals(launched.process.pid)
+        assert ignored & (1 << (signal.SIGPIPE - 1)), "the interpreter's own start ignores SIGPIPE"
+        assert ignored_signals(forked.process.pid) == ignored

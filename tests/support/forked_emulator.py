@@ -9,7 +9,7 @@ a pipe, driven through ``subprocess.Popen`` (signals, ``wait``, exit status), ex
 The child keeps nothing of the test process but its memory: standard input is ``/dev/null``, every
 other descriptor than its stdout pipe and stderr is closed (a test's pipes must not stay open in an
 emulator), the test process's garbage is collected before that and never after (a finaliser must not
-close a descriptor number the emulator reuses), signals are back to their defaults, and the random
+close a descriptor number the emulator reuses), signals are as a new interpreter has them, and the random
 generator is seeded again.
 """
 
@@ -83,8 +83,11 @@ def _serve_in_child(cli_arguments: list[str], stdout_fd: int) -> None:
         gc.collect()
         gc.freeze()
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-        for number in (signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE, signal.SIGALRM):
+        for number in (signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM):
             signal.signal(number, signal.SIG_DFL)
+        # As the interpreter of a real `lium-emulator serve` starts: a write to a socket its peer has
+        # closed is an EPIPE error for the emulator to handle, not a signal that kills it.
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         random.seed()
         from lium_emulator.cli import main
