@@ -3,6 +3,7 @@ register of names (``LiumSession.use_name``), on records and marks given here.""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,9 +11,14 @@ import pytest
 
 from lium_provider.api.client import LiumClient
 from lium_provider.domain.journal import RentJournal
-from lium_provider.domain.stack import stack_tag
+from lium_provider.domain.stack import lium_pod_name, rent_digest, stack_tag
 from lium_provider.resources.ownership import owns
+from lium_provider.resources.pod import PodResource
+from lium_provider.resources.pod_model import PodModel
 from lium_provider.session import LiumSession
+from tfbridge import Context, TFError
+from tfbridge.cancel import CancelToken
+from tfbridge.logs import Logger
 
 THIS, OTHER, OLD = stack_tag("stack:this"), stack_tag("stack:other"), stack_tag("stack:old")
 ID = "3f2a5c1e-8b7d-4e6f-9a0b-1c2d3e4f5a6b"
@@ -76,3 +82,21 @@ def test_a_name_is_one_resources(tmp_path: Path, first: str, second: str, second
     assert use(first)
     assert use(second) is second_allowed
     assert s.use_name(("lium-name", "another"), create=True), "other names are free"
+
+
+def test_a_lost_id_is_never_looked_for_by_a_name_no_stack_made(tmp_path: Path) -> None:
+    """An imported pod keeps its own Lium name ("train"): any number of others' pods may carry it, so a
+    state whose id is unusable deletes nothing by it (this session's client reaches nothing: a single
+    request would fail the call)."""
+    s = session(tmp_path)
+    ctx = Context(cancel=CancelToken(), log=Logger("test"), provider=s, deadline=time.monotonic() + 30)
+    imported = PodModel.model_construct(**dict.fromkeys(PodModel.model_fields)).model_copy(
+        update={"id": ID.upper(), "lium_name": "train", "name": "train"}
+    )
+    PodResource()._delete_by_lium_name(ctx, imported)
+    assert ctx.warnings == []
+    tagged = imported.model_copy(
+        update={"lium_name": lium_pod_name("train", THIS, rent_digest("template", 1))}
+    )
+    with pytest.raises(TFError, match="looking for the pod by its Lium name failed"):
+        PodResource()._delete_by_lium_name(ctx, tagged)  # this stack's name: it is looked for

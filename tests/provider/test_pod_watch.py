@@ -10,18 +10,23 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lium_emulator.launcher import RunningEmulator
+from lium_provider.api.errors import LiumError
 from lium_provider.api.models import Pod
 from lium_provider.api.pod_watch import LISTINGS_PER_MINUTE, ListingBudget, PodWatcher
 from lium_provider.api.rent import rent_reconciled
+from lium_provider.resources.pod_lifecycle import delete_pod_and_wait
+from lium_provider.session import LiumSession
 from tests.provider.test_api_emulator import Session, new_attempt, open_session
 from tests.support.forked_emulator import launch_forked
-from tfbridge import Context
+from tfbridge import Context, TFError
 from tfbridge.cancel import CancelToken
 from tfbridge.logs import Logger
 
@@ -276,3 +281,37 @@ def test_a_404_that_is_not_lium_s_own_leaves_a_deleted_pod_to_the_listings(sessi
     session.set_faults()
     assert second not in {pod.id for pod in session.client.list_pods()}
     assert session.client.get_pod(second) is None
+
+
+def test_a_bare_404_on_delete_and_read_never_makes_a_destroy_of_a_running_pod_succeed(
+    session: Session,
+) -> None:
+    watcher = PodWatcher(session.client)
+    pod_id = rent(session)
+    watcher.wait(context(), pod_id, running)
+    # Something on the way answers the pod's DELETE and GET with a bare 404; the listings still work.
+    session.set_faults(
+        {"method": "DELETE", "path": f"/pods/{pod_id}", "kind": "status", "status": 404},
+        {"method": "GET", "path": f"/pods/{pod_id}", "kind": "status", "status": 404},
+    )
+    with pytest.raises(TFError, match="Deleting the pod failed"):
+        pods_only = cast(LiumSession, SimpleNamespace(client=session.client, watcher=watcher))
+        delete_pod_and_wait(context(6.0), pods_only, pod_id)
+    assert session.client.get_pod(pod_id) is not None, "the listing shows the pod the 404s hid"
+    session.set_faults()
+    assert [pod.status for pod in session.client.list_pods() if pod.id == pod_id] == ["RUNNING"]
+
+
+def test_a_read_whose_listing_fails_and_whose_get_meets_a_bare_404_is_an_error_not_a_gone_pod(
+    session: Session,
+) -> None:
+    pod_id = rent(session)
+    PodWatcher(session.client).wait(context(), pod_id, running)
+    session.set_faults(
+        {"method": "GET", "path": "/pods", "kind": "status", "status": 503},
+        {"method": "GET", "path": f"/pods/{pod_id}", "kind": "status", "status": 404},
+    )
+    with pytest.raises(LiumError):
+        PodWatcher(session.client).current(context(10.0), pod_id)
+    session.set_faults()
+    assert PodWatcher(session.client).current(context(), pod_id) is not None

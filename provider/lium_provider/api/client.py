@@ -23,6 +23,7 @@ from lium_provider.api.api_keys import ApiKeyRow, ApiKeySpec, MintedApiKey, Work
 from lium_provider.api.backups import BackupConfigRow, BackupLogRow, BackupSchedule, RestoreLogRow
 from lium_provider.api.clusters import ClusterOffer, ClusterRemoval, ClusterRental, ClusterRentRequest
 from lium_provider.api.errors import (
+    POD_NOT_FOUND,
     InvalidArgument,
     LiumAuthError,
     LiumError,
@@ -277,7 +278,20 @@ class LiumClient:
         return self._list(Pod, "/pods")
 
     def get_pod(self, pod_id: str) -> Pod | None:
-        return self._get_optional(Pod, f"/pods/{_segment(pod_id)}")
+        """``GET /pods/{id}``, or None when Lium has no such pod.
+
+        A 404 without Lium's ``pod_not_found`` code may come from anything on the way (a gateway, a
+        proxy), and a running pod read as gone would be dropped from the state or its destroy reported
+        done: the account's listing decides then, and its failure is raised."""
+        try:
+            return self.read_pod(pod_id)
+        except LiumNotFound as e:
+            if e.code == POD_NOT_FOUND:
+                return None
+        return self._listed_pod(pod_id)
+
+    def _listed_pod(self, pod_id: str) -> Pod | None:
+        return next((pod for pod in self.list_pods() if pod.id == pod_id), None)
 
     def read_pod(self, pod_id: str) -> Pod:
         """``GET /pods/{id}`` with its 404 raised (LiumNotFound), whose ``code`` tells Lium's own "no
@@ -285,7 +299,14 @@ class LiumClient:
         return self._object(Pod, "GET", f"/pods/{_segment(pod_id)}")
 
     def delete_pod(self, pod_id: str) -> None:
-        self._delete(f"/pods/{_segment(pod_id)}")
+        """``DELETE /pods/{id}``; a pod Lium does not have is no error. A 404 without Lium's
+        ``pod_not_found`` code is raised while the account's listing still shows the pod: the request
+        may never have reached Lium."""
+        try:
+            self._call("DELETE", f"/pods/{_segment(pod_id)}")
+        except LiumNotFound as e:
+            if e.code != POD_NOT_FOUND and self._listed_pod(pod_id) is not None:
+                raise
 
     def pod_logs(self, pod_id: str, tail: int) -> str:
         """``GET /pods/{id}/logs?tail=N``: the last ``tail`` lines the pod's container printed (its PID 1's

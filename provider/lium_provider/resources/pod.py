@@ -792,7 +792,9 @@ class PodResource(Resource[PodModel]):
         """A damaged id with this stack's Lium name beside it: the pod is found, and deleted, by the name
         (a paid pod is not left running because its id was lost)."""
         s = session(ctx)
-        if tag_in_pod_name(state.lium_name) not in (state.stack_tag or s.stack_tag, state.adopted_from):
+        # A name no stack made (an imported pod's own, "train") may be anyone's: only a tagged one is.
+        tag = tag_in_pod_name(state.lium_name)
+        if tag is None or tag not in (state.stack_tag or s.stack_tag, state.adopted_from):
             return
         with api_errors("looking for the pod by its Lium name"):
             found = [p for p in s.client.list_pods() if p.pod_name == state.lium_name]
