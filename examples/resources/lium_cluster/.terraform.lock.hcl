@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:Eez9uEFKXWQ2RKXmNMAIPKeMbk8jjKzkwA7Vl7zEi98=",
-    "zh:b7e55950d3e84f5bf56a0f89eb8de330abe9c8238eff4527009414623949b85a",
+    "h1:IHuNY5YECw8uQ97AMum4zx4qY8BLa8woep0KYB5eI9Y=",
+    "zh:7dad9f9a8fa292a437b9588bf82ac57aa4ab9785304be09426f8b96be18ca676",
   ]
 }
