@@ -391,6 +391,8 @@ def test_cluster_members_share_a_private_overlay_network(
         assert interfaces(pod_a) == ["lo", "overlay0"]
         assert interfaces(pod_d) == ["lo"]
         assert check(pod_a, "ip -4 -o addr show dev overlay0").split()[3] == "10.42.0.1/24"
+        # No IPv6 source on it: sshd's per-source limits count each IPv6 address apart.
+        assert check(pod_a, "ip -6 -o addr show dev overlay0").strip() == ""
         # The pod's root cannot reconfigure it: the namespace belongs to the host's user namespace.
         for attack in (
             "ip addr add 10.42.0.9/24 dev overlay0",

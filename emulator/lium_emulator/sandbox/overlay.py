@@ -104,6 +104,9 @@ class OverlayNetworks:
             _ip(
                 nsenter, ip, pod_netns_fd,
                 f"addr add {member.address}/{OVERLAY_NETWORK.prefixlen} dev {OVERLAY_INTERFACE}\n"
+                # IPv4 only, as Lium's overlay is: a link-local IPv6 address per member would give
+                # every member a source of its own that the pod sshd's per-source limits count apart.
+                f"link set {OVERLAY_INTERFACE} addrgenmode none\n"
                 f"link set {OVERLAY_INTERFACE} up\n",
             )  # fmt: skip
         except BaseException:
