@@ -35,7 +35,7 @@ class Record:
 
 def session(tmp_path: Path, *, named: bool = False, adopt: frozenset[str] = frozenset()) -> LiumSession:
     return LiumSession(
-        client=LiumClient("http://127.0.0.1:9/api", "tf-key"),
+        client=LiumClient("http://127.0.0.1:9/api", "tf-key", max_retries=0),  # reaches nothing, at once
         feed_url="http://127.0.0.1:9/api/public/v1/nodes",
         ssh_private_key=None,
         runner_download_url=None,
