@@ -28,6 +28,7 @@ from lium_provider.api.client import LiumClient
 from lium_provider.api.errors import (
     LiumAuthError,
     LiumError,
+    LiumNotFound,
     LiumProtocolError,
     LiumRateLimited,
     LiumUncertainOutcome,
@@ -269,6 +270,38 @@ def test_volume_crud(session: Session) -> None:
     client.delete_volume(volume.id)
     assert client.get_volume(volume.id) is None
     client.delete_volume(volume.id)
+
+
+def test_a_bare_404_on_a_delete_fails_while_the_listing_still_holds_the_object(session: Session) -> None:
+    """A gateway's 404 (no Lium code) on a DELETE proves nothing: a destroy must not report a template,
+    credential, volume or key gone while Lium still lists it."""
+    client = session.client
+    template = client.create_template(TemplateSpec(name="kept", docker_image="python:3.11-slim"))
+    credential = client.create_docker_credential("bob", "a-Secret-pw")
+    volume = client.create_volume("kept")
+    key = client.create_ssh_key("kept", PUBLIC_KEY)
+    deletions = [
+        ("/templates/", template.id, client.delete_template),
+        ("/docker-credentials/", credential.id, client.delete_docker_credential),
+        ("/volumes/", volume.id, client.delete_volume),
+        ("/ssh-keys/", key.id, client.delete_ssh_key),
+    ]
+    session.set_faults(
+        *(
+            {"method": "DELETE", "path": f"{prefix}{oid}", "kind": "status", "status": 404}
+            for prefix, oid, _ in deletions
+        )
+    )
+    for _, object_id, delete in deletions:
+        with pytest.raises(LiumNotFound):
+            delete(object_id)
+    assert template.id in {t.id for t in client.list_templates()}
+    session.set_faults()
+    for _, object_id, delete in deletions:
+        delete(object_id)
+        delete(object_id)  # Lium's own 404: gone, no error
+    assert template.id not in {t.id for t in client.list_templates()}
+    assert volume.id not in {v.id for v in client.list_volumes()}
 
 
 # --- pods and rent -----------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ destroys resources that may already be gone.
 
 from __future__ import annotations
 
-import contextlib
 import random
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -23,7 +22,11 @@ from lium_provider.api.api_keys import ApiKeyRow, ApiKeySpec, MintedApiKey, Work
 from lium_provider.api.backups import BackupConfigRow, BackupLogRow, BackupSchedule, RestoreLogRow
 from lium_provider.api.clusters import ClusterOffer, ClusterRemoval, ClusterRental, ClusterRentRequest
 from lium_provider.api.errors import (
+    DOCKER_CREDENTIAL_NOT_FOUND,
     POD_NOT_FOUND,
+    SSH_KEY_NOT_FOUND,
+    TEMPLATE_NOT_FOUND,
+    VOLUME_NOT_FOUND,
     InvalidArgument,
     LiumAuthError,
     LiumError,
@@ -230,9 +233,23 @@ class LiumClient:
         except LiumNotFound:
             return None
 
-    def _delete(self, path: str, headers: Mapping[str, str] | None = None) -> None:
-        with contextlib.suppress(LiumNotFound):
+    def _delete(
+        self,
+        path: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        gone_code: str | None = None,
+        listed: Callable[[], bool] | None = None,
+    ) -> None:
+        """``DELETE path``; an object Lium does not have is no error. A 404 without Lium's own
+        ``gone_code`` may come from anything on the way (a gateway, a proxy): with ``listed``, it is
+        raised while the account's listing still holds the object, as the request may never have
+        reached Lium and a destroy must not report the object gone."""
+        try:
             self._call("DELETE", path, headers=headers)
+        except LiumNotFound as e:
+            if e.code != gone_code and listed is not None and listed():
+                raise
 
     # --- account ---------------------------------------------------------------------------------------
 
@@ -302,11 +319,11 @@ class LiumClient:
         """``DELETE /pods/{id}``; a pod Lium does not have is no error. A 404 without Lium's
         ``pod_not_found`` code is raised while the account's listing still shows the pod: the request
         may never have reached Lium."""
-        try:
-            self._call("DELETE", f"/pods/{_segment(pod_id)}")
-        except LiumNotFound as e:
-            if e.code != POD_NOT_FOUND and self._listed_pod(pod_id) is not None:
-                raise
+        self._delete(
+            f"/pods/{_segment(pod_id)}",
+            gone_code=POD_NOT_FOUND,
+            listed=lambda: self._listed_pod(pod_id) is not None,
+        )
 
     def pod_logs(self, pod_id: str, tail: int) -> str:
         """``GET /pods/{id}/logs?tail=N``: the last ``tail`` lines the pod's container printed (its PID 1's
@@ -422,7 +439,11 @@ class LiumClient:
         return self._object(Template, "PUT", f"/templates/{_segment(template_id)}", json_body=body.to_body())
 
     def delete_template(self, template_id: str) -> None:
-        self._delete(f"/templates/{_segment(template_id)}")
+        self._delete(
+            f"/templates/{_segment(template_id)}",
+            gone_code=TEMPLATE_NOT_FOUND,
+            listed=lambda: any(t.id == template_id for t in self.list_templates()),
+        )
 
     # --- docker credentials (paths as dstack uses them: POST/GET with a trailing slash) ----------------
 
@@ -453,7 +474,11 @@ class LiumClient:
         return parse_object(DockerCredential, answer.data, method="PUT", path=path)
 
     def delete_docker_credential(self, credential_id: str) -> None:
-        self._delete(f"/docker-credentials/{_segment(credential_id)}")
+        self._delete(
+            f"/docker-credentials/{_segment(credential_id)}",
+            gone_code=DOCKER_CREDENTIAL_NOT_FOUND,
+            listed=lambda: any(c.id == credential_id for c in self.list_docker_credentials()),
+        )
 
     # --- volumes --------------------------------------------------------------------------------------
 
@@ -476,7 +501,11 @@ class LiumClient:
         return self._object(Volume, "PUT", f"/volumes/{_segment(volume_id)}", json_body=body)
 
     def delete_volume(self, volume_id: str) -> None:
-        self._delete(f"/volumes/{_segment(volume_id)}")
+        self._delete(
+            f"/volumes/{_segment(volume_id)}",
+            gone_code=VOLUME_NOT_FOUND,
+            listed=lambda: any(v.id == volume_id for v in self.list_volumes()),
+        )
 
     # --- account SSH keys (no single-key GET route: docs/lium-api.md#ssh-keys) --------------------------
 
@@ -496,7 +525,11 @@ class LiumClient:
         return self._object(AccountSshKey, "PUT", f"/ssh-keys/{_segment(key_id)}", json_body=body)
 
     def delete_ssh_key(self, key_id: str) -> None:
-        self._delete(f"/ssh-keys/{_segment(key_id)}")
+        self._delete(
+            f"/ssh-keys/{_segment(key_id)}",
+            gone_code=SSH_KEY_NOT_FOUND,
+            listed=lambda: any(k.id == key_id for k in self.list_ssh_keys()),
+        )
 
     # --- API keys (a browser session's routes, docs/lium-api.md#api-keys) ------------------------------
 

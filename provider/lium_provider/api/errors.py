@@ -48,6 +48,11 @@ SCOPE_CODES: frozenset[str] = frozenset(
 # The code of Lium's own 404 for a pod it does not have (docs/lium-api.md#get-pod): a 404 without it
 # (a gateway's, a proxy's) says nothing of the pod.
 POD_NOT_FOUND = "pod_not_found"
+# The same for the other objects a stack deletes (docs/lium-api.md#error-codes).
+TEMPLATE_NOT_FOUND = "template_not_found"
+DOCKER_CREDENTIAL_NOT_FOUND = "docker_credential_not_found"
+VOLUME_NOT_FOUND = "volume_not_found"
+SSH_KEY_NOT_FOUND = "ssh_key_not_found"
 
 
 def valid_code(value: object) -> str | None:
