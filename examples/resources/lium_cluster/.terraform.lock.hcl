@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:IHuNY5YECw8uQ97AMum4zx4qY8BLa8woep0KYB5eI9Y=",
-    "zh:7dad9f9a8fa292a437b9588bf82ac57aa4ab9785304be09426f8b96be18ca676",
+    "h1:PVUAI2kc5clwnYdbqQ5zWAYHCttG8ZcQgWxXBk112/8=",
+    "zh:3d785f3475033e79aabcbbe46cafba214e0f9da6a0fcc363b3df918f3f063d3e",
   ]
 }
