@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -55,6 +55,14 @@ from lium_provider.api.transport import (
 )
 
 _M = TypeVar("_M", bound=BaseModel)
+_Listed = TypeVar("_Listed", bound="_HasId")
+
+
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
 RENT_IDEMPOTENCY = "rent_idempotency"
 MAX_EVENTS_LIMIT = 1000
 
@@ -90,6 +98,11 @@ def _credential_body(username: str, password: str) -> dict[str, str]:
 def _in_workspace(workspace_id: str | None) -> dict[str, str]:
     """The header that picks the workspace a session's request acts in (none: the personal one)."""
     return {"X-Lium-Workspace-Id": workspace_id} if workspace_id else {}
+
+
+def _by_id(listing: Iterable[_Listed], object_id: str) -> _Listed | None:
+    """The object of a listing whose id is ``object_id``, or None."""
+    return next((item for item in listing if item.id == object_id), None)
 
 
 def _segment(value: str) -> str:
@@ -224,14 +237,26 @@ class LiumClient:
         """``GET path`` whose answer is an array of ``model`` objects."""
         return parse_list(model, self._call("GET", path, params=params).data, method="GET", path=path)
 
+    # A 404 without Lium's own ``gone_code`` may come from anything on the way (a gateway, a proxy): an
+    # object read as gone would be dropped from the state, one deleted so reported gone by a destroy.
+    # Given ``listed`` (the object as the account's listing holds it, or None), that listing decides.
+
     def _get_optional(
-        self, model: type[_M], path: str, headers: Mapping[str, str] | None = None
+        self,
+        model: type[_M],
+        path: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        gone_code: str | None = None,
+        listed: Callable[[], _M | None] | None = None,
     ) -> _M | None:
-        """``GET path`` as one ``model`` object, or None when it is not found."""
+        """``GET path`` as one ``model`` object, or None when it is not found (see above)."""
         try:
             return self._object(model, "GET", path, headers=headers)
-        except LiumNotFound:
-            return None
+        except LiumNotFound as e:
+            if listed is None or e.code == gone_code:
+                return None
+        return listed()
 
     def _delete(
         self,
@@ -239,16 +264,14 @@ class LiumClient:
         headers: Mapping[str, str] | None = None,
         *,
         gone_code: str | None = None,
-        listed: Callable[[], bool] | None = None,
+        listed: Callable[[], object | None] | None = None,
     ) -> None:
-        """``DELETE path``; an object Lium does not have is no error. A 404 without Lium's own
-        ``gone_code`` may come from anything on the way (a gateway, a proxy): with ``listed``, it is
-        raised while the account's listing still holds the object, as the request may never have
-        reached Lium and a destroy must not report the object gone."""
+        """``DELETE path``; an object Lium does not have is no error (see above: a 404 without
+        ``gone_code`` is raised while the listing still holds the object)."""
         try:
             self._call("DELETE", path, headers=headers)
         except LiumNotFound as e:
-            if e.code != gone_code and listed is not None and listed():
+            if e.code != gone_code and listed is not None and listed() is not None:
                 raise
 
     # --- account ---------------------------------------------------------------------------------------
@@ -295,20 +318,14 @@ class LiumClient:
         return self._list(Pod, "/pods")
 
     def get_pod(self, pod_id: str) -> Pod | None:
-        """``GET /pods/{id}``, or None when Lium has no such pod.
-
-        A 404 without Lium's ``pod_not_found`` code may come from anything on the way (a gateway, a
-        proxy), and a running pod read as gone would be dropped from the state or its destroy reported
-        done: the account's listing decides then, and its failure is raised."""
-        try:
-            return self.read_pod(pod_id)
-        except LiumNotFound as e:
-            if e.code == POD_NOT_FOUND:
-                return None
-        return self._listed_pod(pod_id)
+        """``GET /pods/{id}``, or None when Lium has no such pod; a 404 without ``pod_not_found`` is
+        settled by the account's listing, whose failure is raised."""
+        return self._get_optional(
+            Pod, f"/pods/{_segment(pod_id)}", gone_code=POD_NOT_FOUND, listed=lambda: self._listed_pod(pod_id)
+        )
 
     def _listed_pod(self, pod_id: str) -> Pod | None:
-        return next((pod for pod in self.list_pods() if pod.id == pod_id), None)
+        return _by_id(self.list_pods(), pod_id)
 
     def read_pod(self, pod_id: str) -> Pod:
         """``GET /pods/{id}`` with its 404 raised (LiumNotFound), whose ``code`` tells Lium's own "no
@@ -322,7 +339,7 @@ class LiumClient:
         self._delete(
             f"/pods/{_segment(pod_id)}",
             gone_code=POD_NOT_FOUND,
-            listed=lambda: self._listed_pod(pod_id) is not None,
+            listed=lambda: self._listed_pod(pod_id),
         )
 
     def pod_logs(self, pod_id: str, tail: int) -> str:
@@ -442,7 +459,7 @@ class LiumClient:
         self._delete(
             f"/templates/{_segment(template_id)}",
             gone_code=TEMPLATE_NOT_FOUND,
-            listed=lambda: any(t.id == template_id for t in self.list_templates()),
+            listed=lambda: _by_id(self.list_templates(), template_id),
         )
 
     # --- docker credentials (paths as dstack uses them: POST/GET with a trailing slash) ----------------
@@ -461,7 +478,7 @@ class LiumClient:
 
     def get_docker_credential(self, credential_id: str) -> DockerCredential | None:
         """Lium has no single-credential GET route (docs/lium-api.md#docker-credentials), so this searches the list."""
-        return next((c for c in self.list_docker_credentials() if c.id == credential_id), None)
+        return _by_id(self.list_docker_credentials(), credential_id)
 
     def update_docker_credential(self, credential_id: str, username: str, password: str) -> DockerCredential:
         path = f"/docker-credentials/{_segment(credential_id)}"
@@ -477,7 +494,7 @@ class LiumClient:
         self._delete(
             f"/docker-credentials/{_segment(credential_id)}",
             gone_code=DOCKER_CREDENTIAL_NOT_FOUND,
-            listed=lambda: any(c.id == credential_id for c in self.list_docker_credentials()),
+            listed=lambda: self.get_docker_credential(credential_id),
         )
 
     # --- volumes --------------------------------------------------------------------------------------
@@ -504,7 +521,7 @@ class LiumClient:
         self._delete(
             f"/volumes/{_segment(volume_id)}",
             gone_code=VOLUME_NOT_FOUND,
-            listed=lambda: any(v.id == volume_id for v in self.list_volumes()),
+            listed=lambda: _by_id(self.list_volumes(), volume_id),
         )
 
     # --- account SSH keys (no single-key GET route: docs/lium-api.md#ssh-keys) --------------------------
@@ -518,7 +535,7 @@ class LiumClient:
 
     def get_ssh_key(self, key_id: str) -> AccountSshKey | None:
         """Lium has no single-key GET route, so this searches the list."""
-        return next((k for k in self.list_ssh_keys() if k.id == key_id), None)
+        return _by_id(self.list_ssh_keys(), key_id)
 
     def update_ssh_key(self, key_id: str, name: str, public_key: str) -> AccountSshKey:
         body = {"name": name, "public_key": public_key}
@@ -528,7 +545,7 @@ class LiumClient:
         self._delete(
             f"/ssh-keys/{_segment(key_id)}",
             gone_code=SSH_KEY_NOT_FOUND,
-            listed=lambda: any(k.id == key_id for k in self.list_ssh_keys()),
+            listed=lambda: self.get_ssh_key(key_id),
         )
 
     # --- API keys (a browser session's routes, docs/lium-api.md#api-keys) ------------------------------
