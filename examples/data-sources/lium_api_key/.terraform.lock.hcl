@@ -4,7 +4,7 @@
 provider "registry.terraform.io/lium-stacks/lium" {
   version = "0.1.0"
   hashes = [
-    "h1:PVUAI2kc5clwnYdbqQ5zWAYHCttG8ZcQgWxXBk112/8=",
-    "zh:3d785f3475033e79aabcbbe46cafba214e0f9da6a0fcc363b3df918f3f063d3e",
+    "h1:DliNbHnBLAnbFGevNfB3YYQWEpua0E2ib3/N120m6/0=",
+    "zh:fdcffd78cdcb48b4980d5a2e21c48ccad67b2bcdae18c54dbe86fd2d3724fd54",
   ]
 }
